@@ -1,0 +1,8 @@
+from .contrastive import contrastive_from_distance, hard_contrastive, log_match, soft_contrastive
+from .hib import hib_batch_loss, hib_pair_loss, kl_to_standard_normal
+from .pairs import ClassBalancedSampler, two_stream_pairs
+
+__all__ = [
+    "contrastive_from_distance", "hard_contrastive", "log_match", "soft_contrastive",
+    "hib_batch_loss", "hib_pair_loss", "kl_to_standard_normal", "ClassBalancedSampler", "two_stream_pairs",
+]

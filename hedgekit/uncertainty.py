@@ -1,0 +1,86 @@
+"""Uncertainty measures of embedding distributions.
+
+* `match_probability`: p(m|x1,x2) of HIB eq. 4, the expectation of
+  sigmoid(-a ||z1 - z2|| + b) under z1 ~ p(z|x1), z2 ~ p(z|x2).
+* `self_mismatch`: eta(x) = 1 - p(m|x,x) with two *independent* samples of the
+  same input (HIB eq. 9).
+* `trace_cov`, `logdet_cov`: the volumetric measures HIB sec. 2.4 compares against.
+
+Deterministic evaluation (design choice, documented here). For mixtures of
+diagonal Gaussians the difference u = z1 - z2 is itself a mixture: component
+(i, j) is N(mu1_i - mu2_j, diag(v1_i + v2_j)) with weight w1_i w2_j. So eq. 4 is a
+D-dimensional Gaussian expectation per component pair, which we compute with a
+fixed set of S scrambled-Sobol quasi-Monte-Carlo normal points (seed 0). The same
+input therefore always gets the same eta (no flicker in the app), and with the
+default S = 4096 the error against a 100k-sample Monte Carlo is far below 0.005
+(tested). Training still uses the paper's random K x K estimate (eq. 5) in
+`hedgekit.losses.hib`.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import torch
+from torch import Tensor
+
+from .distributions import Embedding
+from .errors import InputError
+from .models.match import SoftMatch
+
+DEFAULT_POINTS = 4096
+
+
+@lru_cache(maxsize=16)
+def qmc_normal(n: int, dim: int) -> Tensor:
+    """(n, dim) fixed standard-normal quasi-random points (scrambled Sobol, seed 0)."""
+    engine = torch.quasirandom.SobolEngine(dim, scramble=True, seed=0)
+    u = engine.draw(n, dtype=torch.float64).clamp(1e-12, 1 - 1e-12)
+    return (torch.special.ndtri(u)).float()
+
+
+def _pair_difference(e1: Embedding, e2: Embedding) -> tuple[Tensor, Tensor, Tensor]:
+    """Components of u = z1 - z2: means, variances (B, C1*C2, D) and weights (B, C1*C2)."""
+    mu = e1.mean.unsqueeze(2) - e2.mean.unsqueeze(1)
+    var = e1.var.unsqueeze(2) + e2.var.unsqueeze(1)
+    w = e1.weights.unsqueeze(2) * e2.weights.unsqueeze(1)
+    b = len(e1)
+    return mu.reshape(b, -1, e1.dim), var.reshape(b, -1, e1.dim), w.reshape(b, -1)
+
+
+@torch.no_grad()
+def match_probability(e1: Embedding, e2: Embedding, match: SoftMatch,
+                      n_points: int = DEFAULT_POINTS, chunk: int = 256) -> Tensor:
+    """(B,) p(m|x1,x2) for B pairs (HIB eq. 4), deterministic (module docstring).
+
+    Point embeddings are handled exactly (zero variance: every point gives the same distance).
+    """
+    if len(e1) != len(e2) or e1.dim != e2.dim:
+        raise InputError(f"need two batches of equal size and dimension; got {len(e1)}x{e1.dim} and {len(e2)}x{e2.dim}")
+    mu, var, w = _pair_difference(e1, e2)
+    eps = qmc_normal(n_points, e1.dim).to(mu)
+    out = []
+    for s in range(0, len(e1), chunk):
+        m, sd = mu[s : s + chunk].unsqueeze(2), var[s : s + chunk].sqrt().unsqueeze(2)
+        d = (m + sd * eps).norm(dim=-1)  # (b, C1C2, S)
+        p = match(d).mean(-1)
+        out.append((w[s : s + chunk] * p).sum(-1))
+    return torch.cat(out) if out else mu.new_zeros(0)
+
+
+def self_mismatch(emb: Embedding, match: SoftMatch, n_points: int = DEFAULT_POINTS) -> Tensor:
+    """(B,) eta(x) = 1 - p(m|x,x), z1, z2 independent draws from p(z|x) (HIB eq. 9).
+
+    Limits: for vanishing variance eta -> 1 - sigmoid(b) (both samples coincide);
+    for huge variance eta -> 1.
+    """
+    return 1.0 - match_probability(emb, emb, match, n_points)
+
+
+def trace_cov(emb: Embedding) -> Tensor:
+    """(B,) trace of the mixture covariance (moment-matched, law of total variance)."""
+    return emb.total_var().sum(-1)
+
+
+def logdet_cov(emb: Embedding) -> Tensor:
+    """(B,) log-determinant of the diagonal of the moment-matched mixture covariance."""
+    return emb.total_var().clamp_min(1e-30).log().sum(-1)
