@@ -1,0 +1,217 @@
+"""N-digit MNIST with random occlusion (HIB paper, Oh et al. 2019, Appendix A, Table 3).
+
+An image is N MNIST digits side by side (28 x 28N pixels); its class is the integer
+the digits spell, leading zeros included: digits (0, 4) are class 4, (4, 7) class 47
+(the convention of github.com/google/n-digit-mnist). 70% of the 10^N classes are
+*seen* (training and "test seen"), the rest *unseen* ("test unseen", zero-shot).
+Training digits come only from MNIST-train and test digits only from MNIST-test, so
+no digit image is shared between training and test.
+
+| split       | images  | classes                                | occlusion            |
+|-------------|---------|----------------------------------------|----------------------|
+| train       | 100,000 | all seen (N=2: 70, N=3: 700)           | each digit w.p. 0.2  |
+| test_seen   | 10,000  | seen, at most 100 (N=3: 100 of 700)    | clean + corrupt twin |
+| test_unseen | 10,000  | unseen, at most 100 (N=3: 100 of 300)  | clean + corrupt twin |
+
+The cap of 100 test classes is google/n-digit-mnist's rule of at least 100 test images
+per class (10,000 / 100). Class counts are balanced (they differ by at most one).
+Digit images are drawn independently, with replacement, from the MNIST images of the
+needed digit value. Each split is deterministic in (n_digits, split, seed) and cached
+as `.npz` under `cache_path('ndigit')`.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+import zipfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from hedgekit.data.mnist import load_mnist
+from hedgekit.data.occlusion import DIGIT_SIZE, occlude, sample_digit_boxes
+from hedgekit.errors import InputError
+from hedgekit.paths import cache_path
+
+SPLITS = ("train", "test_seen", "test_unseen")
+SEEN_FRACTION = 0.7  # Table 3: 70 of 100 (N=2), 700 of 1000 (N=3) classes are seen
+N_IMAGES = {"train": 100_000, "test_seen": 10_000, "test_unseen": 10_000}
+MAX_TEST_CLASSES = 100  # Appendix A: N=3 tests use 100 seen and 100 unseen classes
+P_OCCLUDE = {"train": 0.2, "test_seen": 1.0, "test_unseen": 1.0}  # test: corrupt twin
+MAX_DIGITS = 6  # 10^6 classes; beyond that class_split alone would need gigabytes
+# Independent random streams per purpose, so that e.g. the test splits do not
+# change when the training split's recipe does.
+_STREAMS = {"classes": 0, "train": 1, "test_seen": 2, "test_unseen": 3}
+
+
+@dataclass(frozen=True, eq=False)
+class NDigitSet:
+    """One split of N-digit MNIST.
+
+    images: uint8 (M, 28, 28N), clean (no occlusion) in every split.
+    corrupt: uint8 (M, 28, 28N), the occluded twin: `images` with `boxes` applied.
+        Test splits occlude every digit (App. A's corrupt test set); "train"
+        occludes each digit with probability 0.2 (App. A's training images).
+        Identical to `images` outside `boxes`. None only for user-built sets.
+    labels: int64 (M,) the integer the digits spell.
+    digits: int64 (M, N) digit values, left to right.
+    boxes: int64 (M, N, 4) occlusion boxes (top, left, height, width) in image
+        coordinates, applied to `corrupt` (zero-area where a digit is not occluded).
+    """
+
+    images: np.ndarray
+    corrupt: np.ndarray | None
+    labels: np.ndarray
+    digits: np.ndarray
+    boxes: np.ndarray
+    n_digits: int
+    split: str
+
+    def __post_init__(self):
+        m, n = len(self.labels), self.n_digits
+        expected = {
+            "images": (self.images, np.uint8, (m, DIGIT_SIZE, DIGIT_SIZE * n)),
+            "labels": (self.labels, np.int64, (m,)),
+            "digits": (self.digits, np.int64, (m, n)),
+            "boxes": (self.boxes, np.int64, (m, n, 4)),
+        }
+        if self.corrupt is not None:
+            expected["corrupt"] = (self.corrupt, np.uint8, (m, DIGIT_SIZE, DIGIT_SIZE * n))
+        for name, (array, dtype, shape) in expected.items():
+            if array.dtype != dtype or array.shape != shape:
+                raise InputError(
+                    f"NDigitSet.{name} must be {np.dtype(dtype)} {shape}, got {array.dtype} {array.shape}."
+                )
+        if not np.array_equal(self.labels, spelled_number(self.digits)):
+            raise InputError("NDigitSet.labels do not equal the numbers spelled by NDigitSet.digits.")
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def subset(self, indices) -> "NDigitSet":
+        """The images at `indices` (int array, slice or boolean mask), as a new set."""
+        idx = np.atleast_1d(np.arange(len(self))[indices])
+        return NDigitSet(
+            images=self.images[idx],
+            corrupt=None if self.corrupt is None else self.corrupt[idx],
+            labels=self.labels[idx],
+            digits=self.digits[idx],
+            boxes=self.boxes[idx],
+            n_digits=self.n_digits,
+            split=self.split,
+        )
+
+    def tensors(self, corrupt: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """(x, y): x float32 (M, 1, 28, 28N) in [0, 1], y int64 (M,) labels."""
+        images = self.corrupt if corrupt else self.images
+        if images is None:
+            raise InputError(f"this {self.split!r} set has no corrupt twin; build it with load_ndigit.")
+        x = torch.from_numpy(images).unsqueeze(1).float().div_(255.0)
+        return x, torch.tensor(self.labels)
+
+
+def spelled_number(digits: np.ndarray) -> np.ndarray:
+    """The integers spelled by rows of digits: (4, 7) -> 47, (0, 4) -> 4."""
+    digits = np.asarray(digits, dtype=np.int64)
+    return digits @ 10 ** np.arange(digits.shape[-1] - 1, -1, -1, dtype=np.int64)
+
+
+def class_split(n_digits: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(seen, unseen) sorted int64 arrays partitioning the 10^N classes 70% / 30%.
+
+    N=2: 70 / 30 of 100; N=3: 700 / 300 of 1000 (Table 3). Deterministic for the seed.
+    """
+    _check_args(n_digits, seed)
+    n_classes = 10**n_digits
+    order = _rng(seed, n_digits, "classes").permutation(n_classes)
+    n_seen = round(SEEN_FRACTION * n_classes)
+    return np.sort(order[:n_seen]), np.sort(order[n_seen:])
+
+
+def load_ndigit(n_digits: int, split: str, seed: int = 0, mnist_root=None) -> NDigitSet:
+    """Load (from the cache) or build one split of N-digit MNIST; see the module docstring.
+
+    split: "train", "test_seen" or "test_unseen". `mnist_root` is passed to
+    `load_mnist` when the split has to be built. The cache file is
+    `cache_path('ndigit', f'n{N}_{split}_s{seed}.npz')`; an unreadable or
+    inconsistent cache file is rebuilt with a warning.
+    """
+    _check_args(n_digits, seed)
+    if split not in SPLITS:
+        raise InputError(f"split must be one of {SPLITS}, got {split!r}.")
+    path = cache_path("ndigit", f"n{n_digits}_{split}_s{seed}.npz")
+    if path.is_file():
+        try:
+            return _read_cache(path, n_digits, split)
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as err:
+            warnings.warn(f"rebuilding the unreadable N-digit MNIST cache {path}: {err}", stacklevel=2)
+    dataset = _build(n_digits, split, seed, mnist_root)
+    _write_cache(path, dataset)
+    return dataset
+
+
+def _build(n_digits: int, split: str, seed: int, mnist_root) -> NDigitSet:
+    mnist = load_mnist(mnist_root)
+    rng = _rng(seed, n_digits, split)
+    seen, unseen = class_split(n_digits, seed)
+    classes = unseen if split == "test_unseen" else seen
+    if split == "train":
+        source_images, source_labels = mnist.train_images, mnist.train_labels
+    else:
+        source_images, source_labels = mnist.test_images, mnist.test_labels
+        if len(classes) > MAX_TEST_CLASSES:
+            classes = np.sort(rng.choice(classes, MAX_TEST_CLASSES, replace=False))
+
+    n_images = N_IMAGES[split]
+    # Balanced: every class appears n_images // K times, a random n_images % K of them once more.
+    labels = rng.permutation(rng.permutation(classes)[np.arange(n_images) % len(classes)])
+    digits = labels[:, None] // 10 ** np.arange(n_digits - 1, -1, -1) % 10
+    clean = _compose(rng, digits, source_images, source_labels)
+    boxes = sample_digit_boxes(rng, n_images, n_digits, P_OCCLUDE[split])
+    return NDigitSet(clean, occlude(clean, boxes), labels, digits, boxes, n_digits, split)
+
+
+def _compose(rng: np.random.Generator, digits: np.ndarray, images: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Concatenate, for each digit value, a uniformly random MNIST image of that value."""
+    counts = np.bincount(labels, minlength=10)
+    if (counts == 0).any():
+        raise InputError(f"MNIST has no images of digit(s) {np.flatnonzero(counts == 0).tolist()}.")
+    by_digit = np.argsort(labels, kind="stable")  # indices of 0s, then 1s, ...
+    starts = np.cumsum(counts) - counts
+    picks = by_digit[starts[digits] + rng.integers(0, counts[digits])]  # (M, N)
+    m, n = digits.shape
+    return images[picks].transpose(0, 2, 1, 3).reshape(m, DIGIT_SIZE, DIGIT_SIZE * n)
+
+
+def _read_cache(path: Path, n_digits: int, split: str) -> NDigitSet:
+    with np.load(path) as f:
+        images, labels, digits, boxes = (f[k] for k in ("images", "labels", "digits", "boxes"))
+    if len(labels) != N_IMAGES[split]:
+        raise InputError(f"it holds {len(labels)} images instead of {N_IMAGES[split]}")
+    # The corrupt twin is not stored: it is the clean images with the boxes applied.
+    corrupt = occlude(images, boxes)
+    return NDigitSet(images, corrupt, labels, digits, boxes, n_digits, split)
+
+
+def _write_cache(path: Path, dataset: NDigitSet) -> None:
+    """Write atomically (temporary file + rename), so readers never see half a file."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        np.savez_compressed(
+            f, images=dataset.images, labels=dataset.labels, digits=dataset.digits, boxes=dataset.boxes
+        )
+    os.replace(tmp, path)
+
+
+def _check_args(n_digits, seed) -> None:
+    if not isinstance(n_digits, (int, np.integer)) or not 1 <= n_digits <= MAX_DIGITS:
+        raise InputError(f"n_digits must be an integer in 1..{MAX_DIGITS}, got {n_digits!r}.")
+    if not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InputError(f"seed must be a non-negative integer, got {seed!r}.")
+
+
+def _rng(seed: int, n_digits: int, purpose: str) -> np.random.Generator:
+    return np.random.default_rng([int(seed), int(n_digits), _STREAMS[purpose]])

@@ -1,0 +1,124 @@
+"""Random black occlusion of digits (HIB paper, Oh et al. 2019, Appendix A).
+
+"A random-sized rectangular patch is identified from a random location of each
+28 x 28 digit image. The patch side lengths and heights are sampled L ~ Unif(0, 28),
+and then the top left patch corner coordinates are sampled so that the occluded
+rectangle fits within the image." Training flips an independent coin per digit
+(occlusion chance 20%); the corrupt test twin occludes every digit.
+
+A box is an int array `(top, left, height, width)` in pixel coordinates of the image
+it applies to; it covers rows top..top+height-1 and columns left..left+width-1.
+A box with zero height or width covers nothing.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from hedgekit.errors import InputError
+
+DIGIT_SIZE = 28  # MNIST digits are 28 x 28 pixels
+
+
+def sample_digit_boxes(
+    rng: np.random.Generator, n_images: int, n_digits: int, p_occlude: float
+) -> np.ndarray:
+    """Occlusion boxes for `n_images` images of `n_digits` side-by-side 28x28 digits.
+
+    Returns an int64 array (n_images, n_digits, 4) in image coordinates: digit j spans
+    columns 28j..28j+27. Each digit is occluded independently with probability
+    `p_occlude`; its height and width are then independent uniform integers in
+    {0, ..., 28} (our discretisation of the paper's L ~ Unif(0, 28): pixel sides,
+    both ends included, so an occluded digit can still get an empty box with
+    probability 1 - (28/29)^2 ~ 7%), and its top-left corner is uniform among the
+    positions that keep the box inside the digit's cell. Digits that are not
+    occluded get the empty box (0, 28j, 0, 0). `p_occlude=1.0` gives the corrupt twin.
+    """
+    if not isinstance(rng, np.random.Generator):
+        raise InputError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}.")
+    if not 0.0 <= p_occlude <= 1.0:
+        raise InputError(f"p_occlude must be in [0, 1], got {p_occlude}.")
+    if n_images < 0 or n_digits < 1:
+        raise InputError(f"need n_images >= 0 and n_digits >= 1, got {n_images} and {n_digits}.")
+    shape = (n_images, n_digits)
+    occluded = rng.random(shape) < p_occlude
+    height = rng.integers(0, DIGIT_SIZE + 1, shape) * occluded
+    width = rng.integers(0, DIGIT_SIZE + 1, shape) * occluded
+    top = rng.integers(0, DIGIT_SIZE + 1 - height) * occluded  # high is exclusive
+    left = rng.integers(0, DIGIT_SIZE + 1 - width) * occluded + DIGIT_SIZE * np.arange(n_digits)
+    return np.stack([top, left, height, width], axis=-1).astype(np.int64)
+
+
+def occlude(images, boxes):
+    """Black out (fill with 0) `boxes` in `images`; returns a new array of the same type.
+
+    images: (H, W) or (B, H, W), a numpy array or torch tensor of any dtype (the
+    result keeps type, dtype and device; the input is never modified).
+    boxes: (n, 4) for one image or (B, n, 4) for a batch, integer
+    (top, left, height, width); every box must lie inside the image, zero-area
+    boxes are allowed and change nothing.
+    """
+    is_tensor = isinstance(images, torch.Tensor)
+    if not is_tensor and not isinstance(images, np.ndarray):
+        raise InputError(f"images must be a numpy array or torch tensor, got {type(images).__name__}.")
+    if images.ndim not in (2, 3):
+        raise InputError(f"images must be (H, W) or (B, H, W), got shape {tuple(images.shape)}.")
+    if (images.is_floating_point() if is_tensor else np.issubdtype(images.dtype, np.floating)):
+        if bool(torch.isnan(images).any() if is_tensor else np.isnan(images).any()):
+            raise InputError("images contain NaN.")
+    boxes = np.asarray(boxes.cpu() if isinstance(boxes, torch.Tensor) else boxes)
+    if not np.issubdtype(boxes.dtype, np.integer):
+        raise InputError(f"boxes must be integers (top, left, height, width), got dtype {boxes.dtype}.")
+    if boxes.ndim != images.ndim or boxes.shape[-1] != 4 or (
+        images.ndim == 3 and boxes.shape[0] != images.shape[0]
+    ):
+        want = "(n, 4)" if images.ndim == 2 else f"({images.shape[0]}, n, 4)"
+        raise InputError(f"boxes for images of shape {tuple(images.shape)} must be {want}, got {boxes.shape}.")
+    height, width = images.shape[-2:]
+    top, left, h, w = np.moveaxis(boxes, -1, 0)
+    if (h < 0).any() or (w < 0).any():
+        raise InputError("box height and width must be >= 0 (use clip_box for dragged rectangles).")
+    if (top < 0).any() or (left < 0).any() or (top + h > height).any() or (left + w > width).any():
+        raise InputError(f"boxes must lie fully inside the {height}x{width} image (use clip_box).")
+
+    mask = _box_mask(boxes if boxes.ndim == 3 else boxes[None], height, width).reshape(images.shape)
+    if is_tensor:
+        return images.masked_fill(torch.from_numpy(mask).to(images.device), 0)
+    out = images.copy()
+    out[mask] = 0
+    return out
+
+
+def _box_mask(boxes: np.ndarray, height: int, width: int) -> np.ndarray:
+    """Boolean (B, H, W) mask of the pixels covered by any of the (B, n, 4) boxes."""
+    rows, cols = np.arange(height), np.arange(width)
+    top, left, h, w = (boxes[..., i, None] for i in range(4))  # each (B, n, 1)
+    in_rows = (rows >= top) & (rows < top + h)  # (B, n, H)
+    in_cols = (cols >= left) & (cols < left + w)  # (B, n, W)
+    mask = np.zeros((boxes.shape[0], height, width), dtype=bool)
+    for k in range(boxes.shape[1]):
+        mask |= in_rows[:, k, :, None] & in_cols[:, k, None, :]
+    return mask
+
+
+def clip_box(box, image_shape) -> np.ndarray | None:
+    """Clip a user-drawn rectangle (top, left, height, width) to an image; None if empty.
+
+    For mouse-drawn rectangles: the box may lie partly outside the image, and a
+    negative height/width means the mouse was dragged up/left from (top, left).
+    Coordinates may be floats; edges are rounded to the nearest pixel boundary.
+    `image_shape` is (H, W) or any shape ending in H, W. Returns an int64 box that
+    `occlude` accepts, or None when nothing of the image is covered.
+    """
+    box = np.asarray(box, dtype=float)
+    if box.shape != (4,) or not np.isfinite(box).all():
+        raise InputError(f"box must be 4 finite numbers (top, left, height, width), got {box!r}.")
+    height, width = image_shape[-2:]
+    top, left, h, w = box
+    y0, y1 = sorted((top, top + h))
+    x0, x1 = sorted((left, left + w))
+    y0, y1 = np.clip(np.rint([y0, y1]), 0, height).astype(np.int64)
+    x0, x1 = np.clip(np.rint([x0, x1]), 0, width).astype(np.int64)
+    if y1 <= y0 or x1 <= x0:
+        return None
+    return np.array([y0, x0, y1 - y0, x1 - x0], dtype=np.int64)
