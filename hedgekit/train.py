@@ -174,7 +174,7 @@ def fit(
         opt.step()
         sched.step()
         if step % cfg.log_every == 0 or step == cfg.steps - 1:
-            row = {"step": step, "loss": float(loss), "lr": sched.get_last_lr()[0],
+            row = {"step": step, "loss": loss.item(), "lr": sched.get_last_lr()[0],
                    "a": float(model.match.a), "b": float(model.match.b), **stats}
             hist.rows.append(row)
             bar.set_postfix(loss=f"{row['loss']:.3f}")

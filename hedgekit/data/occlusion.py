@@ -122,3 +122,21 @@ def clip_box(box, image_shape) -> np.ndarray | None:
     if y1 <= y0 or x1 <= x0:
         return None
     return np.array([y0, x0, y1 - y0, x1 - x0], dtype=np.int64)
+
+
+def random_occlusion(p_occlude: float = 0.2):
+    """An augmentation ``fn(x, rng) -> x`` re-drawing App. A's training occlusion for a batch.
+
+    ``x`` is a float tensor (B, 1, 28, 28N); each digit is occluded independently
+    with probability ``p_occlude`` using `sample_digit_boxes`. Used by
+    `hedgekit.train.fit` so every step sees freshly occluded digits.
+    """
+    if not 0.0 <= p_occlude <= 1.0:
+        raise InputError(f"p_occlude must be in [0, 1], got {p_occlude}.")
+
+    def augment(x, rng: np.random.Generator):
+        n_digits = x.shape[-1] // DIGIT_SIZE
+        boxes = sample_digit_boxes(rng, x.shape[0], n_digits, p_occlude)
+        return occlude(x[:, 0], boxes).unsqueeze(1)
+
+    return augment

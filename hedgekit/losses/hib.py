@@ -83,5 +83,5 @@ def hib_batch_loss(
         raise InputError("a batch needs both matching and non-matching pairs (use a class-balanced sampler)")
     pos, neg = -log_p[same].mean(), -log_q[~same].mean()
     loss = 0.5 * (pos + neg) + _kl_term(emb, 2 * beta)
-    stats = {"nll_pos": float(pos), "nll_neg": float(neg)}
+    stats = {"nll_pos": pos.item(), "nll_neg": neg.item()}
     return loss, stats

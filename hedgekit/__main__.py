@@ -1,0 +1,3 @@
+from hedgekit.cli import main
+
+raise SystemExit(main())

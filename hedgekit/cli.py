@@ -1,0 +1,135 @@
+"""Command line: ``python -m hedgekit {train,evaluate,bench}``.
+
+* ``train``    — load-or-train one zoo model (`hedgekit.zoo`), print where it lives.
+* ``evaluate`` — print a HIB Table-1-style block: our numbers beside the paper's.
+* ``bench``    — training throughput (point, HIB with K = 8) and inference
+                 throughput (embeddings + eta per second); ``--app`` adds the
+                 playground's per-update latency.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import torch
+
+from . import paper
+from .errors import HedgekitError
+
+
+def _spec_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--kind", choices=("point", "hib"), default="hib")
+    p.add_argument("--n-digits", "-n", type=int, default=2)
+    p.add_argument("--dim", "-d", type=int, default=2)
+    p.add_argument("--components", "-c", type=int, default=1)
+    p.add_argument("--beta", type=float, default=1e-4)
+    p.add_argument("--preset", choices=("fast", "paper"), default="paper")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--steps", type=int, default=None, help="override the preset's number of steps")
+    p.add_argument("--device", default="cpu", help="cpu, cuda, mps or auto")
+    p.add_argument("--retrain", action="store_true", help="train even if a checkpoint exists")
+
+
+def _spec(a):
+    from .zoo import ModelSpec
+
+    return ModelSpec(kind=a.kind, n_digits=a.n_digits, dim=a.dim, components=a.components if a.kind == "hib" else 1,
+                     beta=a.beta, preset=a.preset, seed=a.seed, steps=a.steps)
+
+
+def cmd_train(a) -> int:
+    from .zoo import find_checkpoint, load_or_train
+
+    spec = _spec(a)
+    _, meta = load_or_train(spec, device=a.device, retrain=a.retrain)
+    print(f"{spec.name}: trained in {meta['train_seconds']:.0f} s; checkpoint {find_checkpoint(spec)}")
+    print(json.dumps({k: round(v, 4) for k, v in meta["metrics"].items()}, indent=1))
+    return 0
+
+
+def cmd_evaluate(a) -> int:
+    from .data import load_ndigit
+    from .evaluation import table1_metrics
+    from .zoo import load_or_train
+
+    spec = _spec(a)
+    model, meta = load_or_train(spec, device=a.device, retrain=a.retrain)
+    test = load_ndigit(spec.n_digits, "test_seen")
+    t0 = time.perf_counter()
+    ours = table1_metrics(model.cpu(), test, seed=a.eval_seed)
+    ref1 = paper.HIB_TABLE1.get((spec.n_digits, spec.dim), {}).get(spec.label, {})
+    ref2 = paper.HIB_TABLE2.get((spec.n_digits, spec.dim), {}).get(spec.label, {})
+    print(f"{spec.name}  (N={spec.n_digits}, D={spec.dim}, {spec.label}; trained {meta['train_seconds']:.0f} s, "
+          f"evaluated on {len(test)} seen-class test images in {time.perf_counter() - t0:.0f} s)")
+    print(paper.side_by_side(ours, ref1, paper.TABLE1_ROWS, "HIB Table 1 (verification AP, KNN majority K=5)"))
+    if spec.kind == "hib":
+        print(paper.side_by_side(ours, ref2, paper.TABLE2_ROWS, "HIB Table 2 (Kendall tau, eta bins)"))
+    print(f"mean variance clean {ours['var_clean']:.4g}, corrupt {ours['var_corrupt']:.4g} "
+          f"(ratio {ours['var_ratio']:.2f}); mean eta clean {ours['eta_clean']:.3f}, corrupt {ours['eta_corrupt']:.3f}")
+    return 0
+
+
+def cmd_bench(a) -> int:
+    from .data import load_ndigit, random_occlusion
+    from .models import build_model
+    from .train import TrainConfig, fit
+    from .uncertainty import self_mismatch
+
+    torch.set_num_threads(a.threads)
+    test = load_ndigit(2, "test_seen")
+    x, y = test.tensors()
+    print(f"hedgekit bench — torch {torch.__version__}, {torch.get_num_threads()} thread(s), N=2 (28x56 images)")
+    for kind, k in (("point", 1), ("hib", 8)):
+        model = build_model(kind, 2, 2)
+        cfg = TrainConfig(steps=a.steps, classes_per_batch=32, per_class=8, k=k, log_every=10**9)
+        fit(model, x, y, cfg, progress=False, augment=random_occlusion(0.2))  # warm-up run
+        hist = fit(model, x, y, cfg, progress=False, augment=random_occlusion(0.2))
+        ms = 1000 * hist.seconds / a.steps
+        print(f"train {kind:<5} (K={k}, batch 256, all pairs): {ms:7.1f} ms/step  {256 / ms * 1000:8.0f} images/s")
+    model = build_model("hib", 2, 2).eval()
+    t0 = time.perf_counter()
+    emb = model.embed(x)
+    t_embed = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    self_mismatch(emb, model.match)
+    t_eta = time.perf_counter() - t0
+    n = len(x)
+    print(f"inference: embeddings {n / t_embed:9.0f} /s; eta {n / t_eta:9.0f} /s; both {n / (t_embed + t_eta):9.0f} /s")
+    if a.app:
+        from .playground import benchmark_update
+        from .zoo import ModelSpec
+
+        for comps in (1, 2):
+            r = benchmark_update(ModelSpec(kind="hib", components=comps, preset=a.preset))
+            print(f"app update (MoG-{comps}): p50 {r['p50_ms']:.1f} ms, p95 {r['p95_ms']:.1f} ms")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m hedgekit", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("train", help="load or train a zoo model")
+    _spec_args(t)
+    t.set_defaults(fn=cmd_train)
+    e = sub.add_parser("evaluate", help="Table-1-style evaluation beside the paper")
+    _spec_args(e)
+    e.add_argument("--eval-seed", type=int, default=0, help="seed of the verification pairs")
+    e.set_defaults(fn=cmd_evaluate)
+    b = sub.add_parser("bench", help="training and inference throughput")
+    b.add_argument("--steps", type=int, default=30)
+    b.add_argument("--threads", type=int, default=2)
+    b.add_argument("--app", action="store_true", help="also time one playground update")
+    b.add_argument("--preset", choices=("fast", "paper"), default="paper")
+    b.set_defaults(fn=cmd_bench)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except HedgekitError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

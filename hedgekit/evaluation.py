@@ -1,0 +1,105 @@
+"""HIB's evaluation protocol on N-digit MNIST (Oh et al. 2019, sec. 4.3-4.4, App. G).
+
+Choices where the paper is silent (each tested):
+
+* Verification (Table 1 "AP"): 10k pairs, half matching, drawn within the clean test
+  set ("clean") or within its corrupt twin ("corrupt"); the score is p(m|x1,x2)
+  computed deterministically (`hedgekit.uncertainty.match_probability`).
+* KNN (Table 1): probes are the clean test images; the gallery is the clean set
+  ("clean") or the corrupt twin ("corrupt"). A probe never retrieves itself nor its
+  own twin (gallery item with the same index is excluded). Neighbours are ranked by
+  Euclidean distance between mixture means, which for point embeddings is the
+  usual KNN. K = 5; "majority" vote (sec. 4.3) or "plurality" (App. G).
+* Known unknowns (Table 2, Figure 5): items are binned by eta into 20 equal-count
+  bins. KNN bins use the probe's eta; verification bins use the mean eta of the
+  pair. Kendall's tau between bin index and performance, sign inverted.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from . import metrics as M
+from .data import NDigitSet
+from .distributions import Embedding
+from .models import EmbeddingNet
+from .uncertainty import match_probability, self_mismatch
+
+
+@dataclass
+class EmbeddedSet:
+    """A test split pushed through a model: clean and corrupt twins, labels and eta."""
+
+    clean: Embedding
+    corrupt: Embedding
+    labels: np.ndarray
+    eta_clean: np.ndarray
+    eta_corrupt: np.ndarray
+
+    def side(self, corrupt: bool) -> tuple[Embedding, np.ndarray]:
+        return (self.corrupt, self.eta_corrupt) if corrupt else (self.clean, self.eta_clean)
+
+
+def embed_set(model: EmbeddingNet, test: NDigitSet) -> EmbeddedSet:
+    """Embed both twins of a test split and compute eta(x) for every image (HIB eq. 9)."""
+    xc, y = test.tensors(False)
+    xo, _ = test.tensors(True)
+    ec, eo = model.embed(xc), model.embed(xo)
+    return EmbeddedSet(ec, eo, y.numpy(), self_mismatch(ec, model.match).numpy(),
+                       self_mismatch(eo, model.match).numpy())
+
+
+def verification(model: EmbeddingNet, es: EmbeddedSet, corrupt: bool, n_pairs: int = 10_000, seed: int = 0,
+                 n_bins: int = 20) -> dict:
+    """AP of p(m|x1,x2) on half-matching pairs, and per-eta-bin AP with its Kendall tau (sec. 4.3-4.4)."""
+    emb, eta = es.side(corrupt)
+    n_pairs = min(n_pairs, 2 * (len(es.labels) // 2))
+    i, j, same = M.verification_pairs(es.labels, n_pairs, seed)
+    ti, tj = torch.as_tensor(i), torch.as_tensor(j)
+    p = match_probability(emb[ti], emb[tj], model.match).numpy()
+    per_bin = M.binned_average_precision(p, same, M.pair_uncertainty(eta, i, j), n_bins)
+    return {"ap": M.average_precision(p, same), "ap_bins": per_bin, "tau": _tau(per_bin)}
+
+
+def knn(es: EmbeddedSet, probe_corrupt: bool = False, gallery_corrupt: bool = False, k: int = 5,
+        vote: str = "majority", n_bins: int = 20) -> dict:
+    """KNN identification accuracy, per-bin accuracy by the probe's eta, and its tau (sec. 4.3, App. G)."""
+    probe, eta = es.side(probe_corrupt)
+    gallery, _ = es.side(gallery_corrupt)
+    score = M.euclidean_score_fn(probe.mixture_mean(), gallery.mixture_mean())
+    n = len(es.labels)
+    idx, _ = M.topk_neighbours(score, n, n, k, exclude=np.arange(n))
+    acc, correct = M.knn_accuracy(es.labels[idx], es.labels, vote)
+    per_bin = M.binned_accuracy(correct, eta, n_bins)
+    return {"acc": acc, "correct": correct, "acc_bins": per_bin, "tau": _tau(per_bin)}
+
+
+def _tau(per_bin: np.ndarray) -> float:
+    """Kendall tau, or NaN when every bin has the same performance (e.g. point models: eta is constant)."""
+    finite = per_bin[np.isfinite(per_bin)]
+    if len(finite) < 2 or np.all(finite == finite[0]):
+        return float("nan")
+    return M.kendall_tau_bins(per_bin)
+
+
+def table1_metrics(model: EmbeddingNet, test: NDigitSet, seed: int = 0, n_pairs: int = 10_000) -> dict:
+    """HIB Table 1 (AP and KNN, clean and corrupt) plus Table 2's taus and variance diagnostics.
+
+    ``var_ratio`` = mean total variance on corrupt / clean inputs: the variance-collapse
+    check of the design notes (HIB's "corrupt inputs get larger ellipses", Fig. 3).
+    """
+    es = embed_set(model, test)
+    out: dict = {}
+    for name, corrupt in (("clean", False), ("corrupt", True)):
+        v = verification(model, es, corrupt, n_pairs, seed)
+        kn = knn(es, probe_corrupt=False, gallery_corrupt=corrupt)
+        out[f"ap_{name}"], out[f"tau_ap_{name}"] = v["ap"], v["tau"]
+        out[f"knn_{name}"], out[f"tau_knn_{name}"] = kn["acc"], kn["tau"]
+    var_clean = float(es.clean.total_var().mean())
+    var_corrupt = float(es.corrupt.total_var().mean())
+    out.update(var_clean=var_clean, var_corrupt=var_corrupt,
+               var_ratio=var_corrupt / var_clean if var_clean > 0 else float("nan"),
+               eta_clean=float(es.eta_clean.mean()), eta_corrupt=float(es.eta_corrupt.mean()))
+    return {k: float(v) for k, v in out.items()}

@@ -1,0 +1,218 @@
+"""Named, load-or-train checkpoints shared by the CLI, the notebooks and the app.
+
+A model is named by its `ModelSpec` (kind, N, D, C, beta, loss, preset, seed), e.g.
+``hib-n2-d2-c1-beta0.0001-paper-s0``. `load_or_train` looks for that name in the
+checkpoints shipped with the package (``hedgekit/checkpoints/``), then in the cache
+(``data/checkpoints/``); if absent it trains the model with a progress bar,
+evaluates it on the seen-class test set and saves it with its config, seed,
+library versions, training history and final metrics.
+
+Presets (`PRESETS`):
+* ``fast`` — for CI and FAST notebooks: seconds per model. 400 steps of 16 classes
+  x 8 images learns a usable 2-digit embedding (clearly above chance) in ~30 s.
+* ``paper`` — fidelity: the recipe of `hedgekit.train` run long enough to match
+  HIB Table 1 at N=2, D=2 in under 10 CPU-minutes per model (README has timings).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .data import load_ndigit, random_occlusion
+from .errors import CheckpointError, InputError
+from .models import EmbeddingNet, model_from_config
+from .paths import PACKAGE_DIR, cache_path
+from .train import History, TrainConfig, fit
+
+SHIPPED_DIR = PACKAGE_DIR / "checkpoints"
+FORMAT = "hedgekit-checkpoint-v1"
+
+PRESETS: dict[str, dict] = {
+    # CI: a few hundred small steps; eval on 2000 test images keeps the whole thing < 1 min.
+    "fast": dict(train=dict(steps=400, classes_per_batch=16, per_class=8, lr=3e-3), eval_images=2000),
+    # Fidelity: 32 classes x 8 images, all pairs, ~6k steps (HIB sec. 4.1 used 500k x 128 pairs).
+    "paper": dict(train=dict(steps=6000, classes_per_batch=32, per_class=8, lr=3e-3), eval_images=None),
+}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Everything that identifies a trained N-digit MNIST embedding model."""
+
+    kind: str = "hib"  # "point" or "hib"
+    n_digits: int = 2
+    dim: int = 2
+    components: int = 1
+    beta: float = 1e-4
+    loss: str = "vib"  # "vib" (soft contrastive / HIB) or "contrastive" (eq. 1, point only)
+    margin: float = 1.0
+    preset: str = "paper"
+    seed: int = 0
+    steps: int | None = None  # override the preset's number of steps
+
+    def __post_init__(self) -> None:
+        if self.preset not in PRESETS:
+            raise InputError(f"unknown preset {self.preset!r}; choose one of {sorted(PRESETS)}")
+        if self.kind == "point" and self.components != 1:
+            raise InputError("point models have one component")
+        if self.loss == "contrastive" and self.kind != "point":
+            raise InputError("the hard contrastive loss (eq. 1) is for point models")
+
+    @property
+    def name(self) -> str:
+        parts = [self.kind, f"n{self.n_digits}", f"d{self.dim}"]
+        if self.kind == "hib":
+            parts += [f"c{self.components}", "beta" + f"{self.beta:g}".replace("-", "_")]
+        if self.loss == "contrastive":
+            parts.append(f"hard-m{self.margin:g}")
+        parts.append(self.preset if self.steps is None else f"{self.preset}{self.steps}")
+        parts.append(f"s{self.seed}")
+        return "-".join(parts)
+
+    @property
+    def label(self) -> str:
+        """Short display name as in HIB Table 1: point, MoG-1, MoG-2."""
+        return "point" if self.kind == "point" else f"MoG-{self.components}"
+
+    def train_config(self) -> TrainConfig:
+        kw = dict(PRESETS[self.preset]["train"])
+        if self.steps is not None:
+            kw["steps"] = self.steps
+        return TrainConfig(beta=self.beta if self.kind == "hib" else 0.0, loss=self.loss, margin=self.margin, **kw)
+
+    def build(self) -> EmbeddingNet:
+        return model_from_config(dict(kind=self.kind, n_digits=self.n_digits, dim=self.dim, components=self.components,
+                                      in_channels=1, height=28, width=28 * self.n_digits, init_var=1e-2))
+
+
+def versions() -> dict:
+    import hedgekit
+
+    return {"hedgekit": hedgekit.__version__, "torch": torch.__version__, "numpy": np.__version__,
+            "python": sys.version.split()[0], "platform": platform.platform()}
+
+
+# ------------------------------------------------------------------ checkpoints
+def save_checkpoint(path: str | Path, model: EmbeddingNet, meta: dict) -> Path:
+    """Save weights + config + metadata; written atomically, with a SHA-256 of the weights."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    payload = {"format": FORMAT, "config": model.config, "meta": meta, "state_dict": state,
+               "sha256": _state_hash(state)}
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    torch.save(payload, tmp)
+    tmp.replace(path)
+    return path
+
+
+def _state_hash(state: dict) -> str:
+    h = hashlib.sha256()
+    for k in sorted(state):
+        h.update(k.encode())
+        h.update(state[k].numpy().tobytes())
+    return h.hexdigest()
+
+
+def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> tuple[EmbeddingNet, dict]:
+    """Load a checkpoint written by `save_checkpoint`; CheckpointError if missing, corrupt or mismatched."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"no checkpoint at {path}")
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # truncated zip, random bytes, pickle errors...
+        raise CheckpointError(f"{path} is not a readable hedgekit checkpoint ({type(exc).__name__}: {exc}); "
+                              "delete it to retrain") from exc
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise CheckpointError(f"{path} is not a {FORMAT} file; delete it to retrain")
+    state = payload["state_dict"]
+    if _state_hash(state) != payload.get("sha256"):
+        raise CheckpointError(f"{path}: weights do not match their recorded SHA-256 (file corrupted); delete it to retrain")
+    try:
+        model = model_from_config(payload["config"])
+        model.load_state_dict(state)
+    except Exception as exc:
+        raise CheckpointError(f"{path}: weights do not fit the recorded model config ({exc})") from exc
+    return model.to(device).eval(), payload["meta"]
+
+
+def find_checkpoint(spec: ModelSpec) -> Path | None:
+    for folder in (SHIPPED_DIR, cache_path("checkpoints", "x").parent):
+        p = folder / f"{spec.name}.pt"
+        if p.is_file():
+            return p
+    return None
+
+
+# ------------------------------------------------------------------ load or train
+def train_spec(spec: ModelSpec, progress: bool = True, device: str = "cpu") -> tuple[EmbeddingNet, dict]:
+    """Train the model ``spec`` names on N-digit MNIST and evaluate it; returns (model, meta)."""
+    from .evaluation import table1_metrics
+
+    train = load_ndigit(spec.n_digits, "train")
+    x, y = torch.from_numpy(train.images), torch.from_numpy(train.labels)
+    model = spec.build()
+    cfg = spec.train_config()
+    t0 = time.perf_counter()
+    hist: History = fit(model, x, y, cfg, seed=spec.seed, device=device, progress=progress,
+                        augment=random_occlusion(cfg.occlusion_p))
+    model = model.cpu().eval()
+    test = load_ndigit(spec.n_digits, "test_seen")
+    n_eval = PRESETS[spec.preset]["eval_images"]
+    if n_eval is not None:
+        test = test.subset(np.random.default_rng(0).permutation(len(test))[:n_eval])
+    metrics = table1_metrics(model, test)
+    meta = {"spec": asdict(spec), "name": spec.name, "train_config": asdict(cfg), "seed": spec.seed,
+            "train_seconds": round(hist.seconds, 1), "total_seconds": round(time.perf_counter() - t0, 1),
+            "eval_images": len(test), "metrics": metrics, "history": hist.rows, "versions": versions()}
+    return model, meta
+
+
+def load_or_train(spec: ModelSpec, progress: bool = True, device: str = "cpu", retrain: bool = False,
+                  save: bool = True) -> tuple[EmbeddingNet, dict]:
+    """The model named by ``spec``: loaded if a checkpoint exists, else trained (and cached)."""
+    path = None if retrain else find_checkpoint(spec)
+    if path is not None:
+        return load_checkpoint(path, device)
+    model, meta = train_spec(spec, progress=progress, device=device)
+    if save:
+        save_checkpoint(cache_path("checkpoints", f"{spec.name}.pt"), model, meta)
+    return model.to(device), meta
+
+
+def spec_from_name(name: str) -> ModelSpec:
+    """Inverse of `ModelSpec.name` for the names this module writes."""
+    parts = name.split("-")
+    try:
+        kw: dict = {"kind": parts[0], "n_digits": int(parts[1][1:]), "dim": int(parts[2][1:])}
+        rest = parts[3:]
+        if kw["kind"] == "hib":
+            kw["components"], kw["beta"] = int(rest[0][1:]), float(rest[1][4:].replace("_", "-"))
+            rest = rest[2:]
+        if rest[0] == "hard":
+            kw["loss"], kw["margin"] = "contrastive", float(rest[1][1:])
+            rest = rest[2:]
+        preset = rest[0].rstrip("0123456789")
+        kw["preset"] = preset
+        if rest[0] != preset:
+            kw["steps"] = int(rest[0][len(preset):])
+        kw["seed"] = int(rest[1][1:])
+    except (IndexError, ValueError) as exc:
+        raise InputError(f"{name!r} is not a hedgekit model name like 'hib-n2-d2-c1-beta0.0001-paper-s0'") from exc
+    spec = ModelSpec(**kw)
+    if spec.name != name:
+        raise InputError(f"{name!r} is not a canonical model name (did you mean {spec.name!r}?)")
+    return spec
+
+
+def shipped_names() -> list[str]:
+    return sorted(p.stem for p in SHIPPED_DIR.glob("*.pt"))
