@@ -8,14 +8,14 @@
 """
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from ..errors import InputError
 from ..models.match import SoftMatch
+
+TINY = 1e-38  # smallest normal float32 is 1.18e-38
 
 
 def _check_pairs(z1: Tensor, z2: Tensor, same: Tensor) -> None:
@@ -44,13 +44,16 @@ def log_match(d: Tensor, match: SoftMatch, sample_dims: tuple[int, ...]) -> tupl
 
     ``d`` holds ||z1^(k1) - z2^(k2)|| with the K1 x K2 sample pairs along
     ``sample_dims``; p is the mean of sigmoid(-a d + b) over them (the log of the
-    mean, not the mean of the logs).
+    mean, not the mean of the logs). 1 - p is averaged from sigmoid(+a d - b)
+    directly, so it keeps full precision when p is close to 1. The means are taken
+    in probability space (half the cost of a log-sum-exp, which matters on the
+    training hot path) and floored at 1e-38 before the log: exact unless every
+    sample pair has |a d - b| > 87, where float32 sigmoids underflow.
     """
     logit = match.logit(d)
-    n = math.prod(d.shape[i] for i in sample_dims)
-    log_p = torch.logsumexp(F.logsigmoid(logit), dim=sample_dims) - math.log(n)
-    log_q = torch.logsumexp(F.logsigmoid(-logit), dim=sample_dims) - math.log(n)
-    return log_p, log_q
+    p = torch.sigmoid(logit).mean(dim=sample_dims)
+    q = torch.sigmoid(-logit).mean(dim=sample_dims)
+    return p.clamp_min(TINY).log(), q.clamp_min(TINY).log()
 
 
 def soft_contrastive(z1: Tensor, z2: Tensor, same: Tensor, match: SoftMatch) -> Tensor:
