@@ -15,6 +15,7 @@ Losses, uncertainty measures, metrics and plots all take an :class:`Embedding`.
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, replace
 from typing import Sequence
 
@@ -57,8 +58,11 @@ class Embedding:
             raise InputError(f"Embedding.uncertainty must have shape ({b},); got {tuple(self.uncertainty.shape)}")
         _check_finite("Embedding.mean", self.mean)
         _check_finite("Embedding.var", self.var)
+        _check_finite("Embedding.weights", self.weights)
         if (self.var < 0).any():
             raise InputError("Embedding.var must be non-negative")
+        if (self.weights < 0).any() or ((self.weights.sum(1) - 1).abs() > 1e-5).any():
+            raise InputError("Embedding.weights must be non-negative and sum to 1 per row")
 
     # ------------------------------------------------------------------ builders
     @classmethod
@@ -118,8 +122,18 @@ class Embedding:
         return self.batch_size
 
     def __getitem__(self, idx) -> "Embedding":
-        if isinstance(idx, int):
-            idx = slice(idx, idx + 1) if idx != -1 else slice(-1, None)
+        """Index the batch; an integer keeps the batch dimension (returns a batch of one)."""
+        if isinstance(idx, Tensor) and idx.ndim == 0 and not idx.is_floating_point():
+            idx = int(idx)
+        try:
+            i = operator.index(idx)
+        except TypeError:
+            pass
+        else:
+            if not -self.batch_size <= i < self.batch_size:
+                raise IndexError(f"index {i} out of range for a batch of {self.batch_size}")
+            i %= self.batch_size
+            idx = slice(i, i + 1)
         unc = None if self.uncertainty is None else self.uncertainty[idx]
         return Embedding(self.mean[idx], self.var[idx], self.weights[idx], unc)
 
@@ -151,7 +165,8 @@ class Embedding:
 
         Sample j takes the component whose cumulative weight interval holds
         (j + 0.5) / k. With equal weights and k a multiple of C every component
-        gets exactly k / C samples: the stratified sampling of HIB sec. 2.2.
+        gets exactly k / C samples: the stratified sampling of HIB sec. 2.2. Unequal
+        weights are represented to within 1/k.
         """
         cdf = self.weights.cumsum(1)
         cdf = cdf / cdf[:, -1:]

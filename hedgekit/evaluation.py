@@ -60,7 +60,7 @@ def verification(model: EmbeddingNet, es: EmbeddedSet, corrupt: bool, n_pairs: i
     ti, tj = torch.as_tensor(i), torch.as_tensor(j)
     p = match_probability(emb[ti], emb[tj], model.match).numpy()
     per_bin = M.binned_average_precision(p, same, M.pair_uncertainty(eta, i, j), n_bins)
-    return {"ap": M.average_precision(p, same), "ap_bins": per_bin, "tau": _tau(per_bin)}
+    return {"ap": M.average_precision(p, same), "ap_bins": per_bin, "tau": _tau(per_bin, eta)}
 
 
 def knn(es: EmbeddedSet, probe_corrupt: bool = False, gallery_corrupt: bool = False, k: int = 5,
@@ -73,13 +73,14 @@ def knn(es: EmbeddedSet, probe_corrupt: bool = False, gallery_corrupt: bool = Fa
     idx, _ = M.topk_neighbours(score, n, n, k, exclude=np.arange(n))
     acc, correct = M.knn_accuracy(es.labels[idx], es.labels, vote)
     per_bin = M.binned_accuracy(correct, eta, n_bins)
-    return {"acc": acc, "correct": correct, "acc_bins": per_bin, "tau": _tau(per_bin)}
+    return {"acc": acc, "correct": correct, "acc_bins": per_bin, "tau": _tau(per_bin, eta)}
 
 
-def _tau(per_bin: np.ndarray) -> float:
-    """Kendall tau, or NaN when every bin has the same performance (e.g. point models: eta is constant)."""
+def _tau(per_bin: np.ndarray, eta: np.ndarray) -> float:
+    """Kendall tau, or NaN when it means nothing: eta constant (point models: the bins would
+    just follow input order) or every bin equally good."""
     finite = per_bin[np.isfinite(per_bin)]
-    if len(finite) < 2 or np.all(finite == finite[0]):
+    if np.ptp(eta) == 0 or len(finite) < 2 or np.all(finite == finite[0]):
         return float("nan")
     return M.kendall_tau_bins(per_bin)
 

@@ -51,8 +51,10 @@ class TrainConfig:
             raise InputError(f"loss must be 'vib' or 'contrastive'; got {self.loss!r}")
         if self.pairing not in ("all", "two_stream"):
             raise InputError(f"pairing must be 'all' or 'two_stream'; got {self.pairing!r}")
-        if self.steps < 1 or self.lr <= 0 or self.k < 1 or self.beta < 0:
-            raise InputError("steps, lr and k must be positive and beta non-negative")
+        if self.steps < 1 or not (math.isfinite(self.lr) and self.lr > 0) or self.k < 1 or not self.beta >= 0:
+            raise InputError("steps, lr and k must be positive (lr finite) and beta non-negative")
+        if self.log_every < 1 or self.classes_per_batch < 1 or self.per_class < 2 or not 0 <= self.warmup <= 1:
+            raise InputError("need log_every >= 1, classes_per_batch >= 1, per_class >= 2 and 0 <= warmup <= 1")
 
 
 def resolve_device(device: str | torch.device | None = None) -> torch.device:
@@ -137,6 +139,8 @@ def fit(
         raise InputError(f"{len(images)} images but {len(labels)} labels")
     if not torch.is_floating_point(images) and images.dtype != torch.uint8:
         raise InputError(f"images must be float in [0, 1] or uint8; got {images.dtype}")
+    if torch.is_floating_point(images) and not torch.isfinite(images).all():
+        raise InputError("training images contain NaN or inf pixels")
     from tqdm.auto import tqdm
 
     dev = resolve_device(device)
@@ -166,16 +170,23 @@ def fit(
         if augment is not None:
             x = augment(x, rng)
         y = labels[torch.as_tensor(idx)].to(dev)
-        loss, stats = _step_loss(model, x.to(dev), y, cfg, dev_gen, pair_idx)
+        try:
+            loss, stats = _step_loss(model, x.to(dev), y, cfg, dev_gen, pair_idx)
+        except InputError as exc:  # the images are finite (checked above): the model blew up
+            if step == 0:
+                raise
+            raise FloatingPointError(f"training diverged at step {step} ({exc}); lower the learning rate") from exc
         if not torch.isfinite(loss):
             raise FloatingPointError(f"training diverged at step {step} (loss {loss.item()}); lower the learning rate")
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
         sched.step()
+        if not all(torch.isfinite(p).all() for p in model.parameters()):
+            raise FloatingPointError(f"training diverged at step {step} (non-finite weights); lower the learning rate")
         if step % cfg.log_every == 0 or step == cfg.steps - 1:
             row = {"step": step, "loss": loss.item(), "lr": sched.get_last_lr()[0],
-                   "a": float(model.match.a), "b": float(model.match.b), **stats}
+                   "a": model.match.a.item(), "b": model.match.b.item(), **stats}
             hist.rows.append(row)
             bar.set_postfix(loss=f"{row['loss']:.3f}")
             if callback is not None:

@@ -43,8 +43,8 @@ def _pair_difference(e1: Embedding, e2: Embedding) -> tuple[Tensor, Tensor, Tens
     mu = e1.mean.unsqueeze(2) - e2.mean.unsqueeze(1)
     var = e1.var.unsqueeze(2) + e2.var.unsqueeze(1)
     w = e1.weights.unsqueeze(2) * e2.weights.unsqueeze(1)
-    b = len(e1)
-    return mu.reshape(b, -1, e1.dim), var.reshape(b, -1, e1.dim), w.reshape(b, -1)
+    b, c = len(e1), e1.n_components * e2.n_components
+    return mu.reshape(b, c, e1.dim), var.reshape(b, c, e1.dim), w.reshape(b, c)
 
 
 @torch.no_grad()

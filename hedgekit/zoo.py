@@ -139,10 +139,14 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> tup
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # truncated zip, random bytes, pickle errors...
-        raise CheckpointError(f"{path} is not a readable hedgekit checkpoint ({type(exc).__name__}: {exc}); "
-                              "delete it to retrain") from exc
+        first = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else ""
+        raise CheckpointError(f"{path} is not a readable hedgekit checkpoint (corrupt or truncated: "
+                              f"{type(exc).__name__}: {first}); delete it to retrain") from exc
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise CheckpointError(f"{path} is not a {FORMAT} file; delete it to retrain")
+    if not isinstance(payload.get("state_dict"), dict) or not isinstance(payload.get("meta"), dict) \
+            or not isinstance(payload.get("config"), dict):
+        raise CheckpointError(f"{path} lacks its weights, config or metadata (incomplete file); delete it to retrain")
     state = payload["state_dict"]
     if _state_hash(state) != payload.get("sha256"):
         raise CheckpointError(f"{path}: weights do not match their recorded SHA-256 (file corrupted); delete it to retrain")
@@ -163,8 +167,12 @@ def find_checkpoint(spec: ModelSpec) -> Path | None:
 
 
 # ------------------------------------------------------------------ load or train
-def train_spec(spec: ModelSpec, progress: bool = True, device: str = "cpu") -> tuple[EmbeddingNet, dict]:
-    """Train the model ``spec`` names on N-digit MNIST and evaluate it; returns (model, meta)."""
+def train_spec(spec: ModelSpec, progress: bool = True, device: str = "cpu",
+               callback=None) -> tuple[EmbeddingNet, dict]:
+    """Train the model ``spec`` names on N-digit MNIST and evaluate it; returns (model, meta).
+
+    ``callback(step, row)`` is forwarded to `hedgekit.train.fit` (e.g. the app's progress bar).
+    """
     from .evaluation import table1_metrics
 
     train = load_ndigit(spec.n_digits, "train")
@@ -173,7 +181,7 @@ def train_spec(spec: ModelSpec, progress: bool = True, device: str = "cpu") -> t
     cfg = spec.train_config()
     t0 = time.perf_counter()
     hist: History = fit(model, x, y, cfg, seed=spec.seed, device=device, progress=progress,
-                        augment=random_occlusion(cfg.occlusion_p))
+                        augment=random_occlusion(cfg.occlusion_p), callback=callback)
     model = model.cpu().eval()
     test = load_ndigit(spec.n_digits, "test_seen")
     n_eval = PRESETS[spec.preset]["eval_images"]
@@ -187,12 +195,12 @@ def train_spec(spec: ModelSpec, progress: bool = True, device: str = "cpu") -> t
 
 
 def load_or_train(spec: ModelSpec, progress: bool = True, device: str = "cpu", retrain: bool = False,
-                  save: bool = True) -> tuple[EmbeddingNet, dict]:
+                  save: bool = True, callback=None) -> tuple[EmbeddingNet, dict]:
     """The model named by ``spec``: loaded if a checkpoint exists, else trained (and cached)."""
     path = None if retrain else find_checkpoint(spec)
     if path is not None:
         return load_checkpoint(path, device)
-    model, meta = train_spec(spec, progress=progress, device=device)
+    model, meta = train_spec(spec, progress=progress, device=device, callback=callback)
     if save:
         save_checkpoint(cache_path("checkpoints", f"{spec.name}.pt"), model, meta)
     return model.to(device), meta

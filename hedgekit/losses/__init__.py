@@ -1,8 +1,12 @@
 from .contrastive import contrastive_from_distance, hard_contrastive, log_match, soft_contrastive
 from .hib import hib_batch_loss, hib_pair_loss, kl_to_standard_normal
 from .pairs import ClassBalancedSampler, two_stream_pairs
+from .prototypes import (PN, SPE, SPE_INIT_VAR, gamma_init, gaussian_product, log_posterior_intersection,
+                         log_posterior_naive, pn_log_posterior, pn_prototypes, spe_prototypes)
 
 __all__ = [
     "contrastive_from_distance", "hard_contrastive", "log_match", "soft_contrastive",
     "hib_batch_loss", "hib_pair_loss", "kl_to_standard_normal", "ClassBalancedSampler", "two_stream_pairs",
+    "PN", "SPE", "SPE_INIT_VAR", "gamma_init", "gaussian_product", "log_posterior_intersection", "log_posterior_naive",
+    "pn_log_posterior", "pn_prototypes", "spe_prototypes",
 ]

@@ -37,7 +37,10 @@ def kl_to_standard_normal(emb: Embedding) -> Tensor:
 
 
 def _samples(emb: Embedding, k: int, generator: torch.Generator | None) -> Tensor:
-    return emb.mean if emb.is_point else emb.sample(k, generator)
+    """(B, K, D) samples; a single point component is its own (only) sample, so K = 1."""
+    if emb.n_components == 1 and emb.is_point:
+        return emb.mean
+    return emb.sample(k, generator)
 
 
 def _kl_term(emb: Embedding, beta: float) -> Tensor:

@@ -48,7 +48,11 @@ class ClassBalancedSampler:
 
     def __next__(self) -> np.ndarray:
         if len(self.class_order) < self.p:
-            self.class_order = np.concatenate([self.class_order, self.rng.permutation(len(self.members))])
+            # Next pass: a fresh shuffle with this pass's leftovers moved to its end, so
+            # no batch holds a class twice and every class still comes once per pass.
+            fresh = self.rng.permutation(len(self.members))
+            fresh = np.concatenate([fresh[~np.isin(fresh, self.class_order)], fresh[np.isin(fresh, self.class_order)]])
+            self.class_order = np.concatenate([self.class_order, fresh])
         chosen, self.class_order = self.class_order[: self.p], self.class_order[self.p :]
         return np.concatenate([self._take(c) for c in chosen])
 

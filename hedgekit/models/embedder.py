@@ -88,5 +88,9 @@ def build_model(
 
 
 def model_from_config(config: dict) -> EmbeddingNet:
-    """Rebuild an untrained model from ``EmbeddingNet.config``."""
+    """Rebuild an untrained model from ``EmbeddingNet.config`` (LeNet or, with body="conv", ConvBody)."""
+    if config.get("body") == "conv":
+        from .convnet import conv_model_from_config  # convnet imports this module
+
+        return conv_model_from_config(config)
     return build_model(**config)

@@ -26,7 +26,7 @@ class SoftMatch(nn.Module):
 
     @property
     def a(self) -> Tensor:
-        return F.softplus(self.a_raw)
+        return F.softplus(self.a_raw).clamp_min(1e-6)  # floor: softplus underflows to 0 for a_raw < -104
 
     def logit(self, distance: Tensor) -> Tensor:
         """-a d + b for Euclidean distances d (any shape)."""
