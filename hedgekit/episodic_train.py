@@ -1,0 +1,145 @@
+"""Episodic training of prototype models: Prototypical Networks and SPE (Scott et al. 2019, sec. 3-4).
+
+Each step draws one episode (n classes x (k support + q query) training images), embeds support and
+query in one forward pass, forms prototypes from the support set and minimises the cross-entropy of
+the query classes: -log p(y | x, S) of SPE eq. 7 (intersection sampler, 1 sample by default, sec. 4.2)
+or of the PN softmax (``head=None``).
+
+hedgekit's CPU recipe (the paper: lr 1e-3 halved every 50 epochs, early stopping, GPU): Adam with a
+linear warm-up and cosine decay (`hedgekit.train.lr_factor`), fresh per-digit occlusion at every
+step via ``augment`` (App. E: each training digit occluded with probability 0.2), smaller episodes.
+
+Start SPE embedding variances near sigma_eps^2, not near zero:
+``build_model("hib", ..., init_var=SPE_INIT_VAR)`` (1.0). The softplus variance of `GaussianHead` has
+gradient ~var when var is small, so from the HIB default (1e-2, negligible beside sigma_eps^2 ~ 1.8) the
+variances collapse to ~1e-3 and SPE degenerates to a PN. Measured after 800 steps on 2-digit MNIST: test
+variance ratio corrupt/clean 0.9 (init 1e-2) vs ~40-50 (init 1.0); seen-class corrupt-support / clean-query
+accuracy 34% vs 49% (PN: 36%).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from .episodes import EpisodeSampler, images_to_tensor
+from .errors import InputError
+from .losses.prototypes import PN, SAMPLERS, SPE, SPE_INIT_VAR  # noqa: F401 (re-exported)
+from .train import History, lr_factor, resolve_device, seed_everything
+
+
+@dataclass
+class EpisodicConfig:
+    """Hyper-parameters of `fit_episodic` (defaults: 2-digit MNIST, LeNet body, CPU)."""
+
+    steps: int = 3000  # ~3-4 CPU-minutes on one thread (measured ~64 ms/step PN, ~74 ms/step SPE, 320 images)
+    n_classes: int = 32  # classes per training episode: with 10 images each, 320 images per step (~ the
+    #   256-image batches of `hedgekit.train`); the paper used all 70 with 50 support each (3500+ images/step)
+    k_support: int = 5  # support per class: noisy prototypes teach tight clusters; tests use 50 (App. A.3)
+    query_per_class: int = 5  # queries per class: 160 cross-entropy terms per step
+    lr: float = 3e-3  # the paper starts at 1e-3 for 50+ epochs; with ~1k-3k steps and a cosine decay 3e-3
+    #   learns faster (800 steps, 2-digit, seen clean/clean, SPE with init_var 1e-2:
+    #   1e-3 -> PN 55% / SPE 43%; 3e-3 -> PN 64% / SPE 64%)
+    weight_decay: float = 0.0
+    warmup: float = 0.05  # fraction of steps with linear warm-up, then cosine decay to 0
+    sampler: str = "intersection"  # SPE training sampler (sec. 4.2: intersection with s = 1)
+    samples: int = 1  # s, samples per training query (Figure 4: s in {1, 3, 9, 27, 81})
+    log_every: int = 50
+
+    def __post_init__(self) -> None:
+        if self.sampler not in SAMPLERS:
+            raise InputError(f"sampler must be one of {SAMPLERS}; got {self.sampler!r}")
+        if self.steps < 1 or self.lr <= 0 or self.samples < 1 or self.n_classes < 2:
+            raise InputError("steps, lr and samples must be positive and n_classes >= 2")
+        if self.k_support < 1 or self.query_per_class < 1 or self.log_every < 1:
+            raise InputError("k_support, query_per_class and log_every must be >= 1")
+
+
+def fit_episodic(
+    model,
+    head: SPE | PN | None,
+    images: Tensor,
+    labels,
+    cfg: EpisodicConfig | None = None,
+    seed: int = 0,
+    device: str | torch.device | None = "cpu",
+    progress: bool = True,
+    augment: Callable[[Tensor, np.random.Generator], Tensor] | None = None,
+    callback: Callable[[int, dict], None] | None = None,
+) -> History:
+    """Train ``model`` (and the head's sigma_eps) in place on episodes from images (N, [C,] H, W) and labels (N,).
+
+    Args:
+        head: an `SPE` (its gamma is trained too) or None / `PN` for a Prototypical Network, which uses
+            the embedding means (``Embedding.mixture_mean``).
+        images: float in [0, 1] or uint8.
+        augment: ``augment(batch, rng) -> batch`` on every float batch (CPU, before the forward pass),
+            e.g. ``hedgekit.data.occlusion.random_occlusion(0.2)``.
+        callback: ``callback(step, row)`` at every log step.
+    Returns:
+        `History`; rows hold step, loss, acc (training-query accuracy with the training sampler), lr,
+        var (mean embedding variance) and, for SPE, sigma_eps2.
+    """
+    cfg = EpisodicConfig() if cfg is None else cfg
+    if len(images) != len(labels):
+        raise InputError(f"{len(images)} images but {len(labels)} labels")
+    if not isinstance(images, Tensor):
+        images = torch.as_tensor(images)
+    if not torch.is_floating_point(images) and images.dtype != torch.uint8:
+        raise InputError(f"images must be float in [0, 1] or uint8; got {images.dtype}")
+    head = PN() if head is None else head
+    is_spe = isinstance(head, SPE)
+    from tqdm.auto import tqdm
+
+    dev = resolve_device(device)
+    gen = seed_everything(seed)
+    rng = np.random.default_rng([seed, 1])  # augmentation stream, independent of the episode stream
+    episodes = EpisodeSampler(labels, cfg.n_classes, cfg.k_support, cfg.query_per_class, seed)
+    model.to(dev).train()
+    head.to(dev).train()
+    params = list(model.parameters()) + list(head.parameters())
+    opt = torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg.steps, cfg.warmup))
+    dev_gen = gen if dev.type == "cpu" else None
+    n_support = cfg.n_classes * cfg.k_support
+    sampler_kw = dict(sampler=cfg.sampler, n_samples=cfg.samples, generator=dev_gen)
+    hist, t0 = History(), time.perf_counter()
+    name = "SPE" if is_spe else "PN"
+    bar = tqdm(range(cfg.steps), desc=f"train {name}", disable=not progress, leave=False)
+    for step in bar:
+        ep = episodes.sample()
+        idx = torch.as_tensor(np.concatenate([ep.support, ep.query]))
+        x = images_to_tensor(images[idx])
+        if augment is not None:
+            x = augment(x, rng)
+        emb = model(x.to(dev))
+        support, query = emb[:n_support], emb[n_support:]
+        s_lab = torch.as_tensor(ep.support_labels, device=dev)
+        q_lab = torch.as_tensor(ep.query_labels, device=dev)
+        loss = head.loss(query, q_lab, support, s_lab, ep.n_classes, **sampler_kw)
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f"training diverged at step {step} (loss {loss.item()}); lower the learning rate")
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        if step % cfg.log_every == 0 or step == cfg.steps - 1:
+            with torch.no_grad():
+                log_p = head.log_posterior(query.detach(), support.detach(), s_lab, ep.n_classes, **sampler_kw)
+                acc = float((log_p.argmax(1) == q_lab).float().mean())
+            row = {"step": step, "loss": float(loss.detach()), "acc": acc, "lr": sched.get_last_lr()[0],
+                   "var": float(emb.var.detach().mean())}
+            if is_spe:
+                row["sigma_eps2"] = float(head.sigma_eps2.detach())
+            hist.rows.append(row)
+            bar.set_postfix(loss=f"{row['loss']:.3f}", acc=f"{acc:.2f}")
+            if callback is not None:
+                callback(step, row)
+    hist.seconds = time.perf_counter() - t0
+    model.eval()
+    head.eval()
+    return hist
