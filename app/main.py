@@ -1,0 +1,42 @@
+"""hedgekit app: occlude digits with the mouse and watch the embedding hedge.
+
+Run from the repository root:
+
+    streamlit run app/main.py
+
+The preset of the models comes from env var ``HEDGEKIT_PRESET`` ("paper" by
+default, "fast" for tests and quick looks). Pages live in ``app/views/`` (not
+``app/pages/``: Streamlit would also serve that folder as a legacy multipage app,
+bypassing this script on direct links); shared plumbing in ``app/appkit.py``; all
+maths in ``hedgekit.playground``, all figures in ``hedgekit.plots.interactive``.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import streamlit as st
+import torch
+
+APP_DIR = Path(__file__).resolve().parent
+if str(APP_DIR) not in sys.path:  # pages import the shared `appkit` module
+    sys.path.insert(0, str(APP_DIR))
+
+
+def main() -> None:
+    # One intra-op thread: an update is one tiny forward pass (see hedgekit.playground.APP_THREADS).
+    from hedgekit.playground import APP_THREADS
+
+    if torch.get_num_threads() != APP_THREADS:
+        torch.set_num_threads(APP_THREADS)
+    st.set_page_config(page_title="hedgekit: hedged embeddings", page_icon=":material/blur_on:", layout="wide")
+    pages = [
+        st.Page(APP_DIR / "views" / "playground.py", title="Occlusion playground", icon=":material/blur_on:",
+                default=True, url_path="playground"),
+        st.Page(APP_DIR / "views" / "compare.py", title="Compare models", icon=":material/compare:",
+                url_path="compare"),
+    ]
+    st.navigation(pages).run()
+
+
+main()

@@ -1,0 +1,154 @@
+"""Occlusion playground (home page): black out parts of a 2-digit image and watch the embedding hedge."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import appkit as ak
+from hedgekit import playground as pg
+from hedgekit.plots import interactive as pi
+from hedgekit.plots.geometry import sigma_mass
+
+EXPLAINER = """
+**What am I looking at?** A *hedged instance embedding* (HIB, Oh et al. 2019) maps an
+image not to a point but to a Gaussian (or a mixture of Gaussians) in a 2D space. Each
+labelled dot on the right is the centroid of a class (00–99) over the clean test
+images; colour shows its tens or ones digit, so you can see the space organise itself
+by digit (HIB Fig. 4, App. D). Hollow dots are classes the model never saw in training.
+
+Black out part of the image on the left (**drag a rectangle** on it, or use the buttons
+and sliders). The star is the mean of the input's embedding and the ellipses are its
+1σ, 2σ and 3σ contours (in 2D they hold 39%, 86% and 99% of the probability). Hide a
+digit and the ellipse grows and stretches along the direction of the classes that
+digit could be: the model *hedges*. The grey trail shows where the ellipse was before.
+
+**η(x) = 1 − p(m | x, x)** (HIB eq. 9) is the chance that two samples of the same
+input's embedding would be judged a mismatch: its uncertainty, computed
+deterministically here. **Top-5** lists p(m | x, c) against each class centroid c
+(match probabilities, one per class; they need not sum to 1). The magenta × is where
+a *point* embedding model (no uncertainty) puts the same image, mapped onto this
+model's space by the scale-rotation that best aligns the two models' centroids.
+For the D=3 model everything is shown through a fixed linear projection W (PCA of the
+centroids): means W^T μ and covariances W^T Σ W.
+
+Notebooks:
+"""
+
+
+def sidebar() -> tuple[str, str, list[float], bool, bool]:
+    ak.init("model", pg.DEFAULT_MODEL)
+    ak.init("color", "tens")
+    ak.init("sigmas", [1.0, 2.0, 3.0])
+    ak.init("trail", True)
+    ak.init("overlay", True)
+    ak.init("view", "all classes")
+    with st.sidebar:
+        ak.widget(st.selectbox, "Model", "model", list(pg.APP_MODELS),
+                  help="point = deterministic embedding; MoG-C = HIB with C Gaussian components (HIB sec. 2.2)")
+        ak.widget(st.radio, "Colour centroids by", "color", ["tens", "ones"], horizontal=True,
+                  format_func=lambda v: f"{v} digit")
+        ak.widget(st.pills, "Ellipses", "sigmas", [1.0, 2.0, 3.0], selection_mode="multi",
+                  format_func=lambda s: f"{s:g}σ")
+        ak.widget(st.radio, "Map view", "view", ["all classes", "zoom on input"], horizontal=True,
+                  help="Zoom on the input's ellipses and its top-5 classes (small ellipses are hard to see on "
+                       "the whole map)")
+        ak.widget(st.toggle, "Trail", "trail", help="Earlier means and 1σ ellipses of this image")
+        ak.widget(st.toggle, "Point-model overlay", "overlay", help="Where a point-embedding model puts the same input")
+        st.caption(f"Preset: `{ak.preset_or_stop()}` (env `HEDGEKIT_PRESET`)")
+    return ak.get("model"), ak.get("color"), sorted(ak.get("sigmas") or []), ak.get("trail"), ak.get("overlay")
+
+
+def render() -> None:
+    st.title("Occlusion playground")
+    with st.expander("What am I looking at?", expanded=False):
+        st.markdown(EXPLAINER + ak.notebook_links("02", "03", "04"))
+    choice, color_by, sigmas, show_trail, overlay = sidebar()
+    name = ak.spec_name(choice)
+    model, _ = ak.get_model(name)
+    table = ak.centroids(name)
+
+    left, right = st.columns([5, 6], gap="large")
+    with left:
+        st.subheader("Input")
+        image_key, clean, start_boxes = ak.image_picker()
+        ak.on_image(image_key, start_boxes)
+        image_slot = st.container()
+        ak.show_flashes()
+        ak.occlusion_controls()
+        boxes, notes = ak.current_boxes()
+        for note in notes:
+            st.info(note)
+
+    analysis = pg.analyse(model, clean, boxes, table)
+    eta_clean = ak.clean_reference(name, image_key, model, clean, table)
+    trail = pg.update_trail(ak.trail_for(name), analysis)
+    ak.set_trail(name, trail)
+
+    point_xy, point_top = None, None
+    if overlay and choice != pg.POINT_MODEL:
+        pname = ak.spec_name(pg.POINT_MODEL)
+        pmodel, _ = ak.get_model(pname)
+        pa = pg.analyse(pmodel, clean, boxes, ak.centroids(pname))
+        sim = ak.alignment(pname, name)
+        point_xy, point_top, point_r2 = sim(pa.xy), pa.top, sim.r2
+
+    layers = pg.map_layers(analysis, trail if show_trail else (), sigmas=sigmas, point_xy=point_xy)
+    dark = ak.is_dark()
+    with image_slot:
+        st.plotly_chart(pi.image_figure(analysis.image, analysis.boxes, dark=dark), key=ak.selection_key(),
+                        on_select=ak.on_box_select, selection_mode="box", width="stretch",
+                        config={"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "toImage"]})
+        st.caption("Drag a rectangle on the image to black it out (several allowed). Orange outlines mark "
+                   "what is hidden; the model sees black there.")
+        if analysis.covered >= 0.999:
+            st.warning("The whole image is hidden: the model sees an all-black image. What you see is how it "
+                       "hedges with no evidence at all. Undo or reset to bring the digits back.")
+        if len(analysis.boxes):
+            st.caption(f"{len(analysis.boxes)} rectangle(s), {analysis.covered:.0%} of the pixels hidden: "
+                       + ", ".join(f"({t},{l}) {h}×{w}" for t, l, h, w in analysis.boxes.tolist()))
+
+    with right:
+        st.subheader("Embedding")
+        title = (f"{choice}<br><sup>shown in 2D: μ' = Wᵀμ, Σ' = WᵀΣW, W = PCA of the class centroids</sup>"
+                 if table.projected else f"{choice}: the 2D embedding")
+        extent = (pg.focus_extent(layers, table, analysis.top_ids[:5])
+                  if ak.get("view") == "zoom on input" else None)
+        st.plotly_chart(pi.embedding_map(table, layers, color_by, dark=dark, show_trail=show_trail, title=title,
+                                         extent=extent),
+                        key="hk_map", width="stretch", config={"displaylogo": False})
+        if sigmas and not analysis.is_point:
+            st.caption(" · ".join(f"{s:g}σ ellipse holds {sigma_mass(s):.0%}" for s in sigmas))
+        if analysis.is_point:
+            st.caption("A point model has no ellipse: the same input always lands on one spot, whatever you hide.")
+
+    g, m, t = st.columns([4, 3, 4], gap="medium")
+    floor = pg.eta_floor(model)
+    with g:
+        st.plotly_chart(pi.eta_gauge(analysis.eta, eta_clean, floor=floor, dark=dark), key="hk_gauge", width="stretch")
+    with m:
+        st.metric("η(x)", f"{analysis.eta:.3f}", delta=f"{analysis.eta - eta_clean:+.3f} vs clean",
+                  delta_color="inverse", help="HIB eq. 9; the gauge's black tick is the clean image's η")
+        st.metric("ellipse size √det Σ", f"{np.sqrt(max(np.linalg.det(analysis.cov_xy), 0.0)):.3g}",
+                  help="Square root of the determinant of the (moment-matched) 2D covariance: the 1σ area / π")
+        st.metric("hidden pixels", f"{analysis.covered:.0%}")
+    with t:
+        st.markdown("**Top-5 classes** · p(m | x, centroid)")
+        rows = [{"class": f"{c:02d}", "p(m)": p, "seen in training": bool(table.seen[table.class_ids == c][0])}
+                for c, p in analysis.top]
+        st.dataframe(pd.DataFrame(rows), hide_index=True, key="hk_top5", width="stretch",
+                     column_config={"p(m)": st.column_config.ProgressColumn("p(m | x, c)", min_value=0.0,
+                                                                              max_value=1.0, format="%.3f")})
+        if point_top:
+            st.caption(f"Point model's best match: **{point_top[0][0]:02d}** (p = {point_top[0][1]:.2f}); "
+                       f"its × is aligned with R² = {point_r2:.2f}.")
+
+    st.session_state["hk_view"] = {
+        "model": name, "image": image_key, "eta": analysis.eta, "eta_clean": eta_clean,
+        "sqrt_det": float(np.sqrt(max(np.linalg.det(analysis.cov_xy), 0.0))), "trace": analysis.trace,
+        "covered": analysis.covered, "boxes": analysis.boxes.tolist(), "top": analysis.top,
+        "n_components": analysis.n_components, "projected": analysis.projected, "trail_len": len(trail),
+    }
+
+
+render()

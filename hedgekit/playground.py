@@ -1,0 +1,691 @@
+"""The maths of the occlusion playground (``streamlit run app/main.py``), one call per update.
+
+The app is thin: it keeps plain values in its session state and calls this module
+for everything else. One occlusion update is
+
+    boxes  = check_boxes(...)                  # user rectangles, validated
+    a      = analyse(model, image, boxes, table)  # forward pass, eta, top-5, 2D geometry
+    trail  = update_trail(trail, a)            # how the ellipse moved and grew
+    layers = map_layers(a, trail)              # ellipse polylines etc. (figure data)
+
+and `benchmark_update` times exactly that (HIB sec. 2.4 eta; Fig. 3-4 ellipses).
+
+What is shown, and how it is computed:
+
+* the class centroids (`centroid_table`): the mean over a test split's clean images
+  of each image's mixture mean (HIB App. D: "centroids derived from the test set
+  embeddings"), for seen and, if given, unseen classes;
+* the input's embedding p(z|x): per-component means and diagonal covariances,
+  and their moment-matched Gaussian; for D > 2 everything is shown through a
+  fixed linear map W (PCA of the centroids): mu' = W^T mu, Sigma' = W^T Sigma W;
+* eta(x) = 1 - p(m|x, x) (HIB eq. 9) computed deterministically
+  (`hedgekit.uncertainty.self_mismatch`), so the gauge never flickers;
+* top-k classes by p(m | x, c) = E_{z ~ p(z|x)} sigmoid(-a ||z - c|| + b) with the
+  class centroid c taken as a point (HIB eq. 4 with a point for the second input);
+  these are match probabilities, one per class, not a distribution over classes.
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from .data import NDigitSet, class_split, clip_box, occlude
+from .data.occlusion import DIGIT_SIZE
+from .distributions import Embedding
+from .errors import InputError
+from .models import EmbeddingNet
+from .plots.geometry import Similarity, ellipse_points, moment_match, pca_basis, similarity_fit
+from .uncertainty import match_probability, self_mismatch
+
+__all__ = [
+    "APP_POINTS", "APP_CENTROID_IMAGES", "APP_THREADS", "APP_MODELS", "BETAS", "CompareEntry", "CentroidTable",
+    "Analysis", "MapLayers", "app_preset", "app_spec", "load_model", "compare_entries", "beta_options",
+    "expected_train_seconds", "centroid_table", "align_tables", "check_image", "check_boxes", "box_from_drag",
+    "digit_box", "full_digit_box", "image_from_bytes", "image_from_drawing", "covered_fraction", "analyse",
+    "eta_floor", "update_trail", "map_layers", "focus_extent", "benchmark_update",
+]
+
+# QMC points for eta and the top-k match probabilities in the app: the library default,
+# so the app shows exactly the eta the notebooks and the evaluation report. Measured:
+# the whole update stays ~5-11 ms p95 with it, no reason to trade accuracy for speed.
+APP_POINTS = 4096
+APP_CENTROID_IMAGES = 30  # test images per class for the app's centroids (see `centroid_table`)
+# torch intra-op threads in the app: one update is a single tiny forward pass, for which
+# extra threads only add synchronisation; on 2 busy cores 2 threads made p95 10x worse
+# (measured: 8 ms -> 100 ms for MoG-1). Several sessions then run side by side instead.
+APP_THREADS = 1
+
+# ----------------------------------------------------------------------- model choice
+# Display name -> ModelSpec fields (N = 2 digits; preset and beta come from the app).
+APP_MODELS: dict[str, dict] = {
+    "MoG-1 (HIB), D=2": dict(kind="hib", components=1, dim=2),
+    "MoG-2, D=2": dict(kind="hib", components=2, dim=2),
+    "point, D=2": dict(kind="point", components=1, dim=2),
+    "MoG-1 (HIB), D=3 (2D projection)": dict(kind="hib", components=1, dim=3),
+}
+DEFAULT_MODEL = "MoG-1 (HIB), D=2"
+POINT_MODEL = "point, D=2"
+BETAS = (0.0, 1e-4, 1e-2)  # HIB App. E's range; 1e-4 is the paper's choice (sec. 4.1)
+DEFAULT_BETA = 1e-4
+# Wall time to train one model, measured with 1 torch thread on 2 busy CPU cores: fast preset
+# 27-45 s (point, MoG-1, MoG-2, D=3); paper preset: the zoo's target of < 10 min per model.
+TRAIN_SECONDS = {"fast": 45, "paper": 600}
+
+
+def app_preset() -> str:
+    """The preset named by env var ``HEDGEKIT_PRESET`` (default "paper"; tests use "fast")."""
+    from .zoo import PRESETS
+
+    preset = os.environ.get("HEDGEKIT_PRESET", "paper").strip() or "paper"
+    if preset not in PRESETS:
+        raise InputError(f"HEDGEKIT_PRESET={preset!r} is not a preset; use one of {sorted(PRESETS)}")
+    return preset
+
+
+def app_spec(choice: str, preset: str | None = None, beta: float = DEFAULT_BETA, n_digits: int = 2):
+    """The `hedgekit.zoo.ModelSpec` behind a model choice of the app (`APP_MODELS` key)."""
+    from .zoo import ModelSpec
+
+    if choice not in APP_MODELS:
+        raise InputError(f"unknown model {choice!r}; choose one of {list(APP_MODELS)}")
+    fields = dict(APP_MODELS[choice])
+    if fields["kind"] == "hib":
+        fields["beta"] = float(beta)
+    return ModelSpec(n_digits=n_digits, preset=preset or app_preset(), **fields)
+
+
+@dataclass(frozen=True)
+class CompareEntry:
+    """One column of the Compare page: a model choice, or a placeholder for a method still to come."""
+
+    title: str
+    choice: str | None  # APP_MODELS key; None = placeholder
+    note: str = ""
+
+
+def compare_entries() -> list[CompareEntry]:
+    """The Compare page's columns. HOOK: when `hedgekit.zoo` can train SPE (kind "spe"),
+    add it to `APP_MODELS` and replace the placeholder by ``CompareEntry("SPE", "<its key>")``."""
+    return [
+        CompareEntry("point", POINT_MODEL, "deterministic: a dot, no uncertainty"),
+        CompareEntry("HIB, MoG-1", "MoG-1 (HIB), D=2", "one Gaussian per input"),
+        CompareEntry("HIB, MoG-2", "MoG-2, D=2", "two Gaussians per input"),
+        CompareEntry("SPE", None, "stochastic prototype embeddings (Scott et al. 2019): not in the model zoo yet"),
+    ]
+
+
+def load_model(spec, progress: bool = False, **kwargs):
+    """`hedgekit.zoo.load_or_train` for the app and the benchmark: (model in eval mode, meta).
+
+    Checkpoints cached by early versions of the zoo recorded ``torch.__version__`` as a
+    ``TorchVersion`` (a ``str`` subclass) that ``torch.load(weights_only=True)``
+    refuses; allow-listing that one harmless class keeps such caches loadable. Extra
+    keyword arguments (e.g. ``callback``) are passed on only when `load_or_train`
+    accepts them, so the app shows real training progress once the zoo forwards one.
+    """
+    import inspect
+
+    from .zoo import load_or_train
+
+    accepted = inspect.signature(load_or_train).parameters
+    kwargs = {k: v for k, v in kwargs.items() if k in accepted}
+    with torch.serialization.safe_globals([torch.torch_version.TorchVersion]):
+        model, meta = load_or_train(spec, progress=progress, **kwargs)
+    return model.eval(), meta
+
+
+def expected_train_seconds(spec) -> int:
+    """Rough wall time to train ``spec`` on 2 CPU cores (for the app's progress message)."""
+    base = TRAIN_SECONDS.get(spec.preset, 600)
+    if spec.steps is not None:
+        from .zoo import PRESETS
+
+        base = base * spec.steps / PRESETS[spec.preset]["train"]["steps"]
+    return int(round(base))
+
+
+def beta_options(preset: str, choice: str = DEFAULT_MODEL) -> list[tuple[float, bool]]:
+    """[(beta, checkpoint exists)] for the HIB model ``choice`` at each beta of `BETAS`."""
+    from .zoo import find_checkpoint
+
+    return [(b, find_checkpoint(app_spec(choice, preset, b)) is not None) for b in BETAS]
+
+
+# ----------------------------------------------------------------------- centroids
+@dataclass(frozen=True, eq=False)
+class CentroidTable:
+    """Class centroids of one model, and the fixed 2D view of its embedding space.
+
+    class_ids (K,) sorted; centroids (K, D); seen (K,) bool (class used in training);
+    counts (K,) images per class; projection W (D, 2): identity for D = 2, else PCA
+    of the centroids.
+    """
+
+    class_ids: np.ndarray
+    centroids: np.ndarray
+    seen: np.ndarray
+    counts: np.ndarray
+    projection: np.ndarray
+    n_digits: int
+
+    @property
+    def xy(self) -> np.ndarray:
+        """(K, 2) centroids in the 2D view."""
+        return self.centroids @ self.projection
+
+    @property
+    def dim(self) -> int:
+        return self.centroids.shape[1]
+
+    @property
+    def projected(self) -> bool:
+        return self.dim != 2
+
+    def digit(self, position: int) -> np.ndarray:
+        """(K,) the digit at ``position`` (0 = leftmost, e.g. tens for N = 2) of every class."""
+        if not 0 <= position < self.n_digits:
+            raise InputError(f"position must be in 0..{self.n_digits - 1}; got {position}")
+        return self.class_ids // 10 ** (self.n_digits - 1 - position) % 10
+
+    def labels(self) -> list[str]:
+        return [f"{c:0{self.n_digits}d}" for c in self.class_ids]
+
+
+def centroid_table(model: EmbeddingNet, datasets: Sequence[NDigitSet], per_class: int | None = None,
+                   batch_size: int = 2048) -> CentroidTable:
+    """Centroids of every class in ``datasets`` (clean images), with their 2D projection.
+
+    ``per_class`` caps the images used per class (the first ones in the split's random
+    order), trading a little precision for speed: the app uses 30 (~1 s per model
+    on one CPU core instead of ~8 s for all 20k test images).
+    """
+    from .metrics import class_centroids
+
+    if not datasets:
+        raise InputError("centroid_table needs at least one dataset")
+    n = datasets[0].n_digits
+    zs, ys = [], []
+    for ds in datasets:
+        if ds.n_digits != n:
+            raise InputError("all datasets must have the same number of digits")
+        if per_class is not None:
+            ds = ds.subset(_first_per_class(ds.labels, per_class))
+        x, y = ds.tensors(corrupt=False)
+        zs.append(model.embed(x, batch_size).mixture_mean().numpy())
+        ys.append(y.numpy())
+    z, y = np.concatenate(zs), np.concatenate(ys)
+    ids, cent = class_centroids(z, y)
+    seen_ids, _ = class_split(n)
+    counts = np.bincount(np.searchsorted(ids, y), minlength=len(ids))
+    cent = cent.astype(np.float32)
+    return CentroidTable(ids.astype(np.int64), cent, np.isin(ids, seen_ids), counts, pca_basis(cent), n)
+
+
+def _first_per_class(labels: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the first ``k`` images of every class, in their original order."""
+    if k < 1:
+        raise InputError(f"per_class must be >= 1; got {k}")
+    order = np.argsort(labels, kind="stable")
+    sorted_labels = labels[order]
+    starts = np.searchsorted(sorted_labels, sorted_labels, side="left")
+    rank = np.arange(len(labels)) - starts
+    return np.sort(order[rank < k])
+
+
+def align_tables(src: CentroidTable, dst: CentroidTable) -> Similarity:
+    """Similarity transform taking ``src``'s 2D view onto ``dst``'s, fitted on their shared classes."""
+    shared, i, j = np.intersect1d(src.class_ids, dst.class_ids, return_indices=True)
+    if len(shared) < 2:
+        raise InputError("the two centroid tables share fewer than 2 classes")
+    return similarity_fit(src.xy[i], dst.xy[j])
+
+
+# ----------------------------------------------------------------------- inputs
+def check_image(image, shape: tuple[int, int] = (DIGIT_SIZE, 2 * DIGIT_SIZE)) -> np.ndarray:
+    """A (H, W) uint8 image from uint8 or float-in-[0, 1] input; InputError with the reason otherwise."""
+    if isinstance(image, torch.Tensor):
+        image = image.detach().cpu().numpy()
+    img = np.asarray(image)
+    if img.ndim == 3 and img.shape[0] == 1:
+        img = img[0]
+    if img.ndim != 2 or img.shape != tuple(shape):
+        raise InputError(f"the image must be {shape[0]} x {shape[1]} pixels (height x width, one channel); "
+                         f"got shape {img.shape}")
+    if img.dtype == np.uint8:
+        return img
+    if not np.issubdtype(img.dtype, np.number) or img.dtype == bool:
+        raise InputError(f"image pixels must be numbers; got dtype {img.dtype}")
+    img = img.astype(float)
+    if not np.isfinite(img).all():
+        raise InputError("the image contains NaN or inf pixels")
+    if img.min() < 0 or img.max() > 1:
+        if np.issubdtype(np.asarray(image).dtype, np.integer) and img.min() >= 0 and img.max() <= 255:
+            return img.astype(np.uint8)
+        raise InputError(f"float images must lie in [0, 1]; got values in [{img.min():.3g}, {img.max():.3g}]")
+    return np.rint(img * 255).astype(np.uint8)
+
+
+def check_boxes(boxes, image_shape: tuple[int, int] = (DIGIT_SIZE, 2 * DIGIT_SIZE)) -> np.ndarray:
+    """(n, 4) int64 boxes (top, left, height, width), each non-empty and inside the image.
+
+    Raises InputError naming the bad box: not 4 integers, zero area, or reaching
+    outside the image (use `box_from_drag` for mouse rectangles, which clips).
+    """
+    h, w = image_shape[-2:]
+    if boxes is None:
+        return np.zeros((0, 4), dtype=np.int64)
+    try:
+        arr = np.asarray(boxes, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"boxes must be (top, left, height, width) quadruples; got {boxes!r}") from exc
+    if arr.size == 0:
+        return np.zeros((0, 4), dtype=np.int64)
+    if arr.ndim == 1:
+        arr = arr[None]
+    if arr.ndim != 2 or arr.shape[1] != 4:
+        raise InputError(f"boxes must be (top, left, height, width) quadruples; got an array of shape {arr.shape}")
+    out = []
+    for k, box in enumerate(arr, 1):
+        if not np.isfinite(box).all() or not np.all(box == np.round(box)):
+            raise InputError(f"rectangle {k} must be 4 whole pixel numbers (top, left, height, width); "
+                             f"got {box.tolist()}")
+        top, left, bh, bw = (int(v) for v in box)
+        if bh <= 0 or bw <= 0:
+            raise InputError(f"rectangle {k} (top {top}, left {left}, {bh} x {bw} px) has zero area: "
+                             "drag or set a larger one")
+        if top < 0 or left < 0 or top + bh > h or left + bw > w:
+            raise InputError(f"rectangle {k} (top {top}, left {left}, {bh} x {bw} px) reaches outside the "
+                             f"{h} x {w} image")
+        out.append((top, left, bh, bw))
+    return np.array(out, dtype=np.int64).reshape(-1, 4)
+
+
+def box_from_drag(x_range, y_range, image_shape: tuple[int, int] = (DIGIT_SIZE, 2 * DIGIT_SIZE)) -> np.ndarray:
+    """The pixel box (top, left, height, width) of a rectangle dragged on the image.
+
+    ``x_range``/``y_range`` are in plot coordinates where pixel (r, c) is centred at
+    (x=c, y=r) and covers [c - 0.5, c + 0.5] (heatmap/image convention). The
+    rectangle is clipped to the image (`hedgekit.data.clip_box`); InputError if it is
+    empty (a click, not a drag) or lies entirely outside the image.
+    """
+    try:
+        x0, x1 = (float(v) for v in x_range)
+        y0, y1 = (float(v) for v in y_range)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"a dragged rectangle needs two x and two y values; got {x_range!r}, {y_range!r}") from exc
+    if not np.isfinite([x0, x1, y0, y1]).all():
+        raise InputError("the dragged rectangle has non-finite corners")
+    if abs(x1 - x0) < 0.5 or abs(y1 - y0) < 0.5:
+        raise InputError("the dragged rectangle has (almost) zero area: drag across at least one pixel")
+    box = clip_box((min(y0, y1) + 0.5, min(x0, x1) + 0.5, abs(y1 - y0), abs(x1 - x0)), image_shape)
+    if box is None:
+        raise InputError(f"the dragged rectangle lies outside the {image_shape[-2]} x {image_shape[-1]} image")
+    return box
+
+
+def image_from_bytes(data: bytes, shape: tuple[int, int] = (DIGIT_SIZE, 2 * DIGIT_SIZE),
+                     invert: bool | None = None) -> np.ndarray:
+    """Decode an uploaded image file (PNG, JPEG, ...) to a (H, W) uint8 grayscale array.
+
+    The image must already have the model's size (28 x 56 for two digits); colour is
+    converted to grayscale. MNIST digits are white on black: ``invert=None`` inverts
+    images whose border is mostly bright (dark digits on white paper), True/False force it.
+    Raises InputError for files that are not images or have the wrong size.
+    """
+    import io
+
+    from PIL import Image, UnidentifiedImageError
+
+    if not data:
+        raise InputError("the uploaded file is empty")
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            im.load()
+            img = np.asarray(im.convert("L"), dtype=np.uint8)
+    except (UnidentifiedImageError, OSError, ValueError) as exc:
+        raise InputError("the uploaded file is not an image that can be read (try a PNG or JPEG)") from exc
+    if img.shape != tuple(shape):
+        raise InputError(f"the image is {img.shape[1]} x {img.shape[0]} pixels (width x height) but the model needs "
+                         f"exactly {shape[1]} x {shape[0]}: {shape[1] // DIGIT_SIZE} digits of 28 x 28 side by side")
+    if invert is None:
+        border = np.concatenate([img[0], img[-1], img[:, 0], img[:, -1]])
+        invert = bool(np.median(border) > 127)
+    return (255 - img) if invert else img
+
+
+def image_from_drawing(drawing, n_digits: int = 2, digit_box_px: int = 20) -> np.ndarray:
+    """A (28, 28N) uint8 image from a free-hand drawing of N digits side by side.
+
+    ``drawing`` is (H, W) grayscale or (H, W, 3|4) RGB(A) at any resolution (e.g. a
+    280 x 560 canvas), light strokes on a dark or transparent background. Each of
+    the N equal-width cells is processed like MNIST itself: crop to the ink's
+    bounding box, scale its longer side to 20 px keeping the aspect ratio, then
+    place it in a 28 x 28 cell with its centre of mass at the centre. An empty cell
+    stays black (like an occluded digit); an empty drawing raises InputError.
+    """
+    from PIL import Image
+
+    arr = np.asarray(drawing)
+    if arr.ndim == 3 and arr.shape[-1] in (3, 4):
+        rgb = arr[..., :3].astype(float).mean(-1)
+        if arr.shape[-1] == 4:  # transparent pixels are background
+            rgb = rgb * (arr[..., 3].astype(float) / 255.0)
+        arr = rgb
+    if arr.ndim != 2 or min(arr.shape) < 4:
+        raise InputError(f"a drawing must be (H, W) or (H, W, 3|4) pixels; got shape {np.asarray(drawing).shape}")
+    ink = np.clip(arr.astype(float), 0, 255)
+    if ink.max() <= 0:
+        raise InputError("the drawing is empty: draw two digits side by side first")
+    h, w = ink.shape
+    out = np.zeros((DIGIT_SIZE, DIGIT_SIZE * n_digits), dtype=np.uint8)
+    for j in range(n_digits):
+        cell = ink[:, round(j * w / n_digits): round((j + 1) * w / n_digits)]
+        rows, cols = np.flatnonzero(cell.max(1) > 25), np.flatnonzero(cell.max(0) > 25)
+        if len(rows) == 0:
+            continue
+        crop = cell[rows[0]: rows[-1] + 1, cols[0]: cols[-1] + 1]
+        scale = digit_box_px / max(crop.shape)
+        size = (max(1, round(crop.shape[1] * scale)), max(1, round(crop.shape[0] * scale)))
+        small = np.asarray(Image.fromarray(crop.astype(np.uint8)).resize(size, Image.LANCZOS), dtype=float)
+        small = np.clip(small, 0, 255)
+        tot = small.sum()
+        cy = (small.sum(1) @ np.arange(small.shape[0])) / tot if tot else small.shape[0] / 2
+        cx = (small.sum(0) @ np.arange(small.shape[1])) / tot if tot else small.shape[1] / 2
+        top = int(np.clip(round(DIGIT_SIZE / 2 - 0.5 - cy), 0, DIGIT_SIZE - small.shape[0]))
+        left = int(np.clip(round(DIGIT_SIZE / 2 - 0.5 - cx), 0, DIGIT_SIZE - small.shape[1]))
+        out[top: top + small.shape[0], DIGIT_SIZE * j + left: DIGIT_SIZE * j + left + small.shape[1]] = \
+            np.rint(small).astype(np.uint8)
+    return out
+
+
+def digit_box(digit: int, rows: Sequence[int], cols: Sequence[int], n_digits: int = 2) -> np.ndarray | None:
+    """Box over rows [r0, r1) and columns [c0, c1) of digit ``digit``'s 28 x 28 cell; None if empty."""
+    if not 0 <= digit < n_digits:
+        raise InputError(f"digit must be in 0..{n_digits - 1}; got {digit}")
+    (r0, r1), (c0, c1) = (sorted(int(v) for v in rows), sorted(int(v) for v in cols))
+    if min(r0, c0) < 0 or max(r1, c1) > DIGIT_SIZE:
+        raise InputError(f"rows and columns of a digit cell must lie in 0..{DIGIT_SIZE}; got {rows}, {cols}")
+    if r1 == r0 or c1 == c0:
+        return None
+    return np.array([r0, DIGIT_SIZE * digit + c0, r1 - r0, c1 - c0], dtype=np.int64)
+
+
+def full_digit_box(digit: int, n_digits: int = 2) -> np.ndarray:
+    """The box hiding digit ``digit`` completely."""
+    return digit_box(digit, (0, DIGIT_SIZE), (0, DIGIT_SIZE), n_digits)
+
+
+def covered_fraction(boxes, image_shape: tuple[int, int] = (DIGIT_SIZE, 2 * DIGIT_SIZE)) -> float:
+    """Fraction of the image's pixels hidden by the union of ``boxes``."""
+    boxes = check_boxes(boxes, image_shape)
+    if len(boxes) == 0:
+        return 0.0
+    return float(1.0 - occlude(np.ones(image_shape[-2:], dtype=np.uint8), boxes).mean())
+
+
+# ----------------------------------------------------------------------- analysis
+@dataclass(frozen=True, eq=False)
+class Analysis:
+    """Everything the app shows about one (occluded) input under one model.
+
+    All arrays are numpy; "xy" quantities are in the 2D view (projected by W for D > 2).
+    """
+
+    image: np.ndarray  # (H, W) uint8: the occluded image the model saw
+    boxes: np.ndarray  # (n, 4) int64
+    covered: float  # fraction of pixels hidden
+    weights: np.ndarray  # (C,)
+    means: np.ndarray  # (C, D) component means
+    variances: np.ndarray  # (C, D) component variances (zeros for a point model)
+    mean: np.ndarray  # (D,) mixture mean
+    xy: np.ndarray  # (2,) mixture mean in the 2D view
+    cov_xy: np.ndarray  # (2, 2) moment-matched covariance in the 2D view
+    comp_xy: np.ndarray  # (C, 2)
+    comp_cov_xy: np.ndarray  # (C, 2, 2)
+    eta: float  # HIB eq. 9
+    trace: float  # trace of the mixture covariance in full D (volumetric measure, HIB sec. 2.4)
+    top_ids: np.ndarray  # (k,) class ids, most probable match first
+    top_probs: np.ndarray  # (k,) p(m | x, centroid)
+    is_point: bool
+    projected: bool  # D > 2, shown through W
+
+    @property
+    def top(self) -> list[tuple[int, float]]:
+        return [(int(c), float(p)) for c, p in zip(self.top_ids, self.top_probs)]
+
+    @property
+    def dim(self) -> int:
+        return self.means.shape[1]
+
+    @property
+    def n_components(self) -> int:
+        return self.means.shape[0]
+
+
+def _repeat(emb: Embedding, k: int) -> Embedding:
+    return Embedding(emb.mean.expand(k, -1, -1), emb.var.expand(k, -1, -1), emb.weights.expand(k, -1))
+
+
+@torch.no_grad()
+def analyse(model: EmbeddingNet, image, boxes=(), centroids: CentroidTable | None = None,
+            n_points: int = APP_POINTS, top_k: int = 5) -> Analysis:
+    """Embed ``image`` with ``boxes`` blacked out and compute what the playground shows.
+
+    Args:
+        model: a trained `EmbeddingNet` (eval mode is used).
+        image: (H, W) uint8 or float in [0, 1], the *clean* image; ``boxes`` are applied here.
+        boxes: (n, 4) rectangles (top, left, height, width), validated by `check_boxes`.
+        centroids: the model's `CentroidTable`; without it there is no top-k and the
+            2D view is the first two coordinates.
+        n_points: QMC points for eta and the match probabilities (deterministic).
+    """
+    shape = tuple(model.input_shape[1:])
+    img = check_image(image, shape)
+    boxes = check_boxes(boxes, shape)
+    seen = occlude(img, boxes) if len(boxes) else img
+    covered = covered_fraction(boxes, shape) if len(boxes) else 0.0
+    if model.training:
+        model.eval()
+    device = next(model.parameters()).device
+    x = torch.from_numpy(seen.astype(np.float32) / 255.0).to(device)[None, None]
+    emb = model(x).to("cpu").map(lambda t: t.float())
+    eta = float(self_mismatch(emb, model.match, n_points)[0])
+    d = emb.dim
+    if centroids is not None:
+        if centroids.dim != d:
+            raise InputError(f"centroid table is {centroids.dim}-D but the model embeds in {d}-D")
+        w = centroids.projection
+        cent = torch.as_tensor(centroids.centroids, dtype=torch.float32)
+        probs = match_probability(_repeat(emb, len(cent)), Embedding.point(cent), model.match, n_points).numpy()
+        k = min(top_k, len(probs))
+        order = np.lexsort((centroids.class_ids, -probs))[:k]  # ties: smaller class id first
+        top_ids, top_probs = centroids.class_ids[order].copy(), probs[order].astype(float)
+    else:
+        if d < 2:
+            raise InputError("1-D embeddings need a centroid table with a (1, 2) projection")
+        w = np.eye(d)[:, :2]
+        top_ids, top_probs = np.zeros(0, dtype=np.int64), np.zeros(0)
+    means = emb.mean[0].numpy().astype(float)
+    variances = emb.var[0].numpy().astype(float)
+    weights = emb.weights[0].numpy().astype(float)
+    comp_xy = means @ w
+    comp_cov = np.einsum("di,cd,dj->cij", w, variances, w)
+    xy, cov_xy = moment_match(weights, comp_xy, comp_cov)
+    return Analysis(
+        image=seen, boxes=boxes, covered=covered, weights=weights, means=means, variances=variances,
+        mean=weights @ means, xy=xy, cov_xy=cov_xy, comp_xy=comp_xy, comp_cov_xy=comp_cov, eta=eta,
+        trace=float(emb.total_var()[0].sum()), top_ids=top_ids, top_probs=top_probs,
+        is_point=bool(emb.is_point), projected=d != 2,
+    )
+
+
+def eta_floor(model: EmbeddingNet) -> float:
+    """1 - sigmoid(b): the eta of a zero-variance embedding, the smallest eta the model can give (HIB eq. 2, 9)."""
+    return float(1.0 - torch.sigmoid(model.match.b.detach()).item())
+
+
+# ----------------------------------------------------------------------- trail
+def update_trail(trail: Sequence[dict], a: Analysis, max_len: int = 25, tol: float = 1e-9) -> list[dict]:
+    """A new trail: ``trail`` plus this analysis' step (plain dicts, fit for session state).
+
+    A step is {"xy": [x, y], "cov": [[.,.],[.,.]], "eta": float, "covered": float}.
+    Nothing is added when the embedding did not move (reruns without a change);
+    only the last ``max_len`` steps are kept.
+    """
+    step = {"xy": [float(v) for v in a.xy], "cov": [[float(v) for v in row] for row in a.cov_xy],
+            "eta": float(a.eta), "covered": float(a.covered)}
+    trail = list(trail)
+    if trail:
+        last = trail[-1]
+        if (np.abs(np.subtract(last["xy"], step["xy"])).max() <= tol
+                and np.abs(np.subtract(last["cov"], step["cov"])).max() <= tol):
+            return trail
+    return (trail + [step])[-max_len:]
+
+
+@dataclass
+class MapLayers:
+    """Figure data of the embedding map (numpy only; plotted by `hedgekit.plots.interactive`).
+
+    ellipses: [(component, n_sigma, (n, 2) contour)], trail_path (T, 2) past means,
+    trail_ellipses [(n, 2)] 1-sigma contours of past steps (oldest first),
+    components (C, 2) component means, mean (2,), point (2,) or None.
+    """
+
+    mean: np.ndarray
+    components: np.ndarray
+    weights: np.ndarray
+    ellipses: list = field(default_factory=list)
+    trail_path: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    trail_ellipses: list = field(default_factory=list)
+    trail_eta: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    point: np.ndarray | None = None
+    is_point: bool = False
+
+
+def map_layers(a: Analysis, trail: Sequence[dict] = (), sigmas: Sequence[float] = (1, 2, 3), n: int = 72,
+               point_xy=None) -> MapLayers:
+    """Ellipse contours of every component at every n-sigma, plus the trail (HIB Fig. 3-4 style)."""
+    layers = MapLayers(mean=a.xy, components=a.comp_xy, weights=a.weights, is_point=a.is_point,
+                       point=None if point_xy is None else np.asarray(point_xy, dtype=float))
+    if not a.is_point:
+        for c in range(a.n_components):
+            for s in sigmas:
+                layers.ellipses.append((c, float(s), ellipse_points(a.comp_xy[c], a.comp_cov_xy[c], s, n)))
+    past = list(trail)[:-1] if trail and np.allclose(trail[-1]["xy"], a.xy) else list(trail)
+    steps = past + [{"xy": a.xy, "cov": a.cov_xy, "eta": a.eta}]
+    layers.trail_path = np.array([s["xy"] for s in steps], dtype=float).reshape(-1, 2)
+    layers.trail_eta = np.array([s["eta"] for s in steps], dtype=float)
+    if not a.is_point:
+        layers.trail_ellipses = [ellipse_points(s["xy"], s["cov"], 1.0, n) for s in past]
+    return layers
+
+
+def focus_extent(layers: MapLayers, table: CentroidTable | None = None, top_ids=(), pad: float = 0.15,
+                 min_size: float = 1e-3) -> tuple[tuple[float, float], tuple[float, float]]:
+    """((xmin, xmax), (ymin, ymax)) around the input: its ellipses, trail, point overlay and the
+    centroids of ``top_ids`` (so a small ellipse is visible next to the classes it hedges between)."""
+    pts = [layers.mean[None], layers.components] + [c for _, _, c in layers.ellipses]
+    if len(layers.trail_path):
+        pts.append(layers.trail_path)
+    if layers.point is not None:
+        pts.append(layers.point[None])
+    if table is not None and len(top_ids):
+        pts.append(table.xy[np.isin(table.class_ids, np.asarray(top_ids))])
+    allp = np.concatenate([np.asarray(p, dtype=float).reshape(-1, 2) for p in pts])
+    lo, hi = allp.min(0), allp.max(0)
+    centre, half = (lo + hi) / 2, max(float((hi - lo).max()) / 2 * (1 + pad), min_size)
+    return (centre[0] - half, centre[0] + half), (centre[1] - half, centre[1] + half)
+
+
+# ----------------------------------------------------------------------- benchmark
+def benchmark_update(spec_or_model, n: int = 200, *, seed: int = 0, n_points: int = APP_POINTS,
+                     warmup: int = 10, figure: bool = True, split: str = "test_seen",
+                     threads: int | None = APP_THREADS) -> dict:
+    """Time one playground update, ``n`` times on random test images and random rectangles.
+
+    Timed work per update (what the app does on every occlusion change): validate the
+    boxes, occlude, forward pass, eta, top-5 over all centroids, 2D geometry, trail and
+    ellipse contours (`map_layers`). With ``figure=True`` the plotly figures
+    (`hedgekit.plots.interactive`) are also built and timed separately. Setup
+    (loading the model, data and centroid table) is not timed.
+
+    Args:
+        spec_or_model: an `EmbeddingNet`, a `hedgekit.zoo.ModelSpec` or its name
+            (loaded or trained by `hedgekit.zoo.load_or_train`).
+        threads: torch intra-op threads during the timing (restored afterwards);
+            default `APP_THREADS`, what the app uses. None keeps the current setting.
+
+    Returns:
+        dict with p50_ms, p95_ms, mean_ms, max_ms of the update; figure_p50_ms,
+        figure_p95_ms and total_p95_ms (update + figures) if ``figure``; n, n_points,
+        threads (torch intra-op threads), model, setup_s.
+    """
+    if n < 1:
+        raise InputError(f"n must be >= 1; got {n}")
+    previous = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        return _benchmark(spec_or_model, n, seed, n_points, warmup, figure, split)
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _benchmark(spec_or_model, n, seed, n_points, warmup, figure, split) -> dict:
+    from .data import load_ndigit, sample_digit_boxes
+
+    t_setup = time.perf_counter()
+    name = getattr(spec_or_model, "name", None)
+    if isinstance(spec_or_model, EmbeddingNet):
+        model, name = spec_or_model, spec_or_model.config.get("kind", "model")
+    else:
+        from .zoo import spec_from_name
+
+        spec = spec_from_name(spec_or_model) if isinstance(spec_or_model, str) else spec_or_model
+        model, _ = load_model(spec)
+        name = spec.name
+    model.eval()
+    n_digits = model.config.get("n_digits", 2)
+    data = load_ndigit(n_digits, split)
+    table = centroid_table(model, [data], per_class=APP_CENTROID_IMAGES)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(data), warmup + n)
+    boxes = sample_digit_boxes(rng, warmup + n, n_digits, 0.7)
+    if figure:
+        from .plots.interactive import embedding_map, eta_gauge, image_figure
+    setup_s = time.perf_counter() - t_setup
+    upd, fig_ms, trail = [], [], []
+    for i in range(warmup + n):
+        bx = [b for b in boxes[i].tolist() if b[2] > 0 and b[3] > 0]
+        t0 = time.perf_counter()
+        a = analyse(model, data.images[idx[i]], bx, table, n_points=n_points)
+        trail = update_trail(trail, a)
+        layers = map_layers(a, trail)
+        t1 = time.perf_counter()
+        if figure:
+            embedding_map(table, layers)
+            eta_gauge(a.eta)
+            image_figure(a.image, a.boxes)
+        t2 = time.perf_counter()
+        if i >= warmup:
+            upd.append(1e3 * (t1 - t0))
+            fig_ms.append(1e3 * (t2 - t1))
+
+    def pct(v, q):
+        return float(np.percentile(v, q))
+
+    out = {"model": name, "n": n, "n_points": n_points, "threads": torch.get_num_threads(),
+           "p50_ms": pct(upd, 50), "p95_ms": pct(upd, 95), "mean_ms": statistics.fmean(upd), "max_ms": max(upd),
+           "setup_s": round(setup_s, 2)}
+    if figure:
+        tot = np.add(upd, fig_ms)
+        out.update(figure_p50_ms=pct(fig_ms, 50), figure_p95_ms=pct(fig_ms, 95), total_p50_ms=pct(tot, 50),
+                   total_p95_ms=pct(tot, 95))
+    return out
