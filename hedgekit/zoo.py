@@ -167,6 +167,15 @@ def find_checkpoint(spec: ModelSpec) -> Path | None:
 
 
 # ------------------------------------------------------------------ load or train
+def eval_set(spec: ModelSpec):
+    """The seen-class test images a checkpoint's recorded metrics were computed on."""
+    test = load_ndigit(spec.n_digits, "test_seen")
+    n_eval = PRESETS[spec.preset]["eval_images"]
+    if n_eval is not None:
+        test = test.subset(np.random.default_rng(0).permutation(len(test))[:n_eval])
+    return test
+
+
 def train_spec(spec: ModelSpec, progress: bool = True, device: str = "cpu",
                callback=None) -> tuple[EmbeddingNet, dict]:
     """Train the model ``spec`` names on N-digit MNIST and evaluate it; returns (model, meta).
@@ -183,10 +192,7 @@ def train_spec(spec: ModelSpec, progress: bool = True, device: str = "cpu",
     hist: History = fit(model, x, y, cfg, seed=spec.seed, device=device, progress=progress,
                         augment=random_occlusion(cfg.occlusion_p), callback=callback)
     model = model.cpu().eval()
-    test = load_ndigit(spec.n_digits, "test_seen")
-    n_eval = PRESETS[spec.preset]["eval_images"]
-    if n_eval is not None:
-        test = test.subset(np.random.default_rng(0).permutation(len(test))[:n_eval])
+    test = eval_set(spec)
     metrics = table1_metrics(model, test)
     meta = {"spec": asdict(spec), "name": spec.name, "train_config": asdict(cfg), "seed": spec.seed,
             "train_seconds": round(hist.seconds, 1), "total_seconds": round(time.perf_counter() - t0, 1),
@@ -204,6 +210,20 @@ def load_or_train(spec: ModelSpec, progress: bool = True, device: str = "cpu", r
     if save:
         save_checkpoint(cache_path("checkpoints", f"{spec.name}.pt"), model, meta)
     return model.to(device), meta
+
+
+def refresh_metrics(path: str | Path) -> dict:
+    """Re-evaluate a checkpoint with the current evaluation code and store the metrics in it.
+
+    Used after a change to `hedgekit.evaluation` so that shipped checkpoints record what
+    the code computes today (tests/test_shipped.py checks exactly that).
+    """
+    from .evaluation import table1_metrics
+
+    model, meta = load_checkpoint(path)
+    meta["metrics"] = table1_metrics(model, eval_set(spec_from_name(meta["name"])))
+    save_checkpoint(path, model, meta)
+    return meta["metrics"]
 
 
 def spec_from_name(name: str) -> ModelSpec:
