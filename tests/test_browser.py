@@ -45,7 +45,7 @@ def server():
     for choice in (pg.DEFAULT_MODEL, pg.POINT_MODEL):  # cached after the first run (~45 s each otherwise)
         pg.load_model(pg.app_spec(choice, "fast"))
     port = _free_port()
-    env = dict(os.environ, HEDGEKIT_PRESET="fast", PYTHONUNBUFFERED="1")
+    env = dict(os.environ, HEDGEKIT_PRESET="paper", PYTHONUNBUFFERED="1")  # the shipped default models
     ARTIFACTS.mkdir(exist_ok=True)
     log = open(ARTIFACTS / "streamlit.log", "w")
     proc = subprocess.Popen(
