@@ -1,10 +1,12 @@
-"""Command line: ``python -m hedgekit {train,evaluate,bench}``.
+"""Command line: ``python -m hedgekit {train,evaluate,bench,reproduce}``.
 
 * ``train``    — load-or-train one zoo model (`hedgekit.zoo`), print where it lives.
 * ``evaluate`` — print a HIB Table-1-style block: our numbers beside the paper's.
 * ``bench``    — training throughput (point, HIB with K = 8) and inference
                  throughput (embeddings + eta per second); ``--app`` adds the
                  playground's per-update latency.
+* ``reproduce`` — run the reproduction notebooks into ``reports/`` with one summary
+                 (`hedgekit.reproduce`).
 """
 from __future__ import annotations
 
@@ -123,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--app", action="store_true", help="also time one playground update")
     b.add_argument("--preset", choices=("fast", "paper"), default="paper")
     b.set_defaults(fn=cmd_bench)
+    from .reproduce import add_subcommand
+
+    add_subcommand(sub)
     return p
 
 

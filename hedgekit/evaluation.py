@@ -53,14 +53,19 @@ def embed_set(model: EmbeddingNet, test: NDigitSet) -> EmbeddedSet:
 
 def verification(model: EmbeddingNet, es: EmbeddedSet, corrupt: bool, n_pairs: int = 10_000, seed: int = 0,
                  n_bins: int = 20) -> dict:
-    """AP of p(m|x1,x2) on half-matching pairs, and per-eta-bin AP with its Kendall tau (sec. 4.3-4.4)."""
+    """AP of p(m|x1,x2) on half-matching pairs, and per-eta-bin AP with its Kendall tau (sec. 4.3-4.4).
+
+    Also returns the pair scores ``p``, labels ``same`` and mean eta ``pair_eta`` (Figure 9 data).
+    """
     emb, eta = es.side(corrupt)
     n_pairs = min(n_pairs, 2 * (len(es.labels) // 2))
     i, j, same = M.verification_pairs(es.labels, n_pairs, seed)
     ti, tj = torch.as_tensor(i), torch.as_tensor(j)
     p = match_probability(emb[ti], emb[tj], model.match).numpy()
-    per_bin = M.binned_average_precision(p, same, M.pair_uncertainty(eta, i, j), n_bins)
-    return {"ap": M.average_precision(p, same), "ap_bins": per_bin, "tau": _tau(per_bin, eta)}
+    pair_eta = M.pair_uncertainty(eta, i, j)
+    per_bin = M.binned_average_precision(p, same, pair_eta, n_bins)
+    return {"ap": M.average_precision(p, same), "ap_bins": per_bin, "tau": binned_tau(per_bin, eta),
+            "p": p, "same": same, "pair_eta": pair_eta}
 
 
 def knn(es: EmbeddedSet, probe_corrupt: bool = False, gallery_corrupt: bool = False, k: int = 5,
@@ -73,10 +78,10 @@ def knn(es: EmbeddedSet, probe_corrupt: bool = False, gallery_corrupt: bool = Fa
     idx, _ = M.topk_neighbours(score, n, n, k, exclude=np.arange(n))
     acc, correct = M.knn_accuracy(es.labels[idx], es.labels, vote)
     per_bin = M.binned_accuracy(correct, eta, n_bins)
-    return {"acc": acc, "correct": correct, "acc_bins": per_bin, "tau": _tau(per_bin, eta)}
+    return {"acc": acc, "correct": correct, "acc_bins": per_bin, "tau": binned_tau(per_bin, eta)}
 
 
-def _tau(per_bin: np.ndarray, eta: np.ndarray) -> float:
+def binned_tau(per_bin: np.ndarray, eta: np.ndarray) -> float:
     """Kendall tau, or NaN when it means nothing: eta constant (point models: the bins would
     just follow input order) or every bin equally good."""
     finite = per_bin[np.isfinite(per_bin)]

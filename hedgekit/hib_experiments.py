@@ -1,0 +1,144 @@
+"""Which zoo models each HIB reproduction notebook uses, in FAST and in FULL mode.
+
+One place decides the experiment grid, so the notebooks stay thin and
+``python -m hedgekit reproduce --list-models`` can print exactly the checkpoints a
+full run needs (to train or ship them ahead of time).
+
+FULL mode follows the paper (Oh et al. 2019):
+
+* Figures 3, 4, 1b, 7: 2-digit MNIST, D = 2, point / MoG-1 / MoG-2 / MoG-4;
+  Figure 8: 3-digit MNIST, D = 3, MoG-1 (FAST: 2-digit).
+* Figure 10, 11 and Appendix D: D = 2 point and MoG-1; D = 1 point and MoG-1 over
+  four seeds ("four trials").
+* Tables 1, 2, 6, 7 and Figures 5, 9: N in {2, 3} x D in {2, 3} x {point, MoG-1, MoG-2}.
+* Table 5: MoG-1, beta in {0, 1e-4} at (N, D) = (2, 2) and (3, 3);
+  Figure 12: MoG-1, N = 3, D = 3, beta in {1e-6, ..., 1e-2};
+  Figure 6: point models with the hard contrastive loss over a range of margins M,
+  beside the soft contrastive point model.
+
+FAST mode (CI; every notebook < 3 minutes on 2 shared cores, including training
+its `fast` preset models once) keeps the *kind* of every experiment but shrinks
+the grid: N = 2, D = 2 wherever the paper's setting is not essential, two seeds
+instead of four, the app's beta values {0, 1e-4, 1e-2} (shared checkpoints) and
+two margins, no MoG-4 (Figure 7 shows C = 2 only), 2-digit instead of 3-digit
+MNIST in Figure 8. What was left out is printed by each notebook.
+"""
+from __future__ import annotations
+
+from .zoo import ModelSpec
+
+__all__ = ["FIG12_BETAS", "FAST_BETAS", "TABLE5_BETAS", "FIG6_MARGINS", "FAST_MARGINS", "TABLE1_SETTINGS",
+           "preset", "table1_settings", "table1_specs", "embedding_specs", "number_line_specs", "beta_specs",
+           "table5_specs", "margin_specs", "notebook_specs", "all_specs"]
+
+FIG12_BETAS = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2)  # HIB App. E, Figure 12
+FAST_BETAS = (0.0, 1e-4, 1e-2)  # same values as the Streamlit app (shared fast checkpoints)
+TABLE5_BETAS = (0.0, 1e-4)  # HIB Table 5
+# Figure 6 gives no margin values; the hard loss is scale-equivariant for unconstrained
+# embeddings, so a log-spaced range around the soft loss's natural scale (~1) is the test.
+FIG6_MARGINS = (0.25, 0.5, 1.0, 2.0, 4.0)
+FAST_MARGINS = (0.5, 2.0)
+TABLE1_SETTINGS = ((2, 2), (2, 3), (3, 2), (3, 3))  # (N, D) of HIB Tables 1, 2, 6, 7
+
+
+def preset(fast: bool) -> str:
+    return "fast" if fast else "paper"
+
+
+def table1_settings(fast: bool) -> tuple[tuple[int, int], ...]:
+    """(N, D) settings of Tables 1/2/6/7: all four in FULL mode, (2, 2) in FAST mode."""
+    return ((2, 2),) if fast else TABLE1_SETTINGS
+
+
+def table1_specs(n: int, d: int, fast: bool, seed: int = 0) -> list[ModelSpec]:
+    """point, MoG-1, MoG-2 for one (N, D) setting (Table 1's three columns)."""
+    p = preset(fast)
+    return [ModelSpec(kind="point", n_digits=n, dim=d, preset=p, seed=seed),
+            ModelSpec(kind="hib", n_digits=n, dim=d, components=1, preset=p, seed=seed),
+            ModelSpec(kind="hib", n_digits=n, dim=d, components=2, preset=p, seed=seed)]
+
+
+def embedding_specs(fast: bool, seed: int = 0) -> dict[str, ModelSpec]:
+    """Models of notebook 02 (Figures 1b, 3, 4, 7, 8), by role.
+
+    FAST mode leaves out the MoG-4 model of Figure 7's second row (with its
+    evaluation ~75 s of the notebook's 3-minute budget on 2 shared cores) and draws
+    Figure 8 with the 2-digit D = 3 model the app also uses, instead of a 3-digit one
+    (which needs the 100k-image 3-digit training set built and one more model trained).
+    """
+    p = preset(fast)
+    specs = {"point": ModelSpec(kind="point", preset=p, seed=seed),
+             "mog1": ModelSpec(kind="hib", components=1, preset=p, seed=seed),
+             "mog2": ModelSpec(kind="hib", components=2, preset=p, seed=seed),
+             "mog4": ModelSpec(kind="hib", components=4, preset=p, seed=seed),
+             "mog1_3d": ModelSpec(kind="hib", n_digits=2 if fast else 3, dim=3, components=1, preset=p, seed=seed)}
+    if fast:
+        del specs["mog4"]
+    return specs
+
+
+def number_line_specs(fast: bool, seeds: int = 4) -> dict[str, list[ModelSpec]]:
+    """Notebook 03: D = 2 point/MoG-1 (Figure 10) and D = 1 point/MoG-1 for each seed (Figure 11, App. D)."""
+    p = preset(fast)
+    n_seeds = min(seeds, 2) if fast else seeds
+    return {"d2": [ModelSpec(kind="point", preset=p), ModelSpec(kind="hib", preset=p)],
+            "point_d1": [ModelSpec(kind="point", dim=1, preset=p, seed=s) for s in range(n_seeds)],
+            "hib_d1": [ModelSpec(kind="hib", dim=1, preset=p, seed=s) for s in range(n_seeds)]}
+
+
+def beta_specs(fast: bool) -> list[ModelSpec]:
+    """Figure 12's models: MoG-1 at N = 3, D = 3 (FULL) or N = 2, D = 2 (FAST), one per beta."""
+    if fast:
+        return [ModelSpec(kind="hib", beta=b, preset="fast") for b in FAST_BETAS]
+    return [ModelSpec(kind="hib", n_digits=3, dim=3, beta=b, preset="paper") for b in FIG12_BETAS]
+
+
+def table5_specs(fast: bool) -> dict[tuple[int, int], list[ModelSpec]]:
+    """Table 5: MoG-1 with beta = 0 and 1e-4 for (N, D) = (2, 2) and, in FULL mode, (3, 3)."""
+    settings = ((2, 2),) if fast else ((2, 2), (3, 3))
+    return {(n, d): [ModelSpec(kind="hib", n_digits=n, dim=d, beta=b, preset=preset(fast)) for b in TABLE5_BETAS]
+            for n, d in settings}
+
+
+def margin_specs(fast: bool) -> tuple[ModelSpec, list[ModelSpec]]:
+    """Figure 6: the soft contrastive point model and hard contrastive point models over margins."""
+    p = preset(fast)
+    margins = FAST_MARGINS if fast else FIG6_MARGINS
+    return (ModelSpec(kind="point", preset=p),
+            [ModelSpec(kind="point", loss="contrastive", margin=m, preset=p) for m in margins])
+
+
+def notebook_specs(notebook: str, fast: bool) -> list[ModelSpec]:
+    """Every model a notebook loads (in the order it loads them), deduplicated."""
+    out: list[ModelSpec] = []
+    if notebook.startswith("02"):
+        out += list(embedding_specs(fast).values())
+    elif notebook.startswith("03"):
+        for group in number_line_specs(fast).values():
+            out += group
+    elif notebook.startswith("04"):
+        for n, d in table1_settings(fast):
+            out += table1_specs(n, d, fast)
+    elif notebook.startswith("05"):
+        out += beta_specs(fast)
+        for group in table5_specs(fast).values():
+            out += group
+        soft, hard = margin_specs(fast)
+        out += [soft, *hard]
+    seen, unique = set(), []
+    for s in out:
+        if s.name not in seen:
+            seen.add(s.name)
+            unique.append(s)
+    return unique
+
+
+def all_specs(fast: bool) -> list[ModelSpec]:
+    """Every model the HIB notebooks (01-05) need, deduplicated."""
+    seen, out = set(), []
+    for nb in ("02", "03", "04", "05"):
+        for s in notebook_specs(nb, fast):
+            if s.name not in seen:
+                seen.add(s.name)
+                out.append(s)
+    return out
