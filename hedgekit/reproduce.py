@@ -44,7 +44,7 @@ __all__ = ["NOTEBOOKS", "register", "notebook_dir", "select", "run_notebook", "r
 NOTEBOOKS: dict[str, list[str]] = {
     "hib": ["01_ndigit_mnist.ipynb", "02_hib_embeddings.ipynb", "03_self_organization.ipynb",
             "04_known_unknowns.ipynb", "05_kl_and_soft_contrastive.ipynb"],
-    "spe": [],
+    "spe": ["06_spe_lshapes.ipynb", "07_spe_ndigit.ipynb"],
 }
 
 

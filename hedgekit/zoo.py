@@ -30,7 +30,7 @@ from .data import load_ndigit, random_occlusion
 from .errors import CheckpointError, InputError
 from .models import EmbeddingNet, model_from_config
 from .paths import PACKAGE_DIR, cache_path
-from .train import History, TrainConfig, fit
+from .train import History, TrainConfig, fit, seed_everything
 
 SHIPPED_DIR = PACKAGE_DIR / "checkpoints"
 FORMAT = "hedgekit-checkpoint-v1"
@@ -186,6 +186,7 @@ def train_spec(spec: ModelSpec, progress: bool = True, device: str = "cpu",
 
     train = load_ndigit(spec.n_digits, "train")
     x, y = torch.from_numpy(train.images), torch.from_numpy(train.labels)
+    seed_everything(spec.seed)  # the initial weights too: one name, one model
     model = spec.build()
     cfg = spec.train_config()
     t0 = time.perf_counter()
