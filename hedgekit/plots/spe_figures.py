@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.offsetbox import AnnotationBbox, OffsetImage
