@@ -159,8 +159,8 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> tup
 
 
 def find_checkpoint(spec: ModelSpec) -> Path | None:
-    for folder in (SHIPPED_DIR, cache_path("checkpoints", "x").parent):
-        p = folder / f"{spec.name}.pt"
+    """The shipped checkpoint named like ``spec`` (anything with a ``.name``), else the cached one, else None."""
+    for p in (SHIPPED_DIR / f"{spec.name}.pt", cache_path("checkpoints", f"{spec.name}.pt")):
         if p.is_file():
             return p
     return None
