@@ -118,6 +118,15 @@ def _limits(points: Sequence[np.ndarray], pad: float = 0.06) -> tuple[tuple[floa
     return (lo[0] - pad * span, hi[0] + pad * span), (lo[1] - pad * span, hi[1] + pad * span)
 
 
+
+def _frame_equal(ax, pts: Sequence[np.ndarray], pad: float, title: str) -> None:
+    """Fit the axes to the plotted points (padded), equal aspect, and set the title."""
+    xl, yl = _limits(pts, pad=pad)
+    ax.set_xlim(*xl)
+    ax.set_ylim(*yl)
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.set_title(title)
+
 def _ellipse_extent(means, covs, n_sigma) -> np.ndarray:
     covs = as_covs(covs)
     r = n_sigma * np.sqrt(np.stack([covs[:, 0, 0], covs[:, 1, 1]], 1))
@@ -309,11 +318,7 @@ def point_vs_hedged(point_centroids, hib_centroids, class_ids, examples: Sequenc
                 pts.append(xy[None])
             ax.plot(*xy, marker="*", ms=13, color=col, mec=INK, mew=0.6, zorder=4)
             _thumbnail(ax, ex["image"], xy, offsets[k % 4], color=col)
-        xl, yl = _limits(pts, pad=0.12)
-        ax.set_xlim(*xl)
-        ax.set_ylim(*yl)
-        ax.set_aspect("equal", adjustable="datalim")
-        ax.set_title(title)
+        _frame_equal(ax, pts, 0.12, title)
     fig.tight_layout()
     return fig, axes
 
@@ -357,11 +362,7 @@ def mixture_example(centroids, class_ids, image, comp_means, comp_covs, highligh
             pts.append(_ellipse_extent(means, covs, max(sigmas)))
             xy = means.mean(0)
         _thumbnail(ax, image, xy, (70, 60), zoom=0.9, color=TAB10[0])
-        xl, yl = _limits(pts, pad=0.1)
-        ax.set_xlim(*xl)
-        ax.set_ylim(*yl)
-        ax.set_aspect("equal", adjustable="datalim")
-        ax.set_title(title)
+        _frame_equal(ax, pts, 0.1, title)
     fig.tight_layout()
     return fig, axes
 
