@@ -18,7 +18,6 @@ accuracy 34% vs 49% (PN: 36%).
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -29,7 +28,7 @@ from torch import Tensor
 from .episodes import EpisodeSampler, images_to_tensor
 from .errors import InputError
 from .losses.prototypes import PN, SAMPLERS, SPE, SPE_INIT_VAR  # noqa: F401 (re-exported)
-from .train import History, lr_factor, resolve_device, seed_everything
+from .train import History, optimise, resolve_device, seed_everything
 
 
 @dataclass
@@ -93,24 +92,17 @@ def fit_episodic(
         raise InputError(f"images must be float in [0, 1] or uint8; got {images.dtype}")
     head = PN() if head is None else head
     is_spe = isinstance(head, SPE)
-    from tqdm.auto import tqdm
-
     dev = resolve_device(device)
     gen = seed_everything(seed)
     rng = np.random.default_rng([seed, 1])  # augmentation stream, independent of the episode stream
     episodes = EpisodeSampler(labels, cfg.n_classes, cfg.k_support, cfg.query_per_class, seed)
     model.to(dev).train()
     head.to(dev).train()
-    params = list(model.parameters()) + list(head.parameters())
-    opt = torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg.steps, cfg.warmup))
     dev_gen = gen if dev.type == "cpu" else None
     n_support = cfg.n_classes * cfg.k_support
     sampler_kw = dict(sampler=cfg.sampler, n_samples=cfg.samples, generator=dev_gen)
-    hist, t0 = History(), time.perf_counter()
-    name = "SPE" if is_spe else "PN"
-    bar = tqdm(range(cfg.steps), desc=f"train {name}", disable=not progress, leave=False)
-    for step in bar:
+
+    def step_loss(step: int):
         ep = episodes.sample()
         idx = torch.as_tensor(np.concatenate([ep.support, ep.query]))
         x = images_to_tensor(images[idx])
@@ -121,25 +113,18 @@ def fit_episodic(
         s_lab = torch.as_tensor(ep.support_labels, device=dev)
         q_lab = torch.as_tensor(ep.query_labels, device=dev)
         loss = head.loss(query, q_lab, support, s_lab, ep.n_classes, **sampler_kw)
-        if not torch.isfinite(loss):
-            raise FloatingPointError(f"training diverged at step {step} (loss {loss.item()}); lower the learning rate")
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        sched.step()
-        if step % cfg.log_every == 0 or step == cfg.steps - 1:
-            with torch.no_grad():
-                log_p = head.log_posterior(query.detach(), support.detach(), s_lab, ep.n_classes, **sampler_kw)
-                acc = float((log_p.argmax(1) == q_lab).float().mean())
-            row = {"step": step, "loss": float(loss.detach()), "acc": acc, "lr": sched.get_last_lr()[0],
-                   "var": float(emb.var.detach().mean())}
-            if is_spe:
-                row["sigma_eps2"] = float(head.sigma_eps2.detach())
-            hist.rows.append(row)
-            bar.set_postfix(loss=f"{row['loss']:.3f}", acc=f"{acc:.2f}")
-            if callback is not None:
-                callback(step, row)
-    hist.seconds = time.perf_counter() - t0
+        return loss, dict(emb=emb, query=query, support=support, s_lab=s_lab, q_lab=q_lab, n=ep.n_classes)
+
+    def log_row(st: dict) -> dict:
+        with torch.no_grad():
+            log_p = head.log_posterior(st["query"].detach(), st["support"].detach(), st["s_lab"], st["n"], **sampler_kw)
+            row = {"acc": float((log_p.argmax(1) == st["q_lab"]).float().mean()), "var": float(st["emb"].var.mean())}
+        if is_spe:
+            row["sigma_eps2"] = float(head.sigma_eps2.detach())
+        return row
+
+    params = list(model.parameters()) + list(head.parameters())
+    hist = optimise(params, cfg, step_loss, log_row, "train SPE" if is_spe else "train PN", progress, callback)
     model.eval()
     head.eval()
     return hist

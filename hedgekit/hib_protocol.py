@@ -138,7 +138,7 @@ def evaluate_repeated(model: EmbeddingNet, test: NDigitSet, label: str, repeats:
     for r in range(repeats):
         eta_c = eta_mc(es.clean, model.match, k, gen)
         eta_o = eta_mc(es.corrupt, model.match, k, gen)
-        es_r = EmbeddedSet(es.clean, es.corrupt, es.labels, eta_c, eta_o)
+        es_r = EmbeddedSet(es.clean, es.corrupt, es.labels, eta_c, eta_o, es.match)
         for split, corrupt in (("clean", False), ("corrupt", True)):
             v = verification(model, es_r, corrupt, n_pairs, seed + r, n_bins)
             vals.setdefault(f"ap_{split}", []).append(v["ap"])

@@ -7,7 +7,13 @@ on two CPU cores):
   batch (`hedgekit.losses.hib_batch_loss`) instead of B/2 pairs per batch;
 * fresh occlusion of each training digit with probability 0.2 at every step
   (HIB App. A's corruption process, re-sampled instead of frozen once);
-* Adam with a linear warm-up and a cosine decay of the learning rate.
+* Adam with a linear warm-up and a cosine decay of the learning rate;
+* for HIB, a *mean warm-up* (``mean_warmup``, a fraction of the steps): the
+  stochastic head is first trained as a point embedding on its component means
+  (variances set to zero, so eq. 5 reduces to the soft contrastive eq. 3 and the
+  KL term is off), then the variances are switched on. Sampling noise at the start
+  (variances begin at the prior's scale, `hedgekit.zoo.HIB_INIT_VAR`) otherwise
+  slows the placement of the means; the warm-up is our choice, not the paper's.
 
 The paper's two-stream pairing is available too (``pairing="two_stream"``).
 """
@@ -15,13 +21,14 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 import torch
 from torch import Tensor
 
+from .distributions import Embedding
 from .errors import InputError
 from .losses import ClassBalancedSampler, contrastive_from_distance, hib_batch_loss, hib_pair_loss, two_stream_pairs
 from .models import EmbeddingNet
@@ -44,6 +51,7 @@ class TrainConfig:
     pairing: str = "all"  # "all" pairs in a P x Q batch, or the paper's "two_stream"
     pairs_per_batch: int = 128  # for pairing="two_stream" (HIB sec. 4.1: batch 128)
     occlusion_p: float = 0.2  # per-digit occlusion probability at every step (HIB App. A)
+    mean_warmup: float = 0.0  # fraction of steps training HIB means only (module docstring)
     log_every: int = 50
 
     def __post_init__(self) -> None:
@@ -55,6 +63,8 @@ class TrainConfig:
             raise InputError("steps, lr and k must be positive (lr finite) and beta non-negative")
         if self.log_every < 1 or self.classes_per_batch < 1 or self.per_class < 2 or not 0 <= self.warmup <= 1:
             raise InputError("need log_every >= 1, classes_per_batch >= 1, per_class >= 2 and 0 <= warmup <= 1")
+        if not 0 <= self.mean_warmup < 1:
+            raise InputError(f"mean_warmup is a fraction of the steps in [0, 1); got {self.mean_warmup}")
 
 
 def resolve_device(device: str | torch.device | None = None) -> torch.device:
@@ -94,9 +104,13 @@ class History:
         return self.rows[-1][key] if self.rows else None
 
 
-def _step_loss(model: EmbeddingNet, x: Tensor, y: Tensor, cfg: TrainConfig, gen, pair_idx=None):
-    """Loss and stats of one step. ``pair_idx`` = (i, j, same) for two-stream pairing."""
+def _step_loss(model: EmbeddingNet, x: Tensor, y: Tensor, cfg: TrainConfig, gen, pair_idx=None,
+               means_only: bool = False):
+    """Loss and stats of one step. ``pair_idx`` = (i, j, same) for two-stream pairing;
+    ``means_only`` zeroes the variances (the mean warm-up of the module docstring)."""
     emb = model(x)
+    if means_only:
+        emb = Embedding(emb.mean, torch.zeros_like(emb.var), emb.weights)
     if cfg.loss == "contrastive":
         z = emb.mixture_mean()
         if pair_idx is None:
@@ -111,6 +125,49 @@ def _step_loss(model: EmbeddingNet, x: Tensor, y: Tensor, cfg: TrainConfig, gen,
         return hib_batch_loss(emb, y, model.match, cfg.k, cfg.beta, gen)
     i, j, same = pair_idx
     return hib_pair_loss(emb[i], emb[j], same, model.match, cfg.k, cfg.beta, gen), {}
+
+
+def optimise(params: list, cfg, step_loss: Callable[[int], tuple[Tensor, dict]],
+             log_row: Callable[[dict], dict], desc: str, progress: bool = True,
+             callback: Callable[[int, dict], None] | None = None) -> History:
+    """The training loop every trainer shares (`fit`, `hedgekit.episodic_train.fit_episodic`).
+
+    Adam on ``params`` with the warm-up + cosine schedule of `lr_factor` (``cfg.steps``,
+    ``cfg.lr``, ``cfg.weight_decay``, ``cfg.warmup``); ``step_loss(step) -> (loss, stats)``
+    builds one step's loss; every ``cfg.log_every`` steps (and at the last) a history row
+    ``{step, loss, lr, **log_row(stats)}`` is recorded and passed to ``callback(step, row)``.
+    A non-finite loss or weight, or an `InputError` raised by the model's output checks after
+    step 0, stops training with a `FloatingPointError` naming the step.
+    """
+    from tqdm.auto import tqdm
+
+    opt = torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg.steps, cfg.warmup))
+    hist, t0 = History(), time.perf_counter()
+    bar = tqdm(range(cfg.steps), desc=desc, disable=not progress, leave=False)
+    for step in bar:
+        try:
+            loss, stats = step_loss(step)
+        except InputError as exc:  # the inputs were checked by the caller: the model blew up
+            if step == 0:
+                raise
+            raise FloatingPointError(f"training diverged at step {step} ({exc}); lower the learning rate") from exc
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f"training diverged at step {step} (loss {loss.item()}); lower the learning rate")
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        if not all(torch.isfinite(p).all() for p in params):
+            raise FloatingPointError(f"training diverged at step {step} (non-finite weights); lower the learning rate")
+        if step % cfg.log_every == 0 or step == cfg.steps - 1:
+            row = {"step": step, "loss": loss.item(), "lr": sched.get_last_lr()[0], **log_row(stats)}
+            hist.rows.append(row)
+            bar.set_postfix({k: f"{row[k]:.3f}" for k in ("loss", "acc") if k in row})
+            if callback is not None:
+                callback(step, row)
+    hist.seconds = time.perf_counter() - t0
+    return hist
 
 
 def fit(
@@ -141,20 +198,16 @@ def fit(
         raise InputError(f"images must be float in [0, 1] or uint8; got {images.dtype}")
     if torch.is_floating_point(images) and not torch.isfinite(images).all():
         raise InputError("training images contain NaN or inf pixels")
-    from tqdm.auto import tqdm
-
     dev = resolve_device(device)
     gen = seed_everything(seed)
     rng = np.random.default_rng(seed)
     model.to(dev).train()
     labels_np = labels.cpu().numpy()
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg.steps, cfg.warmup))
     sampler = ClassBalancedSampler(labels_np, cfg.classes_per_batch, cfg.per_class, seed) if cfg.pairing == "all" else None
     dev_gen = gen if dev.type == "cpu" else None
-    hist, t0 = History(), time.perf_counter()
-    bar = tqdm(range(cfg.steps), desc=f"train {model.config.get('kind', '')}", disable=not progress, leave=False)
-    for step in bar:
+    mean_steps = int(cfg.mean_warmup * cfg.steps)
+
+    def step_loss(step: int):
         if sampler is not None:
             idx, pair_idx = next(sampler), None
         else:
@@ -170,28 +223,13 @@ def fit(
         if augment is not None:
             x = augment(x, rng)
         y = labels[torch.as_tensor(idx)].to(dev)
-        try:
-            loss, stats = _step_loss(model, x.to(dev), y, cfg, dev_gen, pair_idx)
-        except InputError as exc:  # the images are finite (checked above): the model blew up
-            if step == 0:
-                raise
-            raise FloatingPointError(f"training diverged at step {step} ({exc}); lower the learning rate") from exc
-        if not torch.isfinite(loss):
-            raise FloatingPointError(f"training diverged at step {step} (loss {loss.item()}); lower the learning rate")
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        sched.step()
-        if not all(torch.isfinite(p).all() for p in model.parameters()):
-            raise FloatingPointError(f"training diverged at step {step} (non-finite weights); lower the learning rate")
-        if step % cfg.log_every == 0 or step == cfg.steps - 1:
-            row = {"step": step, "loss": loss.item(), "lr": sched.get_last_lr()[0],
-                   "a": model.match.a.item(), "b": model.match.b.item(), **stats}
-            hist.rows.append(row)
-            bar.set_postfix(loss=f"{row['loss']:.3f}")
-            if callback is not None:
-                callback(step, row)
-    hist.seconds = time.perf_counter() - t0
+        return _step_loss(model, x.to(dev), y, cfg, dev_gen, pair_idx, step < mean_steps)
+
+    def log_row(stats: dict) -> dict:
+        return {"a": model.match.a.item(), "b": model.match.b.item(), **stats}
+
+    hist = optimise(list(model.parameters()), cfg, step_loss, log_row, f"train {model.config.get('kind', '')}",
+                    progress, callback)
     model.eval()
     return hist
 

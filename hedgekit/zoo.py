@@ -16,7 +16,6 @@ Presets (`PRESETS`):
 from __future__ import annotations
 
 import hashlib
-import json
 import platform
 import sys
 import time

@@ -40,7 +40,7 @@ def evaluate(model, x, y):
     """KNN accuracy (K = 5, majority) and verification AP of p(m|x1,x2) on 1000 half-matching pairs."""
     emb = model.embed(x)
     eta = self_mismatch(emb, model.match).numpy()
-    acc = knn(EmbeddedSet(emb, emb, y.numpy(), eta, eta))["acc"]
+    acc = knn(EmbeddedSet(emb, emb, y.numpy(), eta, eta, model.match))["acc"]
     i, j, same = M.verification_pairs(y.numpy(), 1000, seed=0)
     p = match_probability(emb[torch.as_tensor(i)], emb[torch.as_tensor(j)], model.match).numpy()
     return acc, M.average_precision(p, same)
@@ -94,6 +94,35 @@ def test_same_seed_same_history(data, pairing):
         assert torch.equal(v1, v2), k
     h3, _ = _run(x, y, seed=4, pairing=pairing, pairs_per_batch=16)
     assert [r["loss"] for r in h3.rows] != [r["loss"] for r in h1.rows]
+
+
+def test_mean_warmup_trains_means_only_then_switches_variances_on(data):
+    """During the mean warm-up the loss is the soft contrastive loss of the component means
+    (eq. 3 on a point embedding), so the variance branch gets no gradient and the KL is off."""
+    from hedgekit.distributions import Embedding
+    from hedgekit.losses import hib_batch_loss
+    from hedgekit.train import _step_loss
+
+    (x, y), _ = data
+    torch.manual_seed(0)
+    model = build_model("hib", n_digits=2, dim=3)
+    cfg = TrainConfig(k=4, beta=1e-2, mean_warmup=0.5)
+    xb, yb = x[::10], y[::10]  # 3 images of every class
+    loss, _ = _step_loss(model, xb, yb, cfg, torch.Generator().manual_seed(0), means_only=True)
+    point = Embedding.point(model(xb).mean[:, 0])
+    expected, _ = hib_batch_loss(point, yb, model.match, cfg.k, cfg.beta)
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-6)
+    loss.backward()
+    d = model.head.dim
+    for lin in model.head.branches:  # rows d: of each branch produce the variances
+        assert torch.count_nonzero(lin.weight.grad[d:]) == 0 and torch.count_nonzero(lin.bias.grad[d:]) == 0
+        assert torch.count_nonzero(lin.weight.grad[:d]) > 0
+    # in fit: the first half of the steps differ from a plain HIB run (no sampling), and
+    # the warm-up run is reproducible
+    h_plain, _ = _run(x, y, seed=0, steps=8)
+    h_warm, _ = _run(x, y, seed=0, steps=8, mean_warmup=0.5)
+    assert h_warm.rows[0]["loss"] != h_plain.rows[0]["loss"]
+    assert h_warm.rows == _run(x, y, seed=0, steps=8, mean_warmup=0.5)[0].rows
 
 
 def test_uint8_images_train_like_float_images(data):
@@ -179,6 +208,8 @@ def test_divergence_through_weights_raises_floating_point_error(data):
         (dict(lr=-1e-3), "steps, lr and k must be positive"),
         (dict(k=0), "steps, lr and k must be positive"),
         (dict(beta=-1e-4), "beta non-negative"),
+        (dict(mean_warmup=1.0), "mean_warmup"),
+        (dict(mean_warmup=-0.1), "mean_warmup"),
     ],
 )
 def test_train_config_rejects_bad_values(kwargs, match):

@@ -376,10 +376,12 @@ def test_knn_never_retrieves_own_twin():
     assert knn(es2, gallery_corrupt=True, k=5, n_bins=3)["correct"][:5].all()
 
 
-def _naive_knn(probe_means, gallery_means, labels, k, vote):
+def _naive_knn(probe_means, gallery_means, labels, k, vote, dist=None):
+    """Brute-force KNN; ``dist(i, j)`` overrides the Euclidean distance between means."""
+    dist = dist or (lambda i, j: float(np.linalg.norm(probe_means[i] - gallery_means[j])))
     correct = []
-    for i, p in enumerate(probe_means):
-        d = [(float(np.linalg.norm(p - g)), j) for j, g in enumerate(gallery_means) if j != i]
+    for i in range(len(probe_means)):
+        d = [(dist(i, j), j) for j in range(len(gallery_means)) if j != i]
         nb = [labels[j] for _, j in sorted(d)[:k]]
         counts = {c: nb.count(c) for c in nb}
         top = max(counts.values())
@@ -402,7 +404,7 @@ def test_knn_vs_naive_implementation_on_mixtures(vote, gallery_corrupt):
     clean, corrupt = mk(), mk()
     eta = torch.rand(n, generator=g).numpy()
     es = EmbeddedSet(clean, corrupt, labels, eta, eta)
-    out = knn(es, gallery_corrupt=gallery_corrupt, k=5, vote=vote)
+    out = knn(es, gallery_corrupt=gallery_corrupt, k=5, vote=vote, rank="mean")
     gallery = corrupt if gallery_corrupt else clean
     expected = _naive_knn(clean.mixture_mean().numpy(), gallery.mixture_mean().numpy(), labels, 5, vote)
     np.testing.assert_array_equal(out["correct"], expected)
@@ -467,3 +469,55 @@ def test_embed_set_shapes_and_eta():
     assert es.eta_clean.shape == es.eta_corrupt.shape == (40,)
     np.testing.assert_allclose(es.eta_corrupt, self_mismatch(es.corrupt, model.match).numpy())
     assert es.side(True)[0] is es.corrupt and es.side(False)[1] is es.eta_clean
+
+
+def _mog_set(seed=0, n=60, match=None):
+    g = torch.Generator().manual_seed(seed)
+    labels = np.repeat(np.arange(6), n // 6)
+    centres = 3 * torch.randn(6, 2, generator=g)
+    mk = lambda: Embedding.mixture(  # noqa: E731  MoG-2 around the class centres, variances up to 4
+        centres[labels][:, None] + torch.randn(n, 2, 2, generator=g),
+        4 * torch.rand(n, 2, 2, generator=g), torch.softmax(torch.randn(n, 2, generator=g), 1))
+    eta = torch.rand(n, generator=g).numpy()
+    return EmbeddedSet(mk(), mk(), labels, eta, eta, match)
+
+
+@pytest.mark.parametrize("gallery_corrupt", [False, True])
+def test_knn_by_match_probability_vs_naive_pairwise(gallery_corrupt):
+    """Second implementation: rank by -p(m|probe, gallery) computed one pair at a time."""
+    from hedgekit.models.match import SoftMatch
+    from hedgekit.uncertainty import match_probability
+
+    es = _mog_set(match=SoftMatch(2.0, 3.0))
+    gallery = es.corrupt if gallery_corrupt else es.clean
+
+    def neg_p(i, j):
+        return -float(match_probability(es.clean[i], gallery[j], es.match, n_points=16))
+
+    out = knn(es, gallery_corrupt=gallery_corrupt, k=5, vote="plurality")
+    expected = _naive_knn(es.clean.mixture_mean().numpy(), gallery.mixture_mean().numpy(), es.labels, 5,
+                          "plurality", neg_p)
+    np.testing.assert_array_equal(out["correct"], expected)
+    # the variances matter: ranking by the means alone gives different neighbours here
+    mean_rank = knn(es, gallery_corrupt=gallery_corrupt, k=5, vote="plurality", rank="mean")
+    assert (mean_rank["correct"] != out["correct"]).any()
+
+
+def test_knn_match_ranking_prefers_the_confident_gallery_item():
+    """Two gallery items at the same distance from probe 0: the narrow one matches it better."""
+    from hedgekit.models.match import SoftMatch
+
+    mean = torch.tensor([[0.0, 0.0], [-1.0, 0.0], [1.0, 0.0], [9.0, 9.0]])
+    var = torch.tensor([[1e-4], [4.0], [1e-4], [1e-4]]).expand(4, 2)  # item 1 is broad
+    emb = Embedding.gaussian(mean, var)
+    es = EmbeddedSet(emb, emb, np.array([0, 1, 0, 1]), np.zeros(4), np.zeros(4), SoftMatch(2.0, 2.0))
+    assert knn(es, k=1, n_bins=1)["correct"][0]  # narrow item 2 (class 0) is the neighbour
+    assert not knn(es, k=1, n_bins=1, rank="mean")["correct"][0]  # mean tie -> lower index 1 (class 1)
+
+
+def test_knn_match_ranking_needs_the_match_function():
+    es = _mog_set(match=None)
+    with pytest.raises(InputError, match="SoftMatch"):
+        knn(es)
+    with pytest.raises(InputError, match="rank"):
+        knn(_mog_set(match=None), rank="median")

@@ -7,7 +7,6 @@ embedding lives in the head (`hedgekit.models.heads`).
 """
 from __future__ import annotations
 
-import torch
 from torch import Tensor, nn
 
 
