@@ -14,6 +14,11 @@ on two CPU cores):
   KL term is off), then the variances are switched on. Sampling noise at the start
   (variances begin at the prior's scale, `hedgekit.zoo.HIB_INIT_VAR`) otherwise
   slows the placement of the means; the warm-up is our choice, not the paper's.
+  Measured on N=2, D=2 MoG-1 (seen test set, KNN by match probability): without it
+  (the `paper` preset, 5,000 steps) KNN clean / corrupt 0.773 / 0.625, corrupt/clean
+  variance ratio 302; with 7,000 steps, half of them warm-up, 0.859 / 0.623 but ratio 1.8,
+  and with 15% or 30% warm-up ratios 1.3 and 1.7: switching variances on over means that
+  are already spread out lets them collapse. So the presets leave it off (0).
 
 The paper's two-stream pairing is available too (``pairing="two_stream"``).
 """
