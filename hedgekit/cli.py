@@ -73,6 +73,26 @@ def cmd_evaluate(a) -> int:
     return 0
 
 
+def cmd_table1(a) -> int:
+    from .hib_experiments import recorded_table1
+    from .hib_protocol import table1_frame, table2_frame
+    from .report import dataframe_markdown
+
+    results, missing = recorded_table1(a.preset, a.seed)
+    if not results:
+        print(f"no {a.preset} checkpoints of the Table 1 grid yet; train them with `python -m hedgekit train ...`")
+        return 1
+    for title, frame in (("HIB Table 1 (AP, KNN majority K=5)", table1_frame), ("HIB Table 2 (Kendall tau)", table2_frame)):
+        print(f"### {title}: ours (as recorded at training time) beside Oh et al. 2019\n")
+        df = frame(results)
+        print(dataframe_markdown(df[[c for c in df.columns if not c.endswith("±")]]), "\n")
+    ratios = ", ".join(f"N={n} D={d} {lab}: {r.var_ratio:.1f}x" for (n, d, lab), r in results.items() if lab != "point")
+    print(f"mean variance corrupt / clean: {ratios}")
+    if missing:
+        print("not trained yet: " + ", ".join(missing))
+    return 0
+
+
 def cmd_bench(a) -> int:
     from .data import load_ndigit, random_occlusion
     from .models import build_model
@@ -119,6 +139,10 @@ def build_parser() -> argparse.ArgumentParser:
     _spec_args(e)
     e.add_argument("--eval-seed", type=int, default=0, help="seed of the verification pairs")
     e.set_defaults(fn=cmd_evaluate)
+    t1 = sub.add_parser("table1", help="HIB Tables 1-2 from the recorded metrics of every trained checkpoint")
+    t1.add_argument("--preset", choices=("fast", "paper"), default="paper")
+    t1.add_argument("--seed", type=int, default=0)
+    t1.set_defaults(fn=cmd_table1)
     b = sub.add_parser("bench", help="training and inference throughput")
     b.add_argument("--steps", type=int, default=30)
     b.add_argument("--threads", type=int, default=2)

@@ -29,7 +29,7 @@ from .zoo import ModelSpec
 
 __all__ = ["FIG12_BETAS", "FAST_BETAS", "TABLE5_BETAS", "FIG6_MARGINS", "FAST_MARGINS", "TABLE1_SETTINGS",
            "preset", "table1_settings", "table1_specs", "embedding_specs", "number_line_specs", "beta_specs",
-           "table5_specs", "margin_specs", "notebook_specs", "all_specs"]
+           "table5_specs", "margin_specs", "notebook_specs", "all_specs", "recorded_table1"]
 
 FIG12_BETAS = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2)  # HIB App. E, Figure 12
 FAST_BETAS = (0.0, 1e-4, 1e-2)  # same values as the Streamlit app (shared fast checkpoints)
@@ -142,3 +142,28 @@ def all_specs(fast: bool) -> list[ModelSpec]:
                 seen.add(s.name)
                 out.append(s)
     return out
+
+
+def recorded_table1(preset_name: str = "paper", seed: int = 0) -> tuple[dict, list[str]]:
+    """Table 1/2 results as recorded in the checkpoints of the grid (no re-evaluation).
+
+    Returns ``(results, missing)``: (N, D, label) -> `hedgekit.hib_protocol.RepeatedEvaluation`
+    (one repetition: the metrics `hedgekit.zoo` stored at training time) for every model of
+    the Table 1 grid that has a checkpoint, and the names of those that have none.
+    ``python -m hedgekit table1`` prints them beside the paper.
+    """
+    from .hib_protocol import RepeatedEvaluation
+    from .zoo import find_checkpoint, load_checkpoint
+
+    results, missing = {}, []
+    for n, d in TABLE1_SETTINGS:
+        for spec in table1_specs(n, d, fast=False, seed=seed):
+            spec = ModelSpec(**{**spec.__dict__, "preset": preset_name})
+            path = find_checkpoint(spec)
+            if path is None:
+                missing.append(spec.name)
+                continue
+            _, meta = load_checkpoint(path)
+            results[(n, d, spec.label)] = RepeatedEvaluation.from_metrics(
+                spec.label, n, d, meta["metrics"], int(meta.get("eval_images", 0)))
+    return results, missing

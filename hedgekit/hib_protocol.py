@@ -102,6 +102,17 @@ class RepeatedEvaluation:
     def summary(self) -> dict[str, float]:
         return {k: self.mean(k) for k in self.values}
 
+    @classmethod
+    def from_metrics(cls, label: str, n_digits: int, dim: int, metrics: dict, n_images: int) -> "RepeatedEvaluation":
+        """One evaluation's numbers (e.g. those recorded in a checkpoint by `hedgekit.zoo`) as a
+        single repetition, so the table builders below serve them too."""
+        res = cls(label, n_digits, dim, 1, n_images,
+                  values={k: np.array([v], dtype=float) for k, v in metrics.items()
+                          if k.startswith(("ap_", "knn_", "tau_"))})
+        for k in ("var_clean", "var_corrupt", "eta_clean", "eta_corrupt"):
+            setattr(res, k, float(metrics.get(k, math.nan)))
+        return res
+
     @property
     def var_ratio(self) -> float:
         return self.var_corrupt / self.var_clean if self.var_clean > 0 else math.nan
