@@ -184,3 +184,21 @@ def test_trace_and_logdet_closed_forms():
     pt = Embedding.point(torch.ones(2, 2))
     assert torch.equal(trace_cov(pt), torch.zeros(2))
     assert torch.isfinite(logdet_cov(pt)).all()
+
+
+def test_match_probability_matrix_equals_pairwise_values():
+    """Every entry of the (P, G) matrix equals `match_probability` of that pair (same QMC points)."""
+    from hedgekit.uncertainty import match_probability_matrix
+
+    g = torch.Generator().manual_seed(3)
+    probe = Embedding.mixture(torch.randn(4, 2, 3, generator=g), torch.rand(4, 2, 3, generator=g),
+                              torch.softmax(torch.randn(4, 2, generator=g), 1))
+    gallery = Embedding.gaussian(torch.randn(5, 3, generator=g), 2 * torch.rand(5, 3, generator=g))
+    m = SoftMatch(1.5, 2.5)
+    mat = match_probability_matrix(probe, gallery, m, n_points=32)
+    assert mat.shape == (4, 5)
+    for i in range(4):
+        for j in range(5):
+            assert mat[i, j].item() == pytest.approx(match_probability(probe[i], gallery[j], m, 32).item(), abs=1e-6)
+    with pytest.raises(InputError, match="D="):
+        match_probability_matrix(probe, Embedding.point(torch.zeros(2, 2)), m)
