@@ -69,7 +69,8 @@ def select(only: Sequence[str] | str | None = None, registry: dict | None = None
     if not only:
         return every
     if isinstance(only, str):
-        only = [s for part in only.split(",") for s in [part.strip()] if s]
+        only = [only]
+    only = [s.strip() for item in only for s in item.split(",") if s.strip()]  # "--only 04,05" and "--only 04 --only 05"
     out: list[str] = []
     for item in only:
         if item in reg:

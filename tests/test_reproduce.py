@@ -51,6 +51,7 @@ def test_registry_and_selection():
     assert R.select("spe", reg) == ["06_c.ipynb"]
     assert R.select(["02", "spe"], reg) == ["02_b.ipynb", "06_c.ipynb"]
     assert R.select("hib,02_b", reg) == ["01_a.ipynb", "02_b.ipynb"]
+    assert R.select(["06,01", "02"], reg) == ["06_c.ipynb", "01_a.ipynb", "02_b.ipynb"]  # argparse append + commas
     with pytest.raises(InputError, match="not a group"):
         R.select("nope", reg)
     for nb in R.NOTEBOOKS["hib"]:
