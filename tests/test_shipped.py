@@ -30,13 +30,16 @@ def test_shipped_checkpoint_reproduces_its_metrics(name):
 
 def test_recorded_table1_reads_the_checkpoints_and_lists_the_missing(tmp_path, monkeypatch, capsys):
     from hedgekit.cli import main
-    from hedgekit.hib_experiments import TABLE1_SETTINGS, recorded_table1
+    from hedgekit.hib_experiments import TABLE1_SETTINGS, recorded_table1, table1_specs
     from hedgekit.hib_protocol import table1_frame
 
     monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path))  # empty cache: only the shipped models exist
     results, missing = recorded_table1("paper")
-    assert set(results) == {(2, 2, "point"), (2, 2, "MoG-1"), (2, 2, "MoG-2")}
-    assert len(missing) == 3 * len(TABLE1_SETTINGS) - 3 and "point-n3-d3-paper-s0" in missing
+    grid = {s.name: (n, d, s.label) for n, d in TABLE1_SETTINGS for s in table1_specs(n, d, fast=False)}
+    shipped = set(shipped_names()) & set(grid)
+    assert set(results) == {grid[name] for name in shipped}
+    assert (2, 2, "point") in results and len(missing) == 3 * len(TABLE1_SETTINGS) - len(results)
+    assert not set(missing) & set(shipped)
     _, meta = load_checkpoint(SHIPPED_DIR / "hib-n2-d2-c1-beta0.0001-paper-s0.pt")
     res = results[(2, 2, "MoG-1")]
     assert res.repeats == 1 and res.mean("knn_corrupt") == meta["metrics"]["knn_corrupt"]
@@ -45,5 +48,5 @@ def test_recorded_table1_reads_the_checkpoints_and_lists_the_missing(tmp_path, m
     assert row["MoG-1 paper"] == 0.760 and row["MoG-1 Δ"] == pytest.approx(meta["metrics"]["knn_corrupt"] - 0.760)
     assert main(["table1"]) == 0
     out = capsys.readouterr().out
-    assert "| 2 | 2 | KNN | corrupt |" in out and "not trained yet: " in out
+    assert "| 2 | 2 | KNN | corrupt |" in out and ("not trained yet: " in out) == bool(missing)
     assert main(["table1", "--preset", "fast"]) == 1  # nothing trained in the empty cache
