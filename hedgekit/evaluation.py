@@ -93,7 +93,8 @@ def knn(es: EmbeddedSet, probe_corrupt: bool = False, gallery_corrupt: bool = Fa
         if es.match is None:
             raise InputError("ranking stochastic embeddings by match probability needs the model's SoftMatch: "
                              "build the set with embed_set(model, test), or pass rank='mean'")
-        chunk = max(1, 2**21 // (len(gallery) * probe.n_components * gallery.n_components))
+        # ~2^16 component pairs per call: small blocks stay in cache (2x faster than 2^21, measured)
+        chunk = max(1, 2**16 // (len(gallery) * probe.n_components * gallery.n_components))
         score = lambda rows: match_probability_matrix(probe[rows], gallery, es.match)  # noqa: E731
     n = len(es.labels)
     idx, _ = M.topk_neighbours(score, n, n, k, exclude=np.arange(n), chunk=chunk)
