@@ -182,17 +182,10 @@ def known_unknowns_verdict(results: Mapping, checkpoints: Sequence = ()) -> Verd
         pt, m1 = results.get((n, d, "point")), results.get((n, d, "MoG-1"))
         if pt is None or m1 is None:
             continue
+        ref = paper.HIB_TABLE1[(n, d)]
         for key, what in (("ap_corrupt", "verification AP"), ("knn_corrupt", "KNN accuracy")):
-            ours_d = m1.mean(key) - pt.mean(key)
-            ref = paper.HIB_TABLE1[(n, d)]
-            paper_d = ref["MoG-1"][key] - ref["point"][key]
-            noise = _diff_noise(m1, pt, key, ours_d)
-            ok = None if noise else ours_d > 0
-            v.add(f"Table 1 (N={n}, D={d}): MoG-1 beats point on corrupt {what}",
-                  f"{fmt(ref['MoG-1'][key])} vs {fmt(ref['point'][key])} ({fmt(paper_d, signed=True)})",
-                  f"{fmt(m1.mean(key))} vs {fmt(pt.mean(key))} ({fmt(ours_d, signed=True)})", ok,
-                  noise + (f" (direction {'agrees' if ours_d > 0 else 'disagrees'})" if noise else "")
-                  or ("" if ok else collapse_reason(m1.var_ratio, m1.var_clean)))
+            _beats(v, f"Table 1 (N={n}, D={d}): MoG-1 beats point on corrupt {what}", key, m1, pt,
+                   ref["MoG-1"][key], ref["point"][key])
     diffs = []
     for (n, d, label), r in results.items():
         ref = paper.HIB_TABLE1.get((n, d), {}).get(label, {})
@@ -270,15 +263,8 @@ def kl_margin_verdict(beta_scales: Mapping[float, float], table5: Mapping, margi
             continue
         ref = paper.HIB_TABLE5.get((n, d), {})
         for key, what in (("knn_corrupt", "KNN corrupt"), ("tau_knn_clean", "τ KNN clean")):
-            od = r4.mean(key) - r0.mean(key)
-            pd_ = ref.get(1e-4, {}).get(key, math.nan) - ref.get(0.0, {}).get(key, math.nan)
-            noise = _diff_noise(r4, r0, key, od)
-            ok = None if noise else od > 0
-            v.add(f"Table 5 (N={n}, D={d}): β = 1e-4 improves {what} over β = 0",
-                  f"{fmt(ref.get(1e-4, {}).get(key))} vs {fmt(ref.get(0.0, {}).get(key))} ({fmt(pd_, signed=True)})",
-                  f"{fmt(r4.mean(key))} vs {fmt(r0.mean(key))} ({fmt(od, signed=True)})", ok,
-                  noise + (f" (direction {'agrees' if od > 0 else 'disagrees'})" if noise else "")
-                  or ("" if ok else collapse_reason(r4.var_ratio, r4.var_clean)))
+            _beats(v, f"Table 5 (N={n}, D={d}): β = 1e-4 improves {what} over β = 0", key, r4, r0,
+                   ref.get(1e-4, {}).get(key, math.nan), ref.get(0.0, {}).get(key, math.nan))
     if hard and soft and margins:
         wins, total, losses = 0, 0, []
         for key in hard:
@@ -306,6 +292,19 @@ def kl_margin_verdict(beta_scales: Mapping[float, float], table5: Mapping, margi
 
 def _z(x) -> float:
     return 0.0 if x is None or not math.isfinite(x) else float(x)
+
+
+def _beats(v: Verdict, claim: str, key: str, ours_a, ours_b, paper_a: float, paper_b: float) -> None:
+    """Add the verdict "A beats B on ``key``" (`hib_protocol.RepeatedEvaluation` A and B, the paper's
+    values beside them): open when the difference is within noise, else failed with the
+    variance-collapse diagnosis of A when A does not win."""
+    diff = ours_a.mean(key) - ours_b.mean(key)
+    noise = _diff_noise(ours_a, ours_b, key, diff)
+    ok = None if noise else diff > 0
+    v.add(claim, f"{fmt(paper_a)} vs {fmt(paper_b)} ({fmt(paper_a - paper_b, signed=True)})",
+          f"{fmt(ours_a.mean(key))} vs {fmt(ours_b.mean(key))} ({fmt(diff, signed=True)})", ok,
+          noise + (f" (direction {'agrees' if diff > 0 else 'disagrees'})" if noise else "")
+          or ("" if ok else collapse_reason(ours_a.var_ratio, ours_a.var_clean)))
 
 
 def _diff_noise(r1, r2, key: str, diff: float) -> str:

@@ -331,6 +331,20 @@ def test_verdict_rendering_and_noise():
     knn = by["MoG-1 beats point on corrupt KNN accuracy"]
     assert knn.matched is None and "binomial" in knn.why  # +0.007 with 2000 probes: SE ~0.011
 
+    # Table 5 goes through the same "A beats B" rule: a clear loss of beta = 1e-4 that comes with
+    # collapsed variances (corrupt/clean ratio 1.1 < 2) is failed and says so, a clear win matches.
+    from hedgekit.hib_verdicts import kl_margin_verdict
+
+    b4, b0 = res("MoG-1", 0.60, [0.90, 0.91, 0.90]), res("MoG-1", 0.70, [0.80, 0.81, 0.80])
+    b4.var_clean, b4.var_corrupt = 0.5, 0.55
+    b4.values["tau_knn_clean"], b0.values["tau_knn_clean"] = np.array([0.70, 0.72, 0.71]), np.array([0.20, 0.22, 0.21])
+    out = kl_margin_verdict({}, {(2, 2, 0.0): b0, (2, 2, 1e-4): b4})
+    by = {c.claim.split("improves ")[1]: c for c in out.claims if c.claim.startswith("Table 5")}
+    assert by["KNN corrupt over β = 0"].matched is False and "variance collapse" in by["KNN corrupt over β = 0"].why
+    assert "0.600 vs 0.700 (-0.100)" == by["KNN corrupt over β = 0"].ours
+    assert by["τ KNN clean over β = 0"].matched is True
+    assert by["τ KNN clean over β = 0"].paper == "0.800 vs 0.748 (+0.052)"  # HIB Table 5, N=2 D=2
+
 
 def _tiny_set(n_per=8, classes=(12, 34, 56, 78), seed=0):
     from hedgekit.data import NDigitSet, occlude, sample_digit_boxes
