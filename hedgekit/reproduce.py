@@ -264,7 +264,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kernel", default="python3", help="Jupyter kernel name (default: python3)")
     p.add_argument("--timeout", type=int, default=None, help="per-cell timeout in seconds")
     p.add_argument("--list", action="store_true", help="list the registered notebooks and exit")
-    p.add_argument("--list-models", action="store_true", help="list the zoo models the HIB notebooks need and exit")
+    p.add_argument("--list-models", action="store_true", help="list the checkpoints the notebooks need (cached or missing) and exit")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -279,11 +279,11 @@ def _cmd(a) -> int:
             print(f"{group}: {', '.join(names) if names else '(none registered)'}")
         return 0
     if a.list_models:
-        from .hib_experiments import notebook_specs
+        from . import hib_experiments, spe_zoo
         from .zoo import find_checkpoint
 
         for nb in select(a.only):
-            for spec in notebook_specs(nb, a.fast):
+            for spec in hib_experiments.notebook_specs(nb, a.fast) + spe_zoo.notebook_specs(nb, a.fast):
                 have = "cached" if find_checkpoint(spec) else "missing"
                 print(f"{Path(nb).stem:<34} {spec.name:<44} {have}")
         return 0

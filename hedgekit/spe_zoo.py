@@ -51,7 +51,7 @@ from .paths import cache_path
 from .train import seed_everything
 
 __all__ = [
-    "SPE_PRESETS", "HEADS", "DATASETS", "RECIPES", "CONDITIONS", "SPESpec", "spe_spec_from_name", "train_spe",
+    "SPE_PRESETS", "HEADS", "DATASETS", "RECIPES", "CONDITIONS", "SPESpec", "spe_spec_from_name", "notebook_specs", "train_spe",
     "load_or_train_spe", "load_spe_checkpoint", "session_model", "table2_settings", "table2_specs", "fig4_specs",
     "FIG4_SAMPLES", "FAST_FIG4_SAMPLES", "per_class_subset", "episode_grid", "fit_sigma_eps", "grid_embedding",
     "factor_axes", "ambiguity_peaks", "variance_sweep", "sweep_growth", "digit_axes", "unseen_placement",
@@ -381,6 +381,22 @@ def fig4_specs(fast: bool, seed: int = 0) -> list[SPESpec]:
     p = "fast" if fast else "paper"
     return [SPESpec("spe", "ndigit", 2, 2, sampler, s, recipe="fig4", preset=p, seed=seed)
             for sampler in ("naive", "intersection") for s in (FAST_FIG4_SAMPLES if fast else FIG4_SAMPLES)]
+
+
+def notebook_specs(notebook: str, fast: bool, seed: int = 0) -> list:
+    """Every model an SPE notebook loads: 06 its L-shape SPE; 07 PN, SPE and the HIB (MoG-1) and point
+    models it evaluates the same way (`hedgekit.zoo.ModelSpec`) for each Table 2 setting, then the
+    Figure 4 runs. Other notebooks: []. Used by ``python -m hedgekit reproduce --list-models``."""
+    preset = "fast" if fast else "paper"
+    if notebook.startswith("06"):
+        return [SPESpec("spe", "lshapes", dim=2, preset=preset, seed=seed)]
+    if not notebook.startswith("07"):
+        return []
+    out: list = []
+    for (n, d), pair in table2_specs(fast, seed).items():
+        out += [pair["PN"], pair["SPE"], zoo.ModelSpec(kind="hib", n_digits=n, dim=d, preset=preset, seed=seed),
+                zoo.ModelSpec(kind="point", n_digits=n, dim=d, preset=preset, seed=seed)]
+    return out + fig4_specs(fast, seed)
 
 
 # ============================================================================ N-digit evaluation
