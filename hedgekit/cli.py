@@ -2,7 +2,7 @@
 
 * ``train``    — load-or-train one zoo model (`hedgekit.zoo`), print where it lives.
 * ``evaluate`` — print a HIB Table-1-style block: our numbers beside the paper's.
-* ``bench``    — training throughput (point, HIB with K = 8) and inference
+* ``bench``    — training throughput (point; HIB with the preset's K and the paper's K = 8) and inference
                  throughput (embeddings + eta per second); ``--app`` adds the
                  playground's per-update latency.
 * ``reproduce`` — run the reproduction notebooks into ``reports/`` with one summary
@@ -98,18 +98,24 @@ def cmd_bench(a) -> int:
     from .models import build_model
     from .train import TrainConfig, fit
     from .uncertainty import self_mismatch
+    from .zoo import ModelSpec
 
     torch.set_num_threads(a.threads)
     test = load_ndigit(2, "test_seen")
     x, y = test.tensors()
     print(f"hedgekit bench — torch {torch.__version__}, {torch.get_num_threads()} thread(s), N=2 (28x56 images)")
-    for kind, k in (("point", 1), ("hib", 8)):
+    paper = {kind: ModelSpec(kind=kind, preset="paper").train_config() for kind in ("point", "hib")}
+    for kind, k in (("point", 1), ("hib", paper["hib"].k), ("hib", 8)):  # the preset's K, then the paper's K = 8
         model = build_model(kind, 2, 2)
         cfg = TrainConfig(steps=a.steps, classes_per_batch=32, per_class=8, k=k, log_every=10**9)
         fit(model, x, y, cfg, progress=False, augment=random_occlusion(0.2))  # warm-up run
         hist = fit(model, x, y, cfg, progress=False, augment=random_occlusion(0.2))
         ms = 1000 * hist.seconds / a.steps
-        print(f"train {kind:<5} (K={k}, batch 256, all pairs): {ms:7.1f} ms/step  {256 / ms * 1000:8.0f} images/s")
+        line = f"train {kind:<5} (K={k}, batch 256, all pairs): {ms:7.1f} ms/step  {256 / ms * 1000:8.0f} images/s"
+        if kind == "point" or k == paper["hib"].k:
+            steps = paper[kind].steps
+            line += f"  -> paper preset: {steps} steps = {steps * ms / 60000:.1f} min"
+        print(line)
     model = build_model("hib", 2, 2).eval()
     t0 = time.perf_counter()
     emb = model.embed(x)

@@ -146,7 +146,7 @@ def expected_train_seconds(spec) -> int:
     if spec.steps is not None:
         from .zoo import PRESETS
 
-        base = base * spec.steps / PRESETS[spec.preset]["train"]["steps"]
+        base = base * spec.steps / PRESETS[spec.preset][spec.kind]["steps"]
     return int(round(base))
 
 

@@ -159,6 +159,15 @@ class TestGeometry:
 
 
 # ---------------------------------------------------------------------- playground inputs
+def test_expected_train_seconds_scales_with_a_steps_override():
+    from hedgekit.zoo import ModelSpec
+
+    full = pg.expected_train_seconds(ModelSpec(kind="hib", preset="paper"))
+    assert full == pg.TRAIN_SECONDS["paper"]
+    assert pg.expected_train_seconds(ModelSpec(kind="hib", preset="paper", steps=900)) == full // 10  # 900 of 9,000
+    assert pg.expected_train_seconds(ModelSpec(kind="point", preset="paper", steps=5000)) == full // 2  # 5,000 of 10,000
+
+
 class TestInputs:
     def test_check_boxes_accepts_and_rejects(self):
         assert pg.check_boxes([]).shape == (0, 4)

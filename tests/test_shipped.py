@@ -4,7 +4,7 @@ import math
 import pytest
 
 from hedgekit.evaluation import table1_metrics
-from hedgekit.zoo import SHIPPED_DIR, eval_set, load_checkpoint, shipped_names, spec_from_name
+from hedgekit.zoo import SHIPPED_DIR, eval_set, is_stale, load_checkpoint, shipped_names, spec_from_name
 
 APP_DEFAULTS = ["point-n2-d2-paper-s0", "hib-n2-d2-c1-beta0.0001-paper-s0", "hib-n2-d2-c2-beta0.0001-paper-s0"]
 
@@ -19,6 +19,7 @@ def test_app_defaults_are_shipped_and_small():
 def test_shipped_checkpoint_reproduces_its_metrics(name):
     model, meta = load_checkpoint(SHIPPED_DIR / f"{name}.pt")
     assert meta["name"] == name and spec_from_name(name).name == name
+    assert not is_stale(SHIPPED_DIR / f"{name}.pt", spec_from_name(name)), "trained with another recipe than the preset's"
     ours = table1_metrics(model, eval_set(spec_from_name(name)))
     for key in ("ap_clean", "ap_corrupt", "knn_clean", "knn_corrupt", "var_ratio", "eta_corrupt"):
         recorded = meta["metrics"][key]

@@ -241,3 +241,15 @@ def test_resolve_device():
     expected = "cuda" if torch.cuda.is_available() else (
         "mps" if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available() else "cpu")
     assert resolve_device(None).type == expected and resolve_device("auto").type == expected
+
+
+def test_bench_reports_the_preset_budget(capsys):
+    """`python -m hedgekit bench` times point, HIB at the preset's K and at the paper's K = 8, and turns
+    the preset's step counts into minutes (the 10-minute budget of the `paper` preset)."""
+    from hedgekit.cli import main
+
+    assert main(["bench", "--steps", "1", "--threads", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "train point (K=1" in out and "-> paper preset: 10000 steps" in out
+    assert "train hib   (K=4" in out and "-> paper preset: 9000 steps" in out and "train hib   (K=8" in out
+    assert "embeddings" in out and "eta" in out

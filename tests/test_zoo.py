@@ -310,6 +310,33 @@ def test_load_or_train_save_false_and_shipped_first(sandbox, trained_like_model)
     assert meta["metrics"] == {"from": 1.0} and len(sandbox["fits"]) == 1
 
 
+def test_a_changed_preset_retrains_instead_of_reusing_stale_weights(sandbox, monkeypatch):
+    spec = ModelSpec(kind="hib", n_digits=1, dim=2, preset="fast", seed=3)
+    load_or_train(spec, progress=False)
+    path = zoo.find_checkpoint(spec)
+    assert path is not None and not zoo.is_stale(path, spec) and len(sandbox["fits"]) == 1
+    monkeypatch.setitem(zoo.PRESETS["fast"]["hib"], "k", 3)  # the recipe changes under the same name
+    assert spec.train_config().k == 3 and zoo.is_stale(path, spec) and zoo.find_checkpoint(spec) is None
+    _, meta = load_or_train(spec, progress=False)
+    assert len(sandbox["fits"]) == 2 and sandbox["fits"][1].k == 3 and meta["train_config"]["k"] == 3
+    assert zoo.find_checkpoint(spec) == path and not zoo.is_stale(path, spec)  # the cache now holds the new recipe
+    load_or_train(spec, progress=False)
+    assert len(sandbox["fits"]) == 2
+    # a checkpoint written before a TrainConfig field existed counts that field as its default
+    model, meta = zoo.load_checkpoint(path)
+    del meta["train_config"]["mean_warmup"]
+    save_checkpoint(path, model, meta)
+    assert not zoo.is_stale(path, spec)
+
+
+def test_paper_preset_recipes():
+    hib, point = ModelSpec(kind="hib").train_config(), ModelSpec(kind="point").train_config()
+    assert (hib.steps, hib.k, hib.beta) == (9000, 4, 1e-4)  # K = 4 affords 9,000 steps (zoo.PRESETS comment)
+    assert (point.steps, point.beta) == (10000, 0.0)
+    assert ModelSpec(kind="hib", steps=100).train_config().k == 4  # a steps override keeps the preset's K
+    assert ModelSpec(kind="hib", preset="fast").train_config().k == 8
+
+
 def test_load_or_train_corrupt_cache_raises(sandbox):
     spec = ModelSpec(kind="hib", n_digits=1, dim=2, preset="fast", seed=2)
     path = zoo.cache_path("checkpoints", f"{spec.name}.pt")
