@@ -165,7 +165,7 @@ def test_expected_train_seconds_scales_with_a_steps_override():
     full = pg.expected_train_seconds(ModelSpec(kind="hib", preset="paper"))
     assert full == pg.TRAIN_SECONDS["paper"]
     assert pg.expected_train_seconds(ModelSpec(kind="hib", preset="paper", steps=900)) == full // 10  # 900 of 9,000
-    assert pg.expected_train_seconds(ModelSpec(kind="point", preset="paper", steps=5000)) == full // 2  # 5,000 of 10,000
+    assert pg.expected_train_seconds(ModelSpec(kind="point", preset="paper", steps=6000)) == full // 2  # 6,000 of 12,000
 
 
 class TestInputs:

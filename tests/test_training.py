@@ -250,6 +250,6 @@ def test_bench_reports_the_preset_budget(capsys):
 
     assert main(["bench", "--steps", "1", "--threads", "1"]) == 0
     out = capsys.readouterr().out
-    assert "train point (K=1" in out and "-> paper preset: 10000 steps" in out
+    assert "train point (K=1" in out and "-> paper preset: 12000 steps" in out
     assert "train hib   (K=4" in out and "-> paper preset: 9000 steps" in out and "train hib   (K=8" in out
     assert "embeddings" in out and "eta" in out

@@ -332,7 +332,7 @@ def test_a_changed_preset_retrains_instead_of_reusing_stale_weights(sandbox, mon
 def test_paper_preset_recipes():
     hib, point = ModelSpec(kind="hib").train_config(), ModelSpec(kind="point").train_config()
     assert (hib.steps, hib.k, hib.beta) == (9000, 4, 1e-4)  # K = 4 affords 9,000 steps (zoo.PRESETS comment)
-    assert (point.steps, point.beta) == (10000, 0.0)
+    assert (point.steps, point.beta) == (12000, 0.0)
     assert ModelSpec(kind="hib", steps=100).train_config().k == 4  # a steps override keeps the preset's K
     assert ModelSpec(kind="hib", preset="fast").train_config().k == 8
 
