@@ -41,7 +41,8 @@ PRESETS: dict[str, dict] = {
     # Fidelity: 32 classes x 8 images, all 32,640 pairs per step (HIB sec. 4.1 used 500k steps x 128 pairs).
     # Step counts fit 10 CPU-minutes per model on 2 cores (`python -m hedgekit bench`). HIB draws K = 4
     # samples per input (16 sample pairs per image pair) instead of the paper's 8 (64 pairs): a step then
-    # costs about half, so 9,000 steps fit where 5,000 did at K = 8, and the longer run is what counts.
+    # costs ~50 ms instead of 70-107 ms (bench, idle), so 9,000 steps fit where 5,000 did at K = 8, and
+    # the longer run is what counts.
     # Measured on N=2, D=2 MoG-1 (seen test set): K = 8 x 5,000 steps gave KNN clean / corrupt
     # 0.773 / 0.625; K = 4 x 9,000 steps 0.881 / 0.790 (paper 0.879 / 0.760), variance ratio 351x.
     # Point: 10,000 steps gave KNN clean 0.833 (paper 0.871), 12,000 steps 0.895, 14,000 0.907 (over
