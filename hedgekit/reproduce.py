@@ -264,7 +264,8 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kernel", default="python3", help="Jupyter kernel name (default: python3)")
     p.add_argument("--timeout", type=int, default=None, help="per-cell timeout in seconds")
     p.add_argument("--list", action="store_true", help="list the registered notebooks and exit")
-    p.add_argument("--list-models", action="store_true", help="list the checkpoints the notebooks need (cached or missing) and exit")
+    p.add_argument("--list-models", action="store_true",
+                   help="list the checkpoints the notebooks need (cached or missing) and exit")
 
 
 def build_parser() -> argparse.ArgumentParser:

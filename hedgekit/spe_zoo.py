@@ -51,7 +51,8 @@ from .paths import cache_path
 from .train import seed_everything
 
 __all__ = [
-    "SPE_PRESETS", "HEADS", "DATASETS", "RECIPES", "CONDITIONS", "SPESpec", "spe_spec_from_name", "notebook_specs", "train_spe",
+    "SPE_PRESETS", "HEADS", "DATASETS", "RECIPES", "CONDITIONS", "SPESpec", "spe_spec_from_name", "notebook_specs",
+    "train_spe",
     "load_or_train_spe", "load_spe_checkpoint", "session_model", "table2_settings", "table2_specs", "fig4_specs",
     "FIG4_SAMPLES", "FAST_FIG4_SAMPLES", "per_class_subset", "episode_grid", "fit_sigma_eps", "grid_embedding",
     "factor_axes", "ambiguity_peaks", "variance_sweep", "sweep_growth", "digit_axes", "unseen_placement",
