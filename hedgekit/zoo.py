@@ -15,6 +15,7 @@ Presets (`PRESETS`):
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import platform
 import sys
@@ -46,7 +47,7 @@ PRESETS: dict[str, dict] = {
     # Measured on N=2, D=2 MoG-1 (seen test set): K = 8 x 5,000 steps gave KNN clean / corrupt
     # 0.773 / 0.625; K = 4 x 9,000 steps 0.881 / 0.790 (paper 0.879 / 0.760), variance ratio 351x.
     # Point: 10,000 steps gave KNN clean 0.833 (paper 0.871), 12,000 steps 0.895, 14,000 0.907 (over
-    # the 10-minute budget); 12,000 x ~48 ms per step is ~9.7 min on 2 idle cores.
+    # the 10-minute budget). Full trainings on 2 idle cores took 470 s (point) and 385 s (MoG-1).
     "paper": dict(point=dict(steps=12000), hib=dict(steps=9000, k=4), classes_per_batch=32, per_class=8, lr=3e-3,
                   eval_images=None),
 }
@@ -182,16 +183,25 @@ def is_stale(path: str | Path, spec: ModelSpec) -> bool:
 
     Fields the checkpoint does not record (added to `TrainConfig` later) count as their defaults.
     An unreadable file is not stale: loading it raises the `CheckpointError` that says what is wrong.
+    The recorded config is read once per file version (the app asks on every rerun).
     """
-    try:
-        meta = torch.load(path, map_location="cpu", weights_only=True).get("meta", {})
-    except Exception:
-        return False
-    stored = meta.get("train_config")
-    if not isinstance(stored, dict):
+    st = Path(path).stat()
+    stored = _recorded_train_config(str(path), st.st_mtime_ns, st.st_size)
+    if stored is None:
         return False
     defaults, current = asdict(TrainConfig()), asdict(spec.train_config())
     return any(stored.get(k, defaults[k]) != v for k, v in current.items())
+
+
+@functools.lru_cache(maxsize=256)
+def _recorded_train_config(path: str, mtime_ns: int, size: int) -> dict | None:
+    """The ``train_config`` a checkpoint file records (None if unreadable or absent); keyed by the
+    file's modification time and size so that a rewritten file is read again. Read-only."""
+    try:
+        stored = torch.load(path, map_location="cpu", weights_only=True).get("meta", {}).get("train_config")
+    except Exception:
+        return None
+    return stored if isinstance(stored, dict) else None
 
 
 # ------------------------------------------------------------------ load or train

@@ -322,6 +322,12 @@ def test_a_changed_preset_retrains_instead_of_reusing_stale_weights(sandbox, mon
     assert zoo.find_checkpoint(spec) == path and not zoo.is_stale(path, spec)  # the cache now holds the new recipe
     load_or_train(spec, progress=False)
     assert len(sandbox["fits"]) == 2
+    # asked again (the app does, on every rerun), the unchanged file is not read again
+    reads = []
+    real_load = torch.load
+    monkeypatch.setattr(torch, "load", lambda *a, **kw: reads.append(a[0]) or real_load(*a, **kw))
+    assert not zoo.is_stale(path, spec) and zoo.find_checkpoint(spec) == path and reads == []
+    monkeypatch.setattr(torch, "load", real_load)
     # a checkpoint written before a TrainConfig field existed counts that field as its default
     model, meta = zoo.load_checkpoint(path)
     del meta["train_config"]["mean_warmup"]
