@@ -4,7 +4,9 @@ Every registered notebook is executed with papermill (parameters ``FAST`` and
 ``REPORT_DIR``); each hands its tables, figures and computed verdict to the report
 through `hedgekit.report`. The result is
 
-    reports/summary.md         every reproduced table beside the paper's, the figures, run times
+    reports/summary.md         every reproduced table beside the paper's, the figures, run times;
+                               cumulative: notebooks run earlier into the same folder and mode keep
+                               their sections, so a full run can be done one notebook at a time
     reports/summary.html       the same, one self-contained page (figures linked, not inlined)
     reports/run.json           machine-readable run record (status, seconds, checkpoints)
     reports/notebooks/*.ipynb  the executed notebooks (or back into notebooks/ with --inplace)
@@ -160,11 +162,38 @@ def _read(p: Path) -> str:
         return f"*(could not read {p.name}: {exc})*"
 
 
-def write_summary(runs: Sequence[dict], out_dir: str | Path, fast: bool, total_seconds: float | None = None) -> Path:
-    """Build ``summary.md`` (+ ``summary.html``, ``run.json``) from run records and the notebooks' manifests."""
+def _previous_runs(out: Path, fast: bool, replaced: set[str]) -> list[dict]:
+    """Run records of an earlier call into the same folder and mode, for notebooks not run again now.
+
+    A corrupt or other-mode ``run.json`` contributes nothing: one summary never mixes FAST and full runs.
+    """
+    try:
+        old = json.loads((out / "run.json").read_text())
+    except (OSError, ValueError):
+        return []
+    if not isinstance(old, dict) or old.get("fast") != fast:
+        return []
+    return [dict(r) for r in old.get("runs", []) if isinstance(r, dict) and r.get("notebook") not in replaced
+            and (out / r.get("assets", "-")).is_dir()]
+
+
+def write_summary(runs: Sequence[dict], out_dir: str | Path, fast: bool, total_seconds: float | None = None,
+                  keep_previous: bool = True) -> Path:
+    """Build ``summary.md`` (+ ``summary.html``, ``run.json``) from run records and the notebooks' manifests.
+
+    With ``keep_previous`` the report is cumulative: notebooks run into the same folder by an earlier call
+    in the same mode keep their section (with the date they ran), so full-mode notebooks can be run one at
+    a time and still give one report. ``total_seconds`` is this call's wall time; the header adds the
+    carried-over notebooks' run times.
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    now = time.strftime("%Y-%m-%d %H:%M")
+    runs = [dict(r, date=r.get("date", now)) for r in runs]
+    earlier = _previous_runs(out, fast, {r["notebook"] for r in runs}) if keep_previous else []
     total = sum(r.get("seconds", 0.0) for r in runs) if total_seconds is None else total_seconds
+    total += sum(r.get("seconds", 0.0) for r in earlier)
+    runs = sorted(runs + earlier, key=lambda r: r["notebook"])
     metas = {}
     for r in runs:
         entries = read_manifest(out / r["assets"]) if r.get("assets") else []
@@ -177,17 +206,17 @@ def write_summary(runs: Sequence[dict], out_dir: str | Path, fast: bool, total_s
     versions = next((m["versions"] for m in metas.values() if m.get("versions")), {})
     lines = ["# hedgekit — reproduction report", "",
              f"- mode: **{'FAST (fast preset models; CI sizes)' if fast else 'FULL (paper preset models)'}**",
-             f"- date: {time.strftime('%Y-%m-%d %H:%M:%S')}",
-             f"- total run time: {total:.0f} s",
+             f"- written: {time.strftime('%Y-%m-%d %H:%M:%S')}",
+             f"- total run time: {total:.0f} s (sum over the notebooks below; each says when it ran)",
              f"- command: `python -m hedgekit reproduce{' --fast' if fast else ''}`",
              f"- machine: {platform.platform()}, Python {sys.version.split()[0]}"]
     if versions:
         lines.append("- versions: " + ", ".join(f"{k} {v}" for k, v in versions.items() if k != "platform"))
-    lines += ["", "| notebook | status | run time | checkpoints | items |", "|---|---|---|---|---|"]
+    lines += ["", "| notebook | status | run time | ran on | checkpoints | items |", "|---|---|---|---|---|---|"]
     for r in runs:
         meta = metas[r["notebook"]]
         n_items = sum(e.get("kind") in ("table", "figure", "plotly", "text") for e in r["entries"])
-        lines.append(f"| [{r['notebook']}]({r['output']}) | {r['status']} | {r['seconds']:.0f} s | "
+        lines.append(f"| [{r['notebook']}]({r['output']}) | {r['status']} | {r['seconds']:.0f} s | {r['date']} | "
                      f"{len(meta.get('checkpoints', []))} | {n_items} |")
     for r in runs:
         meta = metas[r["notebook"]]
@@ -290,8 +319,9 @@ def _cmd(a) -> int:
         return 0
     summary = reproduce(fast=a.fast, only=a.only, out_dir=a.out, inplace=a.inplace, kernel=a.kernel,
                         timeout=a.timeout)
+    ran = set(select(a.only))  # carried-over notebooks of earlier calls do not decide this exit code
     runs = json.loads((summary.parent / "run.json").read_text())["runs"]
-    return 0 if all(r["status"] == "ok" for r in runs) else 1
+    return 0 if all(r["status"] == "ok" for r in runs if r["notebook"] in ran) else 1
 
 
 def main(argv: Iterable[str] | None = None) -> int:

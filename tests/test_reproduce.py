@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import matplotlib
 
@@ -119,7 +120,8 @@ def test_write_summary_without_running(tmp_path):
                  seconds=1.0, assets="assets/02_y")]
     path = R.write_summary(runs, tmp_path, fast=True, total_seconds=4.0)
     md = path.read_text()
-    assert "FAST" in md and "| [01_x.ipynb](notebooks/01_x.ipynb) | ok | 3 s | 1 | 1 |" in md
+    today = time.strftime("%Y-%m-%d")
+    assert "FAST" in md and f"| [01_x.ipynb](notebooks/01_x.ipynb) | ok | 3 s | {today}" in md and " | 1 | 1 |" in md
     assert "ValueError: boom" in md and "`m` — cache, 5 steps" in md and "torch x" in md
     assert (tmp_path / "summary.html").read_text().count("<table>") >= 2
     assert json.loads((tmp_path / "run.json").read_text())["runs"][1]["status"] == "failed"
@@ -181,3 +183,25 @@ def test_all_specs_are_consistent():
     assert len({s.name for s in full}) == len(full) and len(full) > len(fast)
     assert len(X.notebook_specs("04", False)) == 12 and X.notebook_specs("01", False) == []
     assert [s.seed for s in X.number_line_specs(False)["hib_d1"]] == [0, 1, 2, 3]
+
+
+def test_summary_is_cumulative_within_one_mode(tmp_path):
+    """Notebooks run one call at a time into one folder give one report; a FAST run never mixes with full."""
+    def run(name, fast, status="ok"):
+        Report(tmp_path / "assets" / name, name).table(f"T {name}", pd.DataFrame({"ours": [1.0]}))
+        rec = dict(notebook=f"{name}.ipynb", output=f"notebooks/{name}.ipynb", status=status, error="", seconds=5.0,
+                   assets=f"assets/{name}")
+        return R.write_summary([rec], tmp_path, fast=fast, total_seconds=5.0).read_text()
+
+    run("02_y", fast=False)
+    md = run("01_x", fast=False, status="failed")
+    assert md.index("[01_x.ipynb]") < md.index("[02_y.ipynb]")  # registry (name) order, not call order
+    assert "### T 01_x" in md and "### T 02_y" in md and "total run time: 10 s" in md
+    md = run("01_x", fast=False)  # a re-run replaces its own record instead of adding one
+    records = json.loads((tmp_path / "run.json").read_text())["runs"]
+    assert [r["notebook"] for r in records] == ["01_x.ipynb", "02_y.ipynb"] and records[0]["status"] == "ok"
+    assert all(r["date"] for r in records)
+    md = run("01_x", fast=True)  # another mode starts a new report
+    assert "02_y" not in md and "total run time: 5 s" in md
+    (tmp_path / "run.json").write_text("{not json")  # a corrupt record is ignored, not fatal
+    assert "01_x" in run("01_x", fast=True)
