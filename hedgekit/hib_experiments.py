@@ -16,6 +16,14 @@ FULL mode follows the paper (Oh et al. 2019):
   Figure 6: point models with the hard contrastive loss over a range of margins M,
   beside the soft contrastive point model.
 
+Sweeps are shortened in FULL mode. The number line (4 seeds x point / MoG-1, D = 1),
+Figure 12 (5 betas) and Figure 6 (5 margins + the soft reference) need 19 models, ~5
+CPU-hours at the full `paper` preset on this kit's 2-core machine; they train for a
+quarter of the preset's steps (`SWEEP_DIVISOR`: point 3,000, HIB 2,250 steps), every
+model of one sweep alike, so each sweep compares like with like. Tables 1, 2, 5, 6, 7
+and Figures 1b, 3, 4, 5, 7, 8, 9, 10 use full `paper` models. The notebooks print the
+steps of every checkpoint they use.
+
 FAST mode (CI; every notebook < 3 minutes on 2 shared cores, including training
 its `fast` preset models once) keeps the *kind* of every experiment but shrinks
 the grid: N = 2, D = 2 wherever the paper's setting is not essential, two seeds
@@ -25,9 +33,9 @@ MNIST in Figure 8. What was left out is printed by each notebook.
 """
 from __future__ import annotations
 
-from .zoo import ModelSpec
+from .zoo import PRESETS, ModelSpec
 
-__all__ = ["FIG12_BETAS", "FAST_BETAS", "TABLE5_BETAS", "FIG6_MARGINS", "FAST_MARGINS", "TABLE1_SETTINGS",
+__all__ = ["SWEEP_DIVISOR", "sweep", "FIG12_BETAS", "FAST_BETAS", "TABLE5_BETAS", "FIG6_MARGINS", "FAST_MARGINS", "TABLE1_SETTINGS",
            "preset", "table1_settings", "table1_specs", "embedding_specs", "number_line_specs", "beta_specs",
            "table5_specs", "margin_specs", "notebook_specs", "all_specs", "recorded_table1"]
 
@@ -41,8 +49,20 @@ FAST_MARGINS = (0.5, 2.0)
 TABLE1_SETTINGS = ((2, 2), (2, 3), (3, 2), (3, 3))  # (N, D) of HIB Tables 1, 2, 6, 7
 
 
+# FULL-mode sweeps train 1/SWEEP_DIVISOR of the preset's steps (module docstring).
+SWEEP_DIVISOR = 4
+
+
 def preset(fast: bool) -> str:
     return "fast" if fast else "paper"
+
+
+def sweep(spec: ModelSpec) -> ModelSpec:
+    """``spec`` as a sweep member: FAST specs unchanged, paper specs at 1/`SWEEP_DIVISOR` of the steps."""
+    if spec.preset == "fast":
+        return spec
+    steps = PRESETS[spec.preset][spec.kind]["steps"] // SWEEP_DIVISOR
+    return ModelSpec(**{**spec.__dict__, "steps": steps})
 
 
 def table1_settings(fast: bool) -> tuple[tuple[int, int], ...]:
@@ -78,19 +98,22 @@ def embedding_specs(fast: bool, seed: int = 0) -> dict[str, ModelSpec]:
 
 
 def number_line_specs(fast: bool, seeds: int = 4) -> dict[str, list[ModelSpec]]:
-    """Notebook 03: D = 2 point/MoG-1 (Figure 10) and D = 1 point/MoG-1 for each seed (Figure 11, App. D)."""
+    """Notebook 03: D = 2 point/MoG-1 (Figure 10) and D = 1 point/MoG-1 for each seed (Figure 11, App. D).
+
+    The D = 1 models are a sweep (`sweep`: shortened in FULL mode); the D = 2 ones are the full models.
+    """
     p = preset(fast)
     n_seeds = min(seeds, 2) if fast else seeds
     return {"d2": [ModelSpec(kind="point", preset=p), ModelSpec(kind="hib", preset=p)],
-            "point_d1": [ModelSpec(kind="point", dim=1, preset=p, seed=s) for s in range(n_seeds)],
-            "hib_d1": [ModelSpec(kind="hib", dim=1, preset=p, seed=s) for s in range(n_seeds)]}
+            "point_d1": [sweep(ModelSpec(kind="point", dim=1, preset=p, seed=s)) for s in range(n_seeds)],
+            "hib_d1": [sweep(ModelSpec(kind="hib", dim=1, preset=p, seed=s)) for s in range(n_seeds)]}
 
 
 def beta_specs(fast: bool) -> list[ModelSpec]:
-    """Figure 12's models: MoG-1 at N = 3, D = 3 (FULL) or N = 2, D = 2 (FAST), one per beta."""
+    """Figure 12's models: MoG-1 at N = 3, D = 3 (FULL, a `sweep`) or N = 2, D = 2 (FAST), one per beta."""
     if fast:
         return [ModelSpec(kind="hib", beta=b, preset="fast") for b in FAST_BETAS]
-    return [ModelSpec(kind="hib", n_digits=3, dim=3, beta=b, preset="paper") for b in FIG12_BETAS]
+    return [sweep(ModelSpec(kind="hib", n_digits=3, dim=3, beta=b, preset="paper")) for b in FIG12_BETAS]
 
 
 def table5_specs(fast: bool) -> dict[tuple[int, int], list[ModelSpec]]:
@@ -101,11 +124,11 @@ def table5_specs(fast: bool) -> dict[tuple[int, int], list[ModelSpec]]:
 
 
 def margin_specs(fast: bool) -> tuple[ModelSpec, list[ModelSpec]]:
-    """Figure 6: the soft contrastive point model and hard contrastive point models over margins."""
+    """Figure 6: the soft contrastive point model and hard contrastive point models over margins (a `sweep`)."""
     p = preset(fast)
     margins = FAST_MARGINS if fast else FIG6_MARGINS
-    return (ModelSpec(kind="point", preset=p),
-            [ModelSpec(kind="point", loss="contrastive", margin=m, preset=p) for m in margins])
+    return (sweep(ModelSpec(kind="point", preset=p)),
+            [sweep(ModelSpec(kind="point", loss="contrastive", margin=m, preset=p)) for m in margins])
 
 
 def notebook_specs(notebook: str, fast: bool) -> list[ModelSpec]:
