@@ -221,3 +221,19 @@ def test_summary_is_cumulative_within_one_mode(tmp_path):
     assert "02_y" not in md and "total run time: 5 s" in md
     (tmp_path / "run.json").write_text("{not json")  # a corrupt record is ignored, not fatal
     assert "01_x" in run("01_x", fast=True)
+
+
+def test_cli_output_into_a_closed_pipe_is_quiet():
+    """`python -m hedgekit ... | head` must not end in a BrokenPipeError traceback."""
+    import os
+    import subprocess
+    import sys
+
+    r, w = os.pipe()
+    os.close(r)  # the reader is gone before the first line is written
+    try:
+        proc = subprocess.run([sys.executable, "-u", "-m", "hedgekit", "reproduce", "--list"], stdout=w,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(w)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
