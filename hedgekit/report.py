@@ -19,7 +19,9 @@ notebooks never depend on the report machinery.
 Formats: tables as Markdown (``.md``) and CSV when given a DataFrame; matplotlib
 figures as PNG on a white background (readable in light and dark viewers);
 plotly figures as standalone HTML sharing one ``plotly.min.js`` in the folder
-(works offline).
+(works offline); where that file is absent (the committed report in
+``notebooks/report/`` leaves the 4.6 MB library out) the page loads the same plotly
+version from its CDN instead.
 """
 from __future__ import annotations
 
@@ -143,6 +145,7 @@ class Report:
         elif hasattr(fig, "write_html"):
             fname = self._file(name, ".html")
             fig.write_html(self.folder / fname, include_plotlyjs="directory", full_html=True)
+            _add_cdn_fallback(self.folder / fname)
             kind = "plotly"
         else:
             raise InputError(f"report.figure needs a matplotlib or plotly figure; got {type(fig).__name__}")
@@ -161,3 +164,20 @@ class Report:
         if not self.enabled:
             return
         self._add({"kind": "meta", "info": info})
+
+
+def _add_cdn_fallback(html_path: Path) -> None:
+    """Load plotly from cdn.plot.ly (same version) when the page's local ``plotly.min.js`` is missing.
+
+    A synchronous ``document.write`` right after the local script tag, so the figure's own inline
+    script still finds ``window.Plotly`` defined.
+    """
+    import plotly
+
+    local = '<script charset="utf-8" src="plotly.min.js"></script>'
+    html = html_path.read_text()
+    if local not in html:
+        raise InputError(f"{html_path.name}: plotly's local script tag not found; cannot add the CDN fallback")
+    cdn = f"https://cdn.plot.ly/plotly-{plotly.offline.get_plotlyjs_version()}.min.js"
+    fallback = f"<script>window.Plotly || document.write('<script src=\"{cdn}\"><\\/script>')</script>"
+    html_path.write_text(html.replace(local, local + fallback, 1))

@@ -96,6 +96,11 @@ def test_report_writes_files_and_manifest(tmp_path):
     assert "| metric | ours | paper |" in md and "| b | — | 0.700 |" in md
     assert (tmp_path / "nb" / "table-1.csv").is_file() and (tmp_path / "nb" / "fig-3.png").stat().st_size > 1000
     assert (tmp_path / "nb" / "plotly.min.js").is_file()  # offline plotly
+    import plotly
+
+    html = (tmp_path / "nb" / "fig-8.html").read_text()  # ... and the CDN when plotly.min.js is left out
+    cdn = f"https://cdn.plot.ly/plotly-{plotly.offline.get_plotlyjs_version()}.min.js"
+    assert html.count(cdn) == 1 and html.index('src="plotly.min.js"') < html.index(cdn) < html.index("newPlot")
     Report(tmp_path / "nb", "nb").text("again", "x")  # a re-opened report appends
     assert len(read_manifest(tmp_path / "nb")) == 6
     with pytest.raises(InputError):
