@@ -33,11 +33,14 @@ MNIST in Figure 8. What was left out is printed by each notebook.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .zoo import PRESETS, ModelSpec
 
-__all__ = ["SWEEP_DIVISOR", "sweep", "FIG12_BETAS", "FAST_BETAS", "TABLE5_BETAS", "FIG6_MARGINS", "FAST_MARGINS", "TABLE1_SETTINGS",
-           "preset", "table1_settings", "table1_specs", "embedding_specs", "number_line_specs", "beta_specs",
-           "table5_specs", "margin_specs", "notebook_specs", "all_specs", "recorded_table1"]
+__all__ = ["SWEEP_DIVISOR", "FIG12_BETAS", "FAST_BETAS", "TABLE5_BETAS", "FIG6_MARGINS", "FAST_MARGINS",
+           "TABLE1_SETTINGS", "preset", "sweep", "table1_settings", "table1_specs", "embedding_specs",
+           "number_line_specs", "beta_specs", "table5_specs", "margin_specs", "notebook_specs", "all_specs",
+           "recorded_table1"]
 
 FIG12_BETAS = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2)  # HIB App. E, Figure 12
 FAST_BETAS = (0.0, 1e-4, 1e-2)  # same values as the Streamlit app (shared fast checkpoints)
@@ -62,7 +65,7 @@ def sweep(spec: ModelSpec) -> ModelSpec:
     if spec.preset == "fast":
         return spec
     steps = PRESETS[spec.preset][spec.kind]["steps"] // SWEEP_DIVISOR
-    return ModelSpec(**{**spec.__dict__, "steps": steps})
+    return replace(spec, steps=steps)
 
 
 def table1_settings(fast: bool) -> tuple[tuple[int, int], ...]:

@@ -177,11 +177,10 @@ def _previous_runs(out: Path, fast: bool, replaced: set[str]) -> list[dict]:
             and (out / r.get("assets", "-")).is_dir()]
 
 
-def write_summary(runs: Sequence[dict], out_dir: str | Path, fast: bool, total_seconds: float | None = None,
-                  keep_previous: bool = True) -> Path:
+def write_summary(runs: Sequence[dict], out_dir: str | Path, fast: bool, total_seconds: float | None = None) -> Path:
     """Build ``summary.md`` (+ ``summary.html``, ``run.json``) from run records and the notebooks' manifests.
 
-    With ``keep_previous`` the report is cumulative: notebooks run into the same folder by an earlier call
+    The report is cumulative: notebooks run into the same folder by an earlier call
     in the same mode keep their section (with the date they ran), so full-mode notebooks can be run one at
     a time and still give one report. ``total_seconds`` is this call's wall time; the header adds the
     carried-over notebooks' run times.
@@ -190,7 +189,7 @@ def write_summary(runs: Sequence[dict], out_dir: str | Path, fast: bool, total_s
     out.mkdir(parents=True, exist_ok=True)
     now = time.strftime("%Y-%m-%d %H:%M")
     runs = [dict(r, date=r.get("date", now)) for r in runs]
-    earlier = _previous_runs(out, fast, {r["notebook"] for r in runs}) if keep_previous else []
+    earlier = _previous_runs(out, fast, {r["notebook"] for r in runs})
     total = sum(r.get("seconds", 0.0) for r in runs) if total_seconds is None else total_seconds
     total += sum(r.get("seconds", 0.0) for r in earlier)
     runs = sorted(runs + earlier, key=lambda r: r["notebook"])
