@@ -7,8 +7,16 @@ Run from the repository root:
 The preset of the models comes from env var ``HEDGEKIT_PRESET`` ("paper" by
 default, "fast" for tests and quick looks). Pages live in ``app/views/`` (not
 ``app/pages/``: Streamlit would also serve that folder as a legacy multipage app,
-bypassing this script on direct links); shared plumbing in ``app/appkit.py``; all
-maths in ``hedgekit.playground``, all figures in ``hedgekit.plots.interactive``.
+bypassing this script on direct links) and only lay out widgets. Shared by them:
+
+* ``app/state.py``: `AppState`, everything a browser session keeps (the only code
+  that touches Streamlit's session state);
+* ``app/models.py``: test images, models (trained with progress on first use) and
+  class-centroid tables, cached for every session;
+* ``app/inputs.py``: the input's widgets: image picker, canvas, occlusion controls;
+* ``app/ui.py``: theme, notebook links, one-shot messages.
+
+All maths is in ``hedgekit.playground``, all figures in ``hedgekit.viz.interactive``.
 """
 from __future__ import annotations
 
@@ -19,7 +27,7 @@ import streamlit as st
 import torch
 
 APP_DIR = Path(__file__).resolve().parent
-if str(APP_DIR) not in sys.path:  # pages import the shared `appkit` module
+if str(APP_DIR) not in sys.path:  # pages import the shared modules above (`state`, `models`, ...)
     sys.path.insert(0, str(APP_DIR))
 
 

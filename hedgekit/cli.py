@@ -1,12 +1,13 @@
-"""Command line: ``python -m hedgekit {train,evaluate,bench,reproduce}``.
+"""hedgekit's command line: ``python -m hedgekit {train,evaluate,table1,bench,reproduce}``.
 
-* ``train``    — load-or-train one zoo model (`hedgekit.zoo`), print where it lives.
+* ``train``    — load-or-train one zoo model of any kind (`hedgekit.zoo`), print where it lives.
 * ``evaluate`` — print a HIB Table-1-style block: our numbers beside the paper's.
+* ``table1``   — HIB Tables 1-2 from the metrics recorded in every trained paper checkpoint.
 * ``bench``    — training throughput (point; HIB with the preset's K and the paper's K = 8) and inference
                  throughput (embeddings + eta per second); ``--app`` adds the
                  playground's per-update latency.
 * ``reproduce`` — run the reproduction notebooks into ``reports/`` with one summary
-                 (`hedgekit.reproduce`).
+                 (`hedgekit.repro.reproduce`).
 """
 from __future__ import annotations
 
@@ -18,12 +19,15 @@ import time
 
 import torch
 
-from . import paper
-from .errors import HedgekitError
+from hedgekit.papers.hib import numbers, protocol
+from hedgekit.errors import HedgekitError, InputError
 
 
 def _spec_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--kind", choices=("point", "hib"), default="hib")
+    from hedgekit.zoo import DATASETS, KINDS
+
+    p.add_argument("--kind", choices=KINDS, default="hib")
+    p.add_argument("--data", choices=DATASETS, default="ndigit", help="pn / spe only: N-digit MNIST or L-shapes")
     p.add_argument("--n-digits", "-n", type=int, default=2)
     p.add_argument("--dim", "-d", type=int, default=2)
     p.add_argument("--components", "-c", type=int, default=1)
@@ -36,48 +40,56 @@ def _spec_args(p: argparse.ArgumentParser) -> None:
 
 
 def _spec(a):
-    from .zoo import ModelSpec
+    from hedgekit.zoo import Spec
 
-    return ModelSpec(kind=a.kind, n_digits=a.n_digits, dim=a.dim, components=a.components if a.kind == "hib" else 1,
-                     beta=a.beta, preset=a.preset, seed=a.seed, steps=a.steps)
+    return Spec(kind=a.kind, data=a.data, n_digits=a.n_digits, dim=a.dim,
+                components=a.components if a.kind == "hib" else 1, beta=a.beta, preset=a.preset, seed=a.seed,
+                steps=a.steps)
 
 
 def cmd_train(a) -> int:
-    from .zoo import find_checkpoint, load_or_train
+    from hedgekit.zoo import load_or_train
 
     spec = _spec(a)
     _, meta = load_or_train(spec, device=a.device, retrain=a.retrain)
-    print(f"{spec.name}: trained in {meta['train_seconds']:.0f} s; checkpoint {find_checkpoint(spec)}")
+    how = "trained now" if meta["source"] == "trained now" else f"loaded ({meta['source']})"
+    print(f"{spec.name}: {how}; training took {meta['train_seconds']:.0f} s; checkpoint {meta['path'] or '(not saved)'}")
     print(json.dumps({k: round(v, 4) for k, v in meta["metrics"].items()}, indent=1))
     return 0
 
 
 def cmd_evaluate(a) -> int:
-    from .data import load_ndigit
-    from .evaluation import table1_metrics
-    from .zoo import load_or_train
+    from hedgekit.data import load_ndigit
+    from hedgekit.evaluation.retrieval import table1_metrics
+    from hedgekit.zoo import load_or_train
 
     spec = _spec(a)
+    if spec.family != "pairs":
+        raise InputError(f"evaluate prints HIB's Table 1 for point / hib models; {spec.kind} models are evaluated "
+                         f"in notebooks 06-07 (`python -m hedgekit train --kind {spec.kind}` prints their quick check)")
     model, meta = load_or_train(spec, device=a.device, retrain=a.retrain)
     test = load_ndigit(spec.n_digits, "test_seen")
     t0 = time.perf_counter()
     ours = table1_metrics(model.cpu(), test, seed=a.eval_seed)
-    ref1 = paper.HIB_TABLE1.get((spec.n_digits, spec.dim), {}).get(spec.label, {})
-    ref2 = paper.HIB_TABLE2.get((spec.n_digits, spec.dim), {}).get(spec.label, {})
-    print(f"{spec.name}  (N={spec.n_digits}, D={spec.dim}, {spec.label}; trained {meta['train_seconds']:.0f} s, "
+    ref1 = numbers.HIB_TABLE1.get((spec.n_digits, spec.dim), {}).get(spec.label, {})
+    ref2 = numbers.HIB_TABLE2.get((spec.n_digits, spec.dim), {}).get(spec.label, {})
+    how = "trained now" if meta["source"] == "trained now" else f"loaded ({meta['source']})"
+    print(f"{spec.name}  (N={spec.n_digits}, D={spec.dim}, {spec.label}; {how}, "
           f"evaluated on {len(test)} seen-class test images in {time.perf_counter() - t0:.0f} s)")
-    print(paper.side_by_side(ours, ref1, paper.TABLE1_ROWS, "HIB Table 1 (verification AP, KNN majority K=5)"))
+    print(protocol.side_by_side(ours, ref1, numbers.TABLE1_ROWS, "HIB Table 1 (verification AP, KNN majority K=5)"))
     if spec.kind == "hib":
-        print(paper.side_by_side(ours, ref2, paper.TABLE2_ROWS, "HIB Table 2 (Kendall tau, eta bins)"))
-    print(f"mean variance clean {ours['var_clean']:.4g}, corrupt {ours['var_corrupt']:.4g} "
-          f"(ratio {ours['var_ratio']:.2f}); mean eta clean {ours['eta_clean']:.3f}, corrupt {ours['eta_corrupt']:.3f}")
+        print(protocol.side_by_side(ours, ref2, numbers.TABLE2_ROWS, "HIB Table 2 (Kendall tau, eta bins)"))
+    if spec.kind == "hib":
+        print(f"mean variance clean {ours['var_clean']:.4g}, corrupt {ours['var_corrupt']:.4g} "
+              f"(ratio {ours['var_ratio']:.2f})")
+    print(f"mean eta clean {ours['eta_clean']:.3f}, corrupt {ours['eta_corrupt']:.3f}")
     return 0
 
 
 def cmd_table1(a) -> int:
-    from .hib_experiments import recorded_table1
-    from .hib_protocol import table1_frame, table2_frame
-    from .report import dataframe_markdown
+    from hedgekit.papers.hib.experiments import recorded_table1
+    from hedgekit.papers.hib.protocol import table1_frame, table2_frame
+    from hedgekit.repro.report import dataframe_markdown
 
     results, missing = recorded_table1(a.preset, a.seed)
     if not results:
@@ -95,17 +107,17 @@ def cmd_table1(a) -> int:
 
 
 def cmd_bench(a) -> int:
-    from .data import load_ndigit, random_occlusion
-    from .models import build_model
-    from .train import TrainConfig, fit
-    from .uncertainty import self_mismatch
-    from .zoo import ModelSpec
+    from hedgekit.data import load_ndigit, random_occlusion
+    from hedgekit.nets import build_model
+    from hedgekit.training.fit import TrainConfig, fit
+    from hedgekit.uncertainty import self_mismatch
+    from hedgekit.zoo import Spec
 
     torch.set_num_threads(a.threads)
     test = load_ndigit(2, "test_seen")
     x, y = test.tensors()
     print(f"hedgekit bench — torch {torch.__version__}, {torch.get_num_threads()} thread(s), N=2 (28x56 images)")
-    paper = {kind: ModelSpec(kind=kind, preset="paper").train_config() for kind in ("point", "hib")}
+    paper = {kind: Spec(kind=kind, preset="paper").train_config() for kind in ("point", "hib")}
     for kind, k in (("point", 1), ("hib", paper["hib"].k), ("hib", 8)):  # the preset's K, then the paper's K = 8
         model = build_model(kind, 2, 2)
         cfg = TrainConfig(steps=a.steps, classes_per_batch=32, per_class=8, k=k, log_every=10**9)
@@ -127,17 +139,18 @@ def cmd_bench(a) -> int:
     n = len(x)
     print(f"inference: embeddings {n / t_embed:9.0f} /s; eta {n / t_eta:9.0f} /s; both {n / (t_embed + t_eta):9.0f} /s")
     if a.app:
-        from .playground import benchmark_update
-        from .zoo import ModelSpec
+        from hedgekit.playground import benchmark_update
+        from hedgekit.zoo import Spec
 
         for comps in (1, 2):
-            r = benchmark_update(ModelSpec(kind="hib", components=comps, preset=a.preset))
+            r = benchmark_update(Spec(kind="hib", components=comps, preset=a.preset))
             print(f"app update (MoG-{comps}): p50 {r['p50_ms']:.1f} ms, p95 {r['p95_ms']:.1f} ms")
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m hedgekit", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m hedgekit", description=__doc__.split("\n\n")[0],
+                                epilog="Run `python -m hedgekit COMMAND --help` for one command's options.")
     sub = p.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("train", help="load or train a zoo model")
     _spec_args(t)
@@ -156,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--app", action="store_true", help="also time one playground update")
     b.add_argument("--preset", choices=("fast", "paper"), default="paper")
     b.set_defaults(fn=cmd_bench)
-    from .reproduce import add_subcommand
+    from hedgekit.repro.reproduce import add_subcommand
 
     add_subcommand(sub)
     return p

@@ -35,13 +35,13 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from .data import NDigitSet, class_split, clip_box, occlude
-from .data.occlusion import DIGIT_SIZE
-from .distributions import Embedding
-from .errors import InputError
-from .models import EmbeddingNet
-from .plots.geometry import Similarity, ellipse_points, moment_match, pca_basis, similarity_fit
-from .uncertainty import match_probability, self_mismatch
+from hedgekit.data import NDigitSet, class_split, clip_box, occlude
+from hedgekit.data.occlusion import DIGIT_SIZE
+from hedgekit.embedding import Embedding
+from hedgekit.errors import InputError
+from hedgekit.nets import EmbeddingNet
+from hedgekit.viz.geometry import Similarity, ellipse_points, moment_match, pca_basis, similarity_fit
+from hedgekit.uncertainty import match_probability, self_mismatch
 
 __all__ = [
     "APP_POINTS", "APP_CENTROID_IMAGES", "APP_THREADS", "APP_MODELS", "BETAS", "CompareEntry", "CentroidTable",
@@ -62,7 +62,7 @@ APP_CENTROID_IMAGES = 30  # test images per class for the app's centroids (see `
 APP_THREADS = 1
 
 # ----------------------------------------------------------------------- model choice
-# Display name -> ModelSpec fields (N = 2 digits; preset and beta come from the app).
+# Display name -> Spec fields (N = 2 digits; preset and beta come from the app).
 APP_MODELS: dict[str, dict] = {
     "MoG-1 (HIB), D=2": dict(kind="hib", components=1, dim=2),
     "MoG-2, D=2": dict(kind="hib", components=2, dim=2),
@@ -80,7 +80,7 @@ TRAIN_SECONDS = {"fast": 45, "paper": 600}
 
 def app_preset() -> str:
     """The preset named by env var ``HEDGEKIT_PRESET`` (default "paper"; tests use "fast")."""
-    from .zoo import PRESETS
+    from hedgekit.zoo import PRESETS
 
     preset = os.environ.get("HEDGEKIT_PRESET", "paper").strip() or "paper"
     if preset not in PRESETS:
@@ -89,15 +89,15 @@ def app_preset() -> str:
 
 
 def app_spec(choice: str, preset: str | None = None, beta: float = DEFAULT_BETA, n_digits: int = 2):
-    """The `hedgekit.zoo.ModelSpec` behind a model choice of the app (`APP_MODELS` key)."""
-    from .zoo import ModelSpec
+    """The `hedgekit.zoo.Spec` behind a model choice of the app (`APP_MODELS` key)."""
+    from hedgekit.zoo import Spec
 
     if choice not in APP_MODELS:
         raise InputError(f"unknown model {choice!r}; choose one of {list(APP_MODELS)}")
     fields = dict(APP_MODELS[choice])
     if fields["kind"] == "hib":
         fields["beta"] = float(beta)
-    return ModelSpec(n_digits=n_digits, preset=preset or app_preset(), **fields)
+    return Spec(n_digits=n_digits, preset=preset or app_preset(), **fields)
 
 
 @dataclass(frozen=True)
@@ -121,20 +121,15 @@ def compare_entries() -> list[CompareEntry]:
 
 
 def load_model(spec, progress: bool = False, **kwargs):
-    """`hedgekit.zoo.load_or_train` for the app and the benchmark: (model in eval mode, meta).
+    """`hedgekit.zoo.load_or_train` for the app, the notebooks and the benchmark: (model in eval mode, meta).
 
     Checkpoints cached by early versions of the zoo recorded ``torch.__version__`` as a
     ``TorchVersion`` (a ``str`` subclass) that ``torch.load(weights_only=True)``
-    refuses; allow-listing that one harmless class keeps such caches loadable. Extra
-    keyword arguments (e.g. ``callback``) are passed on only when `load_or_train`
-    accepts them, so the app shows real training progress once the zoo forwards one.
+    refuses; allow-listing that one harmless class keeps such caches loadable. Keyword
+    arguments (e.g. ``callback``, the app's progress bar) go to `load_or_train`.
     """
-    import inspect
+    from hedgekit.zoo import load_or_train
 
-    from .zoo import load_or_train
-
-    accepted = inspect.signature(load_or_train).parameters
-    kwargs = {k: v for k, v in kwargs.items() if k in accepted}
     with torch.serialization.safe_globals([torch.torch_version.TorchVersion]):
         model, meta = load_or_train(spec, progress=progress, **kwargs)
     return model.eval(), meta
@@ -144,15 +139,15 @@ def expected_train_seconds(spec) -> int:
     """Rough wall time to train ``spec`` on 2 CPU cores (for the app's progress message)."""
     base = TRAIN_SECONDS.get(spec.preset, 600)
     if spec.steps is not None:
-        from .zoo import PRESETS
+        from hedgekit.zoo import PRESETS
 
-        base = base * spec.steps / PRESETS[spec.preset][spec.kind]["steps"]
+        base = base * spec.steps / PRESETS[spec.preset][spec.recipe_key]["steps"]
     return int(round(base))
 
 
 def beta_options(preset: str, choice: str = DEFAULT_MODEL) -> list[tuple[float, bool]]:
     """[(beta, checkpoint exists)] for the HIB model ``choice`` at each beta of `BETAS`."""
-    from .zoo import find_checkpoint
+    from hedgekit.zoo import find_checkpoint
 
     return [(b, find_checkpoint(app_spec(choice, preset, b)) is not None) for b in BETAS]
 
@@ -205,7 +200,7 @@ def centroid_table(model: EmbeddingNet, datasets: Sequence[NDigitSet], per_class
     order), trading a little precision for speed: the app uses 30 (~1 s per model
     on one CPU core instead of ~8 s for all 20k test images).
     """
-    from .metrics import class_centroids
+    from hedgekit.evaluation.metrics import class_centroids
 
     if not datasets:
         raise InputError("centroid_table needs at least one dataset")
@@ -551,7 +546,7 @@ def update_trail(trail: Sequence[dict], a: Analysis, max_len: int = 25, tol: flo
 
 @dataclass
 class MapLayers:
-    """Figure data of the embedding map (numpy only; plotted by `hedgekit.plots.interactive`).
+    """Figure data of the embedding map (numpy only; plotted by `hedgekit.viz.interactive`).
 
     ellipses: [(component, n_sigma, (n, 2) contour)], trail_path (T, 2) past means,
     trail_ellipses [(n, 2)] 1-sigma contours of past steps (oldest first),
@@ -613,11 +608,11 @@ def benchmark_update(spec_or_model, n: int = 200, *, seed: int = 0, n_points: in
     Timed work per update (what the app does on every occlusion change): validate the
     boxes, occlude, forward pass, eta, top-5 over all centroids, 2D geometry, trail and
     ellipse contours (`map_layers`). With ``figure=True`` the plotly figures
-    (`hedgekit.plots.interactive`) are also built and timed separately. Setup
+    (`hedgekit.viz.interactive`) are also built and timed separately. Setup
     (loading the model, data and centroid table) is not timed.
 
     Args:
-        spec_or_model: an `EmbeddingNet`, a `hedgekit.zoo.ModelSpec` or its name
+        spec_or_model: an `EmbeddingNet`, a `hedgekit.zoo.Spec` or its name
             (loaded or trained by `hedgekit.zoo.load_or_train`).
         threads: torch intra-op threads during the timing (restored afterwards);
             default `APP_THREADS`, what the app uses. None keeps the current setting.
@@ -639,14 +634,14 @@ def benchmark_update(spec_or_model, n: int = 200, *, seed: int = 0, n_points: in
 
 
 def _benchmark(spec_or_model, n, seed, n_points, warmup, figure, split) -> dict:
-    from .data import load_ndigit, sample_digit_boxes
+    from hedgekit.data import load_ndigit, sample_digit_boxes
 
     t_setup = time.perf_counter()
     name = getattr(spec_or_model, "name", None)
     if isinstance(spec_or_model, EmbeddingNet):
         model, name = spec_or_model, spec_or_model.config.get("kind", "model")
     else:
-        from .zoo import spec_from_name
+        from hedgekit.zoo import spec_from_name
 
         spec = spec_from_name(spec_or_model) if isinstance(spec_or_model, str) else spec_or_model
         model, _ = load_model(spec)
@@ -659,7 +654,7 @@ def _benchmark(spec_or_model, n, seed, n_points, warmup, figure, split) -> dict:
     idx = rng.integers(0, len(data), warmup + n)
     boxes = sample_digit_boxes(rng, warmup + n, n_digits, 0.7)
     if figure:
-        from .plots.interactive import embedding_map, eta_gauge, image_figure
+        from hedgekit.viz.interactive import embedding_map, eta_gauge, image_figure
     setup_s = time.perf_counter() - t_setup
     upd, fig_ms, trail = [], [], []
     for i in range(warmup + n):

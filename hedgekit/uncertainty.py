@@ -14,7 +14,7 @@ fixed set of S scrambled-Sobol quasi-Monte-Carlo normal points (seed 0). The sam
 input therefore always gets the same eta (no flicker in the app), and with the
 default S = 4096 the error against a 100k-sample Monte Carlo is far below 0.005
 (tested). Training still uses the paper's random K x K estimate (eq. 5) in
-`hedgekit.losses.hib`.
+`hedgekit.methods.hib`.
 """
 from __future__ import annotations
 
@@ -23,9 +23,9 @@ from functools import lru_cache
 import torch
 from torch import Tensor
 
-from .distributions import Embedding
-from .errors import InputError
-from .models.match import SoftMatch
+from hedgekit.embedding import Embedding
+from hedgekit.errors import InputError
+from hedgekit.nets.match import SoftMatch
 
 DEFAULT_POINTS = 4096
 
@@ -72,7 +72,7 @@ def match_probability_matrix(probe: Embedding, gallery: Embedding, match: SoftMa
     """(P, G) p(m|probe_i, gallery_j) for every probe/gallery combination (HIB eq. 4).
 
     The computation of `match_probability`, broadcast over all P x G pairs. KNN ranking
-    (`hedgekit.evaluation.knn`) needs only the order of the scores, for which a few QMC
+    (`hedgekit.evaluation.retrieval.knn`) needs only the order of the scores, for which a few QMC
     points suffice: on N=2, D=2 MoG-1/MoG-2 KNN accuracies with 16 and 64 points differ by
     at most 0.002 (measured); hence the small default.
     """

@@ -1,113 +1,373 @@
-"""Named, load-or-train checkpoints shared by the CLI, the notebooks and the app.
+"""The one model store: every model of every paper is named by a `Spec`, loaded or trained here.
 
-A model is named by its `ModelSpec` (kind, N, D, C, beta, loss, preset, seed), e.g.
-``hib-n2-d2-c1-beta0.0001-paper-s0``. `load_or_train` looks for that name in the
-checkpoints shipped with the package (``hedgekit/checkpoints/``), then in the cache
-(``data/checkpoints/``); if absent it trains the model with a progress bar,
-evaluates it on the seen-class test set and saves it with its config, seed,
-library versions, training history and final metrics.
+A `Spec` names a trained model completely (method, data, N, D and the method's own settings, preset,
+seed), e.g.::
 
-Presets (`PRESETS`):
-* ``fast`` — for CI and FAST notebooks: seconds per model. 400 steps of 16 classes
-  x 8 images learns a usable 2-digit embedding (clearly above chance) in ~30 s.
-* ``paper`` — fidelity: the recipe of `hedgekit.train` run long enough to match
-  HIB Table 1 at N=2, D=2 in under 10 CPU-minutes per model (README has timings).
+    hib-n2-d2-c1-beta0.0001-paper-s0        HIB MoG-1 on 2-digit MNIST, D = 2 (Oh et al. 2019, Table 1)
+    point-n2-d2-hard-m1-paper-s0            a point embedding with the hard contrastive loss (eq. 1)
+    spe-n2-d2-intersection1-paper-s0        SPE on 2-digit MNIST (Scott et al. 2019, Table 2)
+    pn-n2-d2-paper-s0                       its deterministic sibling, the Prototypical Network
+    spe-lshapes-d2-intersection8-paper-s0   SPE on the synthetic L-shapes (Figures 2-3)
+
+`load_or_train` looks for that name among the checkpoints shipped with the package
+(``hedgekit/checkpoints/``), then in the cache (``data/checkpoints/``); if absent it trains the model
+with a progress bar, evaluates it, and saves it with its spec, network config, training config, seed,
+library versions, training history and metrics. A checkpoint is refused (`CheckpointError` naming the
+mismatch) when it was saved for another spec, and passed over (retrained) when the preset's training
+recipe has changed since (`is_stale`).
+
+Each method belongs to a training *family* (`FAMILIES`): pairs (`hedgekit.training.fit`) or episodes
+(`hedgekit.training.episodic`). Adding a method is one file in `hedgekit.methods`, one preset entry per
+preset in `PRESETS` and one family entry here.
 """
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
+import math
 import platform
 import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 import torch
 
-from .data import load_ndigit, random_occlusion
-from .errors import CheckpointError, InputError
-from .models import EmbeddingNet, model_from_config
-from .paths import PACKAGE_DIR, cache_path
-from .train import History, TrainConfig, fit, seed_everything
+from hedgekit.data import load_ndigit, make_lshapes, random_occlusion
+from hedgekit.data.ndigit import per_class_subset
+from hedgekit.errors import CheckpointError, InputError
+from hedgekit.evaluation.episodes import evaluate_episodes
+from hedgekit.methods.prototypes import PN, SAMPLERS, SPE
+from hedgekit.nets import EmbeddingNet, model_from_config
+from hedgekit.paths import PACKAGE_DIR, cache_path
+from hedgekit.training.episodic import EpisodicConfig, fit_episodic
+from hedgekit.training.fit import History, TrainConfig, fit, seed_everything
+from hedgekit.training.triplets import TripletConfig, fit_triplets
 
 SHIPPED_DIR = PACKAGE_DIR / "checkpoints"
 FORMAT = "hedgekit-checkpoint-v1"
 
-PRESETS: dict[str, dict] = {
-    # CI: a few hundred small steps; eval on 2000 test images keeps the whole thing < 1 min.
-    "fast": dict(point=dict(steps=400), hib=dict(steps=300), classes_per_batch=16, per_class=8, lr=3e-3,
-                 eval_images=2000),
-    # Fidelity: 32 classes x 8 images, all 32,640 pairs per step (HIB sec. 4.1 used 500k steps x 128 pairs).
-    # Step counts fit 10 CPU-minutes per model on 2 cores (`python -m hedgekit bench`). HIB draws K = 4
-    # samples per input (16 sample pairs per image pair) instead of the paper's 8 (64 pairs): a step then
-    # costs ~50 ms instead of 70-107 ms (bench, idle), so 9,000 steps fit where 5,000 did at K = 8, and
-    # the longer run is what counts.
-    # Measured on N=2, D=2 MoG-1 (seen test set): K = 8 x 5,000 steps gave KNN clean / corrupt
-    # 0.773 / 0.625; K = 4 x 9,000 steps 0.881 / 0.790 (paper 0.879 / 0.760), variance ratio 351x.
-    # Point: 10,000 steps gave KNN clean 0.833 (paper 0.871), 12,000 steps 0.895, 14,000 0.907 (over
-    # the 10-minute budget). Full trainings on 2 idle cores took 470 s (point) and 385 s (MoG-1).
-    "paper": dict(point=dict(steps=12000), hib=dict(steps=9000, k=4), classes_per_batch=32, per_class=8, lr=3e-3,
-                  eval_images=None),
+KINDS = ("point", "hib", "pn", "spe", "triplet", "het")
+FAMILIES = {"point": "pairs", "hib": "pairs", "pn": "episodes", "spe": "episodes", "triplet": "triplets",
+            "het": "triplets"}
+DATASETS = ("ndigit", "lshapes", "fashion")
+# main: the paper's setting; fig4: SPE's Figure 4 runs; aug: occlusion augmentation (Taha Table 1 "+ Aug");
+# noisy / clean: Fashion-MNIST with look-alike label noise / its clean subset only (Taha Table 2);
+# longtail: exponentially decaying class counts (Taha Tables 3-4)
+RECIPES = ("main", "fig4", "aug", "noisy", "clean", "longtail")
+_TRIPLET_RECIPES = {"ndigit": ("main", "aug", "longtail"), "fashion": ("noisy", "clean", "longtail")}
+LOSSES = ("soft", "hard")  # point models: soft contrastive (HIB eq. 3) or hard contrastive (eq. 1)
+DEFAULT_SAMPLES = {"ndigit": 1, "lshapes": 8}  # SPE sec. 4.2: trained with s = 1; App. A.2: 8 samples per query
+
+# Preset -> recipe -> settings, the reason for each number beside it. The recipe of a spec is its kind for
+# pair-trained models and its data set (+ "_fig4") for prototype models (`Spec.recipe_key`).
+PRESETS: dict[str, dict[str, dict]] = {
+    "fast": {
+        # CI and FAST notebooks: seconds per model. 400 (point) / 300 (HIB) steps of 16 classes x 8 images learn
+        # a usable 2-digit embedding (clearly above chance) in ~30 s; evaluation on 2000 test images.
+        "point": dict(steps=400, classes_per_batch=16, per_class=8, lr=3e-3, eval_images=2000),
+        "hib": dict(steps=300, classes_per_batch=16, per_class=8, lr=3e-3, eval_images=2000),
+        # 2-digit MNIST, SPE Table 2 / Figures 6-7. 300 steps of 16 classes x (5 support + 5 query) = 160
+        # images per step: 11-12 s per model on one quiet core (3-10x that on a busy shared machine).
+        "ndigit": dict(steps=300, n_classes=16, k_support=5, query_per_class=5, lr=3e-3,
+                       eval_episodes=20, eval_k=50),  # quick check saved with the model: 20 episodes, 50 support
+        # Figure 4 analogue: few-shot training episodes like the paper's 1-shot 20-class task; 200 short
+        # steps (120 images each): 6-8 s per run, ~30 s for the four FAST runs (2 samplers x s in {1, 9}).
+        "ndigit_fig4": dict(steps=200, n_classes=20, k_support=1, query_per_class=5, lr=3e-3,
+                            eval_episodes=20, eval_k=1),
+        # L-shapes, Figures 2-3. App. A.2's net with 16 instead of 64 filters per block (~6x cheaper); 600 steps
+        # of 4 classes x (2 support + 8 query) on 4000 rendered training images (6 epochs): 23 s on a quiet core.
+        "lshapes": dict(steps=600, channels=16, n_train=4000, n_test=2000, k_support=2, query_per_class=8,
+                        lr=3e-3, eval_episodes=50, eval_query=25),  # quick check: 50 4-way episodes x 25 queries
+        # Taha et al. at kit scale, seconds per model: 150 steps of P x K batches.
+        "triplets_ndigit": dict(steps=150, P=18, K=4, lr=1e-3, mining="batch_hard", eval_images=2000),
+        "triplets_fashion": dict(steps=150, P=10, K=10, lr=1e-3, mining="semi_hard", eval_images=2000,
+                                 clean_fraction=0.05, noise=0.38, noise_seed=0),
+    },
+    "paper": {
+        # HIB Table 1 fidelity: 32 classes x 8 images, all 32,640 pairs per step (HIB sec. 4.1: 500k steps x 128
+        # pairs). Steps fit 10 CPU-minutes per model on 2 cores: 470 s (point) and 385 s (MoG-1) on idle cores.
+        # HIB draws K = 4 samples per input instead of the paper's 8: a step costs ~50 ms instead of 70-107 ms,
+        # so 9,000 steps fit where 5,000 did at K = 8, and the longer run is what counts (docs/recipes.md).
+        "point": dict(steps=12000, classes_per_batch=32, per_class=8, lr=3e-3, eval_images=None),
+        "hib": dict(steps=9000, k=4, classes_per_batch=32, per_class=8, lr=3e-3, eval_images=None),
+        # SPE Table 2: 3000 steps of 32 classes x 10 images, lr 3e-3 cosine (SPE 310 s, PN 229 s for N=2, D=2 on
+        # one quiet core). The paper used all 70 classes x 50 support per episode, early stopping, a GPU.
+        "ndigit": dict(steps=3000, n_classes=32, k_support=5, query_per_class=5, lr=3e-3,
+                       eval_episodes=100, eval_k=50),
+        # Figure 4: 1500 steps per run (10 runs: 2 samplers x s in {1, 3, 9, 27, 81}); ~1-2 CPU-min each.
+        "ndigit_fig4": dict(steps=1500, n_classes=20, k_support=1, query_per_class=5, lr=3e-3,
+                            eval_episodes=200, eval_k=1),
+        # App. A.2: 64 filters per block, 2 support per class, 8 samples per query; lr 1e-3 with a cosine decay
+        # instead of 1e-4 + early stopping; 20k training images (the paper does not say how many); ~9 CPU-min.
+        "lshapes": dict(steps=2000, channels=64, n_train=20000, n_test=4000, k_support=2, query_per_class=8,
+                        lr=1e-3, eval_episodes=200, eval_query=25),
+        # Taha Table 1 analogue: the paper's P = 18 identities x K = 4 images, batch-hard mining (sec. 5.1);
+        # 1,500 steps of 72 images fit ~1-2 CPU-minutes per model, so 5 runs x 4 rows stay within the hour.
+        "triplets_ndigit": dict(steps=1500, P=18, K=4, lr=1e-3, mining="batch_hard", eval_images=None),
+        # Table 2 analogue: all 10 classes x 10 images per batch and semi-hard mining as for Clothing1M (sec. 5.2);
+        # 5% of the training labels verified clean (Clothing1M's D_c is ~2%; 5% keeps the clean-only row
+        # trainable), the rest flipped between look-alike classes at Clothing1M's ~38% noise rate.
+        "triplets_fashion": dict(steps=1500, P=10, K=10, lr=1e-3, mining="semi_hard", eval_images=None,
+                                 clean_fraction=0.05, noise=0.38, noise_seed=0),
+    },
 }
-# HIB variances start at 1 (the prior's scale): the loss then shrinks them on inputs it can place
-# precisely, while ambiguous inputs keep theirs. Starting small (1e-2) let variances collapse
-# everywhere in our runs (corrupt/clean variance ratio 1.2 after 1500 steps vs 3.2 from 1).
-HIB_INIT_VAR = 1.0
+_PAIR_EVAL_KEYS = ("eval_images",)
 
 
 @dataclass(frozen=True)
-class ModelSpec:
-    """Everything that identifies a trained N-digit MNIST embedding model."""
+class Spec:
+    """Everything that identifies one trained model of the kit.
 
-    kind: str = "hib"  # "point" or "hib"
+    Args:
+        kind: "point" (contrastive), "hib" (MoG-C, Oh et al. 2019), "pn" (Prototypical Network) or
+            "spe" (Stochastic Prototype Embeddings, Scott et al. 2019).
+        data: "ndigit" (N-digit MNIST, LeNet body) or "lshapes" (SPE's synthetic L-shapes; pn/spe only).
+        n_digits, dim: N and the embedding dimension D.
+        components, beta: HIB's mixture size C and KL weight (other kinds: normalised to 1 and 0).
+        loss, margin: point models only: "soft" (soft contrastive, HIB eq. 3) or "hard" (eq. 1, margin M).
+        sampler, samples: SPE's training sampler and samples per query (None: 1 on N-digit MNIST, 8 on
+            L-shapes); normalised to ("none", 0) for other kinds.
+        recipe: "main" or "fig4" (pn/spe: the few-shot episodes of SPE's Figure 4 runs).
+        preset: a key of `PRESETS`; steps: override the preset's number of steps (the name then reads
+            e.g. ``paper600``).
+    Settings that do not apply to a kind are normalised, so two specs with one name are equal.
+    """
+
+    kind: str = "hib"
+    data: str = "ndigit"
     n_digits: int = 2
     dim: int = 2
     components: int = 1
     beta: float = 1e-4
-    loss: str = "vib"  # "vib" (soft contrastive / HIB) or "contrastive" (eq. 1, point only)
+    loss: str = "soft"
     margin: float = 1.0
+    sampler: str = "intersection"
+    samples: int | None = None
+    recipe: str = "main"
     preset: str = "paper"
     seed: int = 0
-    steps: int | None = None  # override the preset's number of steps
+    steps: int | None = None
 
     def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise InputError(f"kind must be one of {KINDS}; got {self.kind!r}")
+        if self.data not in DATASETS:
+            raise InputError(f"data must be one of {DATASETS}; got {self.data!r}")
+        if self.recipe not in RECIPES:
+            raise InputError(f"recipe must be one of {RECIPES}; got {self.recipe!r}")
         if self.preset not in PRESETS:
             raise InputError(f"unknown preset {self.preset!r}; choose one of {sorted(PRESETS)}")
-        if self.kind == "point" and self.components != 1:
-            raise InputError("point models have one component")
-        if self.loss == "contrastive" and self.kind != "point":
-            raise InputError("the hard contrastive loss (eq. 1) is for point models")
+        for name in ("n_digits", "dim", "components", "seed") + (("steps",) if self.steps is not None else ()):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < (0 if name == "seed" else 1):
+                raise InputError(f"Spec.{name} must be an integer >= {0 if name == 'seed' else 1}; got {value!r}")
+        if not (isinstance(self.beta, (int, float)) and math.isfinite(self.beta) and self.beta >= 0):
+            raise InputError(f"Spec.beta must be a finite number >= 0; got {self.beta!r}")
+        if self.loss not in LOSSES:
+            raise InputError(f"Spec.loss must be one of {LOSSES}; got {self.loss!r}")
+        if not (isinstance(self.margin, (int, float)) and math.isfinite(self.margin) and self.margin > 0):
+            raise InputError(f"Spec.margin must be a finite number > 0; got {self.margin!r}")
+        if FAMILIES[self.kind] == "triplets":
+            if self.data not in _TRIPLET_RECIPES or self.recipe not in _TRIPLET_RECIPES[self.data]:
+                raise InputError(f"{self.kind} models train on {sorted(_TRIPLET_RECIPES)} with recipes "
+                                 f"{_TRIPLET_RECIPES}; got data={self.data!r}, recipe={self.recipe!r}")
+            if self.loss != "soft" or self.components != 1:
+                raise InputError(f"{self.kind} models have one component and no contrastive loss")
+            object.__setattr__(self, "beta", 0.0)
+            object.__setattr__(self, "margin", 1.0)
+            object.__setattr__(self, "sampler", "none")
+            object.__setattr__(self, "samples", 0)
+            if self.data == "fashion":
+                object.__setattr__(self, "n_digits", 1)
+            return
+        if self.data == "fashion" or self.recipe not in ("main", "fig4"):
+            raise InputError(f"{self.kind} models train on N-digit MNIST or L-shapes with the main (or fig4) recipe")
+        if FAMILIES[self.kind] == "pairs":
+            if self.data != "ndigit" or self.recipe != "main":
+                raise InputError(f"{self.kind} models train on N-digit MNIST with the main recipe")
+            if self.kind == "point" and self.components != 1:
+                raise InputError("point models have one component")
+            if self.loss == "hard" and self.kind != "point":
+                raise InputError("the hard contrastive loss (eq. 1) is for point models")
+            if self.kind == "point":
+                object.__setattr__(self, "beta", 0.0)
+            object.__setattr__(self, "sampler", "none")
+            object.__setattr__(self, "samples", 0)
+            return
+        # prototype models (pn, spe)
+        if self.recipe == "fig4" and self.data != "ndigit":
+            raise InputError("the Figure 4 recipe is defined for N-digit MNIST only")
+        if self.loss != "soft" or self.components != 1:
+            raise InputError(f"{self.kind} models have one component and no contrastive loss")
+        object.__setattr__(self, "beta", 0.0)
+        object.__setattr__(self, "margin", 1.0)
+        if self.data == "lshapes":
+            object.__setattr__(self, "n_digits", 2)
+        if self.kind == "pn":
+            object.__setattr__(self, "sampler", "none")
+            object.__setattr__(self, "samples", 0)
+            return
+        if self.sampler not in SAMPLERS:
+            raise InputError(f"sampler must be one of {SAMPLERS}; got {self.sampler!r}")
+        if self.samples is None:
+            object.__setattr__(self, "samples", DEFAULT_SAMPLES[self.data])
+        if isinstance(self.samples, bool) or not isinstance(self.samples, int) or self.samples < 1:
+            raise InputError(f"samples must be an integer >= 1; got {self.samples!r}")
+
+    # ------------------------------------------------------------------ names
+    @property
+    def family(self) -> str:
+        return FAMILIES[self.kind]
 
     @property
     def name(self) -> str:
-        parts = [self.kind, f"n{self.n_digits}", f"d{self.dim}"]
+        parts = [self.kind, self.data if self.data in ("lshapes", "fashion") else f"n{self.n_digits}", f"d{self.dim}"]
         if self.kind == "hib":
             parts += [f"c{self.components}", "beta" + f"{self.beta:g}".replace("-", "_")]
-        if self.loss == "contrastive":
+        if self.loss == "hard":
             parts.append(f"hard-m{self.margin:g}")
+        if self.kind == "spe":
+            parts.append(f"{self.sampler}{self.samples}")
+        if self.recipe != "main":
+            parts.append(self.recipe)
         parts.append(self.preset if self.steps is None else f"{self.preset}{self.steps}")
         parts.append(f"s{self.seed}")
         return "-".join(parts)
 
     @property
     def label(self) -> str:
-        """Short display name as in HIB Table 1: point, MoG-1, MoG-2."""
-        return "point" if self.kind == "point" else f"MoG-{self.components}"
+        """Display name as in the papers' tables: point, MoG-1, MoG-2, PN, SPE, 'SPE (naive, s=9)'."""
+        if self.kind == "point":
+            return "point"
+        if self.kind == "hib":
+            return f"MoG-{self.components}"
+        if self.kind == "pn":
+            return "PN"
+        if self.family == "triplets":
+            return "triplet + hetero" if self.kind == "het" else "triplet"
+        if self.recipe == "fig4" or self.samples != DEFAULT_SAMPLES[self.data] or self.sampler != "intersection":
+            return f"SPE ({self.sampler}, s={self.samples})"
+        return "SPE"
 
-    def train_config(self) -> TrainConfig:
-        preset = PRESETS[self.preset]
-        per_kind = dict(preset[self.kind])  # steps (and for HIB the samples per input k, if the preset sets it)
+    # ------------------------------------------------------------------ recipes
+    @property
+    def recipe_key(self) -> str:
+        """The `PRESETS` entry of this spec: its kind (pairs) or its data set and recipe (episodes)."""
+        if self.family == "pairs":
+            return self.kind
+        if self.family == "triplets":
+            return f"triplets_{self.data}"
+        return self.data if self.recipe == "main" else f"{self.data}_{self.recipe}"
+
+    def recipe_config(self) -> dict:
+        """A copy of the preset's settings for this spec (``steps`` overridden if given)."""
+        r = copy.deepcopy(PRESETS[self.preset][self.recipe_key])
         if self.steps is not None:
-            per_kind["steps"] = self.steps
-        return TrainConfig(**per_kind, classes_per_batch=preset["classes_per_batch"], per_class=preset["per_class"],
-                           lr=preset["lr"], beta=self.beta if self.kind == "hib" else 0.0, loss=self.loss,
-                           margin=self.margin)
+            r["steps"] = self.steps
+        return r
+
+    def train_config(self) -> TrainConfig | EpisodicConfig | TripletConfig:
+        """The trainer's config: `TrainConfig` for pairs, `EpisodicConfig` for episodes, `TripletConfig` for
+        triplets (occlusion augmentation only with the "aug" recipe)."""
+        r = self.recipe_config()
+        if self.family == "triplets":
+            return TripletConfig(steps=r["steps"], P=r["P"], K=r["K"], lr=r["lr"], mining=r["mining"],
+                                 heteroscedastic=self.kind == "het", occlusion_p=0.2 if self.recipe == "aug" else 0.0,
+                                 log_every=max(1, min(50, r["steps"] // 20)))
+        if self.family == "pairs":
+            kw = {k: v for k, v in r.items() if k not in _PAIR_EVAL_KEYS}
+            return TrainConfig(**kw, beta=self.beta, loss=self.loss, margin=self.margin)
+        kw = dict(steps=r["steps"], n_classes=4 if self.data == "lshapes" else r["n_classes"],
+                  k_support=r["k_support"], query_per_class=r["query_per_class"], lr=r["lr"],
+                  log_every=max(1, min(50, r["steps"] // 20)))
+        if self.kind == "spe":
+            kw.update(sampler=self.sampler, samples=self.samples)
+        return EpisodicConfig(**kw)
+
+    def net_config(self) -> dict:
+        """The `EmbeddingNet.config` of this spec's network (LeNet for N-digit MNIST, App. A.2 conv net for
+        L-shapes); a checkpoint must record exactly this config to be loaded under this spec."""
+        head = {"point": "point", "pn": "point", "hib": "hib", "spe": "hib", "triplet": "het", "het": "het"}[self.kind]
+        if self.data == "lshapes":
+            return build_config(head, self.dim, lshapes_channels=self.recipe_config()["channels"])
+        return build_config(head, self.dim, n_digits=self.n_digits, components=self.components)
 
     def build(self) -> EmbeddingNet:
-        return model_from_config(dict(kind=self.kind, n_digits=self.n_digits, dim=self.dim, components=self.components,
-                                      in_channels=1, height=28, width=28 * self.n_digits, init_var=HIB_INIT_VAR))
+        """The untrained network."""
+        return model_from_config(self.net_config())
+
+    def build_head(self) -> SPE | PN | None:
+        """A fresh prototype head (SPE's gamma initialised by App. B for this recipe's episodes); None for pairs."""
+        if self.kind == "pn":
+            return PN()
+        if self.kind != "spe":
+            return None
+        cfg = self.train_config()
+        return SPE.for_episodes(cfg.n_classes, cfg.k_support, self.dim, train_sampler=self.sampler,
+                                train_samples=self.samples)
+
+
+def build_config(head: str, dim: int, n_digits: int = 2, components: int = 1,
+                 lshapes_channels: int | None = None) -> dict:
+    """`EmbeddingNet.config` without building the network (`hedgekit.nets.embedder` builders record the same)."""
+    from hedgekit.nets import INIT_VAR
+    from hedgekit.nets.backbones import LSHAPE_BLOCKS
+
+    if lshapes_channels is not None:
+        return dict(body="conv", kind=head, dim=dim, in_channels=3, height=64, width=64, blocks=LSHAPE_BLOCKS,
+                    channels=lshapes_channels, components=1, init_var=INIT_VAR)
+    return dict(kind=head, n_digits=n_digits, dim=dim, components=components, in_channels=1, height=28,
+                width=28 * n_digits, init_var=INIT_VAR)
+
+
+def spec_from_name(name: str) -> Spec:
+    """Inverse of `Spec.name`; `InputError` for anything that is not a canonical model name."""
+    parts = str(name).split("-")
+    try:
+        kw: dict = {"kind": parts[0]}
+        if parts[1] in ("lshapes", "fashion"):
+            kw["data"] = parts[1]
+        elif parts[1][0] == "n":
+            kw["n_digits"] = int(parts[1][1:])
+        else:
+            raise ValueError
+        if parts[2][0] != "d":
+            raise ValueError
+        kw["dim"] = int(parts[2][1:])
+        rest = parts[3:]
+        if kw["kind"] == "hib":
+            if rest[0][0] != "c" or not rest[1].startswith("beta"):
+                raise ValueError
+            kw["components"], kw["beta"] = int(rest[0][1:]), float(rest[1][4:].replace("_", "-"))
+            rest = rest[2:]
+        if rest[0] == "hard":
+            kw["loss"], kw["margin"] = "hard", float(rest[1][1:])
+            rest = rest[2:]
+        if kw["kind"] == "spe":
+            sampler = rest[0].rstrip("0123456789")
+            kw["sampler"], kw["samples"] = sampler, int(rest[0][len(sampler):])
+            rest = rest[1:]
+        if rest[0] in RECIPES:
+            kw["recipe"] = rest[0]
+            rest = rest[1:]
+        preset = rest[0].rstrip("0123456789")
+        kw["preset"] = preset
+        if rest[0] != preset:
+            kw["steps"] = int(rest[0][len(preset):])
+        if len(rest) != 2 or rest[1][0] != "s":
+            raise ValueError
+        kw["seed"] = int(rest[1][1:])
+    except (IndexError, ValueError, TypeError) as exc:
+        raise InputError(f"{name!r} is not a hedgekit model name like 'hib-n2-d2-c1-beta0.0001-paper-s0' or "
+                         f"'spe-n2-d2-intersection1-paper-s0'") from exc
+    spec = Spec(**kw)  # its own checks name a bad field (unknown preset, sampler, ...)
+    if spec.name != name:
+        raise InputError(f"{name!r} is not a canonical model name (did you mean {spec.name!r}?)")
+    return spec
 
 
 def versions() -> dict:
@@ -166,22 +426,26 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> tup
     return model.to(device).eval(), payload["meta"]
 
 
-def find_checkpoint(spec: ModelSpec) -> Path | None:
-    """The shipped checkpoint named like ``spec`` (anything with a ``.name``), else the cached one, else None.
+def find_checkpoint(spec: Spec) -> Path | None:
+    """The shipped checkpoint named like ``spec``, else the cached one, else None.
 
-    For a `ModelSpec`, a checkpoint trained with another recipe than the one the preset now names
-    (`is_stale`) is passed over, so a changed preset retrains instead of reusing old weights.
+    A checkpoint trained with another recipe than the one the preset now names (`is_stale`) is passed
+    over, so a changed preset retrains instead of reusing old weights.
     """
     for p in (SHIPPED_DIR / f"{spec.name}.pt", cache_path("checkpoints", f"{spec.name}.pt")):
-        if p.is_file() and not (isinstance(spec, ModelSpec) and is_stale(p, spec)):
+        if p.is_file() and not is_stale(p, spec):
             return p
     return None
 
 
-def is_stale(path: str | Path, spec: ModelSpec) -> bool:
+# Values of TrainConfig.loss written by earlier versions of the kit, and what they are called now.
+_LEGACY_LOSS = {"vib": "soft", "contrastive": "hard"}
+
+
+def is_stale(path: str | Path, spec: Spec) -> bool:
     """True if the checkpoint at ``path`` records a training config other than ``spec.train_config()``.
 
-    Fields the checkpoint does not record (added to `TrainConfig` later) count as their defaults.
+    Fields the checkpoint does not record (added to the config later) count as their defaults.
     An unreadable file is not stale: loading it raises the `CheckpointError` that says what is wrong.
     The recorded config is read once per file version (the app asks on every rerun).
     """
@@ -189,7 +453,11 @@ def is_stale(path: str | Path, spec: ModelSpec) -> bool:
     stored = _recorded_train_config(str(path), st.st_mtime_ns, st.st_size)
     if stored is None:
         return False
-    defaults, current = asdict(TrainConfig()), asdict(spec.train_config())
+    current_cfg = spec.train_config()
+    defaults, current = asdict(type(current_cfg)()), asdict(current_cfg)
+    stored = dict(stored)
+    if "loss" in stored:
+        stored["loss"] = _LEGACY_LOSS.get(stored["loss"], stored["loss"])
     return any(stored.get(k, defaults[k]) != v for k, v in current.items())
 
 
@@ -204,90 +472,203 @@ def _recorded_train_config(path: str, mtime_ns: int, size: int) -> dict | None:
     return stored if isinstance(stored, dict) else None
 
 
+def check_matches(spec: Spec, model: EmbeddingNet, meta: Mapping, path: str | Path = "") -> None:
+    """`CheckpointError` unless a loaded checkpoint was saved for ``spec``: same name, same network config."""
+    where = f"{path}: " if path else ""
+    recorded = meta.get("name")
+    if recorded != spec.name:
+        raise CheckpointError(f"{where}checkpoint was saved for {recorded!r}, not {spec.name!r}; "
+                              "delete it (or rename it to its own name) to retrain")
+    expected = spec.net_config()
+    diff = {k: (model.config.get(k), v) for k, v in expected.items() if model.config.get(k) != v}
+    if diff:
+        said = ", ".join(f"{k}={got!r} (expected {want!r})" for k, (got, want) in diff.items())
+        raise CheckpointError(f"{where}network does not match {spec.name!r}: {said}; delete it to retrain")
+
+
 # ------------------------------------------------------------------ load or train
-def eval_set(spec: ModelSpec):
-    """The seen-class test images a checkpoint's recorded metrics were computed on."""
+def eval_set(spec: Spec):
+    """The seen-class test images a pair-trained checkpoint's recorded metrics were computed on."""
     test = load_ndigit(spec.n_digits, "test_seen")
-    n_eval = PRESETS[spec.preset]["eval_images"]
+    n_eval = PRESETS[spec.preset][spec.recipe_key]["eval_images"]
     if n_eval is not None:
         test = test.subset(np.random.default_rng(0).permutation(len(test))[:n_eval])
     return test
 
 
-def train_spec(spec: ModelSpec, progress: bool = True, device: str = "cpu",
-               callback=None) -> tuple[EmbeddingNet, dict]:
-    """Train the model ``spec`` names on N-digit MNIST and evaluate it; returns (model, meta).
-
-    ``callback(step, row)`` is forwarded to `hedgekit.train.fit` (e.g. the app's progress bar).
-    """
-    from .evaluation import table1_metrics
+def _train_pairs(spec: Spec, progress: bool, device: str, callback) -> tuple[EmbeddingNet, None, History, dict]:
+    """Point / HIB: `hedgekit.training.fit` on N-digit MNIST, then HIB's Table 1 metrics."""
+    from hedgekit.evaluation.retrieval import table1_metrics
 
     train = load_ndigit(spec.n_digits, "train")
     x, y = torch.from_numpy(train.images), torch.from_numpy(train.labels)
     seed_everything(spec.seed)  # the initial weights too: one name, one model
     model = spec.build()
     cfg = spec.train_config()
-    t0 = time.perf_counter()
-    hist: History = fit(model, x, y, cfg, seed=spec.seed, device=device, progress=progress,
-                        augment=random_occlusion(cfg.occlusion_p), callback=callback)
+    hist = fit(model, x, y, cfg, seed=spec.seed, device=device, progress=progress,
+               augment=random_occlusion(cfg.occlusion_p), callback=callback)
     model = model.cpu().eval()
     test = eval_set(spec)
-    metrics = table1_metrics(model, test)
-    meta = {"spec": asdict(spec), "name": spec.name, "train_config": asdict(cfg), "seed": spec.seed,
+    return model, None, hist, {"metrics": table1_metrics(model, test), "eval_images": len(test)}
+
+
+def _train_episodes(spec: Spec, progress: bool, device: str, callback) -> tuple[EmbeddingNet, SPE | PN, History, dict]:
+    """PN / SPE: `hedgekit.training.episodic` on N-digit MNIST or L-shapes, then a quick episode check."""
+    r = spec.recipe_config()
+    if spec.data == "lshapes":
+        train = make_lshapes(r["n_train"], seed=spec.seed, train=True, cache=True)
+        images, labels, augment = torch.from_numpy(train.images), train.labels, None
+    else:
+        train = load_ndigit(spec.n_digits, "train")
+        # SPE App. E: every training digit occluded with probability 0.2, redrawn at every step.
+        images, labels, augment = torch.from_numpy(train.images), train.labels, random_occlusion(0.2)
+    seed_everything(spec.seed)  # the initial weights too, so a name always means the same model
+    model, head, cfg = spec.build(), spec.build_head(), spec.train_config()
+    hist = fit_episodic(model, head, images, labels, cfg, seed=spec.seed, device=device, progress=progress,
+                        augment=augment, callback=callback)
+    model, head = model.cpu().eval(), head.cpu().eval()
+    return model, head, hist, {"metrics": _episode_metrics(spec, model, head), "recipe": r,
+                               "head": head_meta(head)}
+
+
+def _episode_metrics(spec: Spec, model: EmbeddingNet, head) -> dict:
+    """A cheap accuracy check stored with a prototype checkpoint (not the notebooks' evaluation)."""
+    r = spec.recipe_config()
+    if spec.data == "lshapes":
+        test = make_lshapes(r["n_test"], seed=spec.seed, train=False, cache=True)
+        mean, std, _ = evaluate_episodes(model, head, test, n_episodes=r["eval_episodes"], n_classes=4,
+                                         k_support=r["k_support"], query_per_class=r["eval_query"])
+        return {"heldout_acc": mean, "heldout_std": std, "episodes": r["eval_episodes"], "k_support": r["k_support"]}
+    # eval_k support + 5 queries per class is all an episode needs: embed no more test images than that
+    test = per_class_subset(load_ndigit(spec.n_digits, "test_seen"), r["eval_k"] + 5, spec.seed)
+    n_cls = len(np.unique(test.labels)) if spec.recipe == "main" else min(20, len(np.unique(test.labels)))
+    mean, std, _ = evaluate_episodes(model, head, test, n_episodes=r["eval_episodes"], n_classes=n_cls,
+                                     k_support=r["eval_k"], query_per_class=5)
+    return {"seen_clean_acc": mean, "seen_clean_std": std, "episodes": r["eval_episodes"], "k_support": r["eval_k"],
+            "n_classes": n_cls}
+
+
+def triplet_data(spec: Spec, split: str = "train") -> dict:
+    """The data of a triplet model: {"images", "labels"} and, for Fashion-MNIST "noisy", ``true`` labels,
+    ``flipped`` and ``clean`` masks; "longtail" keeps exponentially decaying class counts
+    (`hedgekit.data.subsets`). ``split``: "train", or "test" (N-digit MNIST: the unseen classes)."""
+    from hedgekit.data.fashion import load_fashion
+    from hedgekit.data.subsets import clean_subset, long_tailed, lookalike_noise
+
+    r = spec.recipe_config()
+    if spec.data == "ndigit":
+        ds = load_ndigit(spec.n_digits, "train" if split == "train" else "test_unseen")
+        out = {"images": ds.images, "labels": ds.labels}
+    else:
+        ds = load_fashion("train" if split == "train" else "test")
+        out = {"images": ds.images, "labels": ds.labels.copy()}
+        if split == "train" and spec.recipe in ("noisy", "clean"):
+            clean = clean_subset(len(ds.labels), r["clean_fraction"], r["noise_seed"])
+            noisy = lookalike_noise(ds.labels, rate=r["noise"], seed=r["noise_seed"])
+            labels = np.where(clean, ds.labels, noisy.labels)
+            out = {"images": ds.images, "labels": labels, "true": ds.labels.copy(), "flipped": labels != ds.labels,
+                   "clean": clean}
+            if spec.recipe == "clean":
+                out = {k: v[clean] for k, v in out.items()}
+    if split == "train" and spec.recipe == "longtail":
+        keep = long_tailed(out["labels"], seed=r.get("noise_seed", 0))
+        out = {k: v[keep] for k, v in out.items()}
+    return out
+
+
+def _train_triplets(spec: Spec, progress: bool, device: str, callback) -> tuple[EmbeddingNet, None, History, dict]:
+    """Triplet / heteroscedastic triplet (Taha et al. 2019): `hedgekit.training.triplets`, then a quick mAP."""
+    from hedgekit.data.subsets import query_gallery_split
+    from hedgekit.evaluation.metrics import mean_average_precision
+
+    data = triplet_data(spec)
+    seed_everything(spec.seed)
+    model = spec.build()
+    hist = fit_triplets(model, torch.from_numpy(data["images"]), torch.from_numpy(np.asarray(data["labels"])),
+                        spec.train_config(), seed=spec.seed, device=device, progress=progress, callback=callback)
+    model = model.cpu().eval()
+    test = triplet_data(spec, "test")
+    n_eval = spec.recipe_config()["eval_images"]
+    idx = np.arange(len(test["labels"]))
+    if n_eval is not None:
+        idx = np.sort(np.random.default_rng(0).permutation(len(idx))[:n_eval])
+    q, g = query_gallery_split(test["labels"][idx])
+    emb = model.embed(torch.from_numpy(test["images"][idx]).unsqueeze(1).float().div(255.0)).mixture_mean().numpy()
+    labels = test["labels"][idx]
+    return model, None, hist, {"metrics": {"map": mean_average_precision(emb[q], labels[q], emb[g], labels[g]),
+                                           "eval_images": int(len(idx))}}
+
+
+TRAINERS = {"pairs": _train_pairs, "episodes": _train_episodes, "triplets": _train_triplets}
+
+
+def head_meta(head: SPE | PN) -> dict:
+    """The prototype head's parameters as checkpoint metadata (SPE's gamma is its only learned number)."""
+    if isinstance(head, SPE):
+        return {"kind": "spe", "gamma": float(head.gamma.detach()), "sigma_eps2": float(head.sigma_eps2.detach()),
+                "dim": head.dim, "train_sampler": head.train_sampler, "train_samples": head.train_samples,
+                "eval_sampler": head.eval_sampler, "eval_samples": head.eval_samples}
+    return {"kind": "pn", "scale": float(getattr(head, "scale", 1.0))}
+
+
+def prototype_head(meta: Mapping) -> SPE | PN:
+    """The PN / SPE head recorded in a prototype checkpoint's metadata (`CheckpointError` if there is none)."""
+    info = meta.get("head")
+    if not isinstance(info, Mapping):
+        raise CheckpointError(f"{meta.get('name', 'this checkpoint')!r} has no prototype-head metadata "
+                              "(not a PN / SPE checkpoint)")
+    if info.get("kind") == "pn":
+        return PN(info.get("scale", 1.0))
+    head = SPE(1, int(info["dim"]), train_sampler=info["train_sampler"], train_samples=int(info["train_samples"]),
+               eval_sampler=info.get("eval_sampler", "naive"), eval_samples=int(info.get("eval_samples", 200)))
+    with torch.no_grad():
+        head.gamma.fill_(float(info["gamma"]))
+    return head.eval()
+
+
+def train_spec(spec: Spec, progress: bool = True, device: str = "cpu", callback=None) -> tuple[EmbeddingNet, dict]:
+    """Train the model ``spec`` names and evaluate it; returns (model, meta), model on the CPU.
+
+    ``callback(step, row)`` is forwarded to the trainer (e.g. the app's progress bar).
+    """
+    t0 = time.perf_counter()
+    model, _head, hist, extra = TRAINERS[spec.family](spec, progress, device, callback)
+    meta = {"spec": asdict(spec), "name": spec.name, "train_config": asdict(spec.train_config()), "seed": spec.seed,
             "train_seconds": round(hist.seconds, 1), "total_seconds": round(time.perf_counter() - t0, 1),
-            "eval_images": len(test), "metrics": metrics, "history": hist.rows, "versions": versions()}
+            **extra, "history": hist.rows, "versions": versions()}
     return model, meta
 
 
-def load_or_train(spec: ModelSpec, progress: bool = True, device: str = "cpu", retrain: bool = False,
+def load_or_train(spec: Spec, progress: bool = True, device: str = "cpu", retrain: bool = False,
                   save: bool = True, callback=None) -> tuple[EmbeddingNet, dict]:
-    """The model named by ``spec``: loaded if a checkpoint exists, else trained (and cached)."""
+    """The model named by ``spec``: loaded if a checkpoint exists, else trained (and cached).
+
+    Returns (model, meta); ``meta["source"]`` says "shipped", "cache" or "trained now" and ``meta["path"]``
+    where the checkpoint is ("" if not saved). Prototype models carry their head in ``meta["head"]``
+    (`prototype_head`).
+    """
     path = None if retrain else find_checkpoint(spec)
     if path is not None:
-        return load_checkpoint(path, device)
+        model, meta = load_checkpoint(path, device)
+        check_matches(spec, model, meta, path)
+        return model, dict(meta, source="shipped" if path.parent == SHIPPED_DIR else "cache", path=str(path))
     model, meta = train_spec(spec, progress=progress, device=device, callback=callback)
-    if save:
-        save_checkpoint(cache_path("checkpoints", f"{spec.name}.pt"), model, meta)
-    return model.to(device), meta
+    out = save_checkpoint(cache_path("checkpoints", f"{spec.name}.pt"), model, meta) if save else None
+    return model.to(device), dict(meta, source="trained now", path=str(out or ""))
 
 
 def refresh_metrics(path: str | Path) -> dict:
-    """Re-evaluate a checkpoint with the current evaluation code and store the metrics in it.
+    """Re-evaluate a pair-trained checkpoint with the current evaluation code and store the metrics in it.
 
-    Used after a change to `hedgekit.evaluation` so that shipped checkpoints record what
+    Used after a change to `hedgekit.evaluation.retrieval` so that shipped checkpoints record what
     the code computes today (tests/test_shipped.py checks exactly that).
     """
-    from .evaluation import table1_metrics
+    from hedgekit.evaluation.retrieval import table1_metrics
 
     model, meta = load_checkpoint(path)
     meta["metrics"] = table1_metrics(model, eval_set(spec_from_name(meta["name"])))
     save_checkpoint(path, model, meta)
     return meta["metrics"]
-
-
-def spec_from_name(name: str) -> ModelSpec:
-    """Inverse of `ModelSpec.name` for the names this module writes."""
-    parts = name.split("-")
-    try:
-        kw: dict = {"kind": parts[0], "n_digits": int(parts[1][1:]), "dim": int(parts[2][1:])}
-        rest = parts[3:]
-        if kw["kind"] == "hib":
-            kw["components"], kw["beta"] = int(rest[0][1:]), float(rest[1][4:].replace("_", "-"))
-            rest = rest[2:]
-        if rest[0] == "hard":
-            kw["loss"], kw["margin"] = "contrastive", float(rest[1][1:])
-            rest = rest[2:]
-        preset = rest[0].rstrip("0123456789")
-        kw["preset"] = preset
-        if rest[0] != preset:
-            kw["steps"] = int(rest[0][len(preset):])
-        kw["seed"] = int(rest[1][1:])
-    except (IndexError, ValueError) as exc:
-        raise InputError(f"{name!r} is not a hedgekit model name like 'hib-n2-d2-c1-beta0.0001-paper-s0'") from exc
-    spec = ModelSpec(**kw)
-    if spec.name != name:
-        raise InputError(f"{name!r} is not a canonical model name (did you mean {spec.name!r}?)")
-    return spec
 
 
 def shipped_names() -> list[str]:

@@ -1,6 +1,15 @@
-"""Shared test setup: one torch thread (the CI machine has 2 shared cores)."""
+"""Shared test setup: one torch thread (the CI machine has 2 shared cores), and the app's fast-preset models
+(trained once, then loaded from data/checkpoints; about 45 s per model on first use)."""
 import pytest
 import torch
+
+from hedgekit import playground as pg
+import numpy as np
+
+from hedgekit.data import NDigitSet, load_ndigit, occlude, sample_digit_boxes
+from hedgekit.data.ndigit import spelled_number
+
+HIB, MOG2, POINT = pg.DEFAULT_MODEL, "MoG-2, D=2", pg.POINT_MODEL
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -9,3 +18,54 @@ def _one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(previous)
+
+
+@pytest.fixture(scope="session")
+def fast_models():
+    """The app's default models at the fast preset (trained once, then loaded from data/checkpoints)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HEDGEKIT_PRESET", "fast")
+        yield {c: pg.load_model(pg.app_spec(c, "fast"))[0] for c in (HIB, MOG2, POINT)}
+
+
+@pytest.fixture(scope="session")
+def test_seen():
+    return load_ndigit(2, "test_seen")
+
+
+@pytest.fixture(scope="session")
+def hib_table(fast_models, test_seen):
+    return pg.centroid_table(fast_models[HIB], [test_seen], per_class=pg.APP_CENTROID_IMAGES)
+
+
+@pytest.fixture
+def untrained():
+    """``untrained(dim, components, kind)``: the app's network for that model, untrained (seeded)."""
+    def build(dim=2, components=1, kind="hib"):
+        torch.manual_seed(0)
+        spec = pg.app_spec({(2, 1, "hib"): HIB, (2, 2, "hib"): MOG2, (2, 1, "point"): POINT,
+                            (3, 1, "hib"): "MoG-1 (HIB), D=3 (2D projection)"}[(dim, components, kind)], "fast")
+        return spec.build().eval()
+
+    return build
+
+
+@pytest.fixture(scope="session")
+def tiny_ndigit():
+    """``tiny_ndigit(n_digits, split, n_images, classes=None, seed=0)``: a small synthetic `NDigitSet` (digit value
+    v is a fixed random glyph + noise; test splits fully occluded), so load-or-train and evaluation run in seconds."""
+    def tiny_ndigit(n_digits: int, split: str, n_images: int, classes=None, seed: int = 0) -> NDigitSet:
+        """A small synthetic NDigitSet: digit value v is a fixed random glyph + noise; test splits fully occluded."""
+        glyphs = (np.random.default_rng(1234).random((10, 28, 28)) > 0.75) * 200.0
+        rng = np.random.default_rng([seed, n_digits, len(split)])
+        classes = np.arange(10**n_digits) if classes is None else np.asarray(classes)
+        labels = rng.permutation(classes[np.arange(n_images) % len(classes)]).astype(np.int64)
+        digits = (labels[:, None] // 10 ** np.arange(n_digits - 1, -1, -1) % 10).astype(np.int64)
+        img = glyphs[digits].transpose(0, 2, 1, 3).reshape(n_images, 28, 28 * n_digits)
+        img = np.clip(img + rng.normal(0, 30, img.shape), 0, 255).astype(np.uint8)
+        boxes = sample_digit_boxes(rng, n_images, n_digits, 0.2 if split == "train" else 1.0)
+        assert np.array_equal(spelled_number(digits), labels)
+        return NDigitSet(img, occlude(img, boxes), labels, digits, boxes, n_digits, split)
+
+
+    return tiny_ndigit

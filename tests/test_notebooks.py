@@ -9,7 +9,9 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from hedgekit.reproduce import NOTEBOOKS, notebook_dir
+from hedgekit.repro.reproduce import NOTEBOOKS, notebook_dir
+
+pytestmark = pytest.mark.slow  # runs every notebook in FAST mode (1-3 min each)
 
 NOTEBOOK_NAMES = [nb for group in NOTEBOOKS.values() for nb in group]
 
@@ -37,7 +39,7 @@ def test_notebook_runs_in_fast_mode(name, tmp_path):
     nb = nbformat.read(out, as_version=4)
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"]
     assert not errors
-    # first cell: versions and the mode, updated in place by hedgekit.notebook.Session
+    # first cell: versions and the mode, updated in place by hedgekit.repro.session.Session
     first = "".join(o.get("data", {}).get("text/markdown", "") for o in nb.cells[0].outputs)
     assert "versions:" in first and "FAST" in first and "run time:" in first
     tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]

@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from hedgekit.evaluation import table1_metrics
+from hedgekit.evaluation.retrieval import table1_metrics
 from hedgekit.zoo import SHIPPED_DIR, eval_set, is_stale, load_checkpoint, shipped_names, spec_from_name
 
 APP_DEFAULTS = ["point-n2-d2-paper-s0", "hib-n2-d2-c1-beta0.0001-paper-s0", "hib-n2-d2-c2-beta0.0001-paper-s0"]
@@ -15,6 +15,7 @@ def test_app_defaults_are_shipped_and_small():
     assert total <= 20 * 2**20, f"shipped checkpoints total {total / 2**20:.1f} MB > 20 MB"
 
 
+@pytest.mark.slow  # re-evaluates each shipped checkpoint on 10,000 test images (1-5 min each)
 @pytest.mark.parametrize("name", shipped_names())
 def test_shipped_checkpoint_reproduces_its_metrics(name):
     model, meta = load_checkpoint(SHIPPED_DIR / f"{name}.pt")
@@ -31,8 +32,8 @@ def test_shipped_checkpoint_reproduces_its_metrics(name):
 
 def test_recorded_table1_reads_the_checkpoints_and_lists_the_missing(tmp_path, monkeypatch, capsys):
     from hedgekit.cli import main
-    from hedgekit.hib_experiments import TABLE1_SETTINGS, recorded_table1, table1_specs
-    from hedgekit.hib_protocol import table1_frame
+    from hedgekit.papers.hib.experiments import TABLE1_SETTINGS, recorded_table1, table1_specs
+    from hedgekit.papers.hib.protocol import table1_frame
 
     monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path))  # empty cache: only the shipped models exist
     results, missing = recorded_table1("paper")

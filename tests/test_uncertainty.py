@@ -9,9 +9,9 @@ import pytest
 import torch
 from scipy import integrate
 
-from hedgekit.distributions import Embedding
+from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
-from hedgekit.models import SoftMatch
+from hedgekit.nets import SoftMatch
 from hedgekit.uncertainty import logdet_cov, match_probability, self_mismatch, trace_cov
 
 

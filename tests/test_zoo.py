@@ -1,50 +1,24 @@
-"""Tests of hedgekit.zoo (names, checkpoints, load-or-train) and hedgekit.evaluation (KNN, Table 1).
+"""Tests of hedgekit.zoo: names, checkpoints, load-or-train for every kind of model.
 
 Nothing here touches the user's cache: HEDGEKIT_DATA points to tmp_path, the shipped
 checkpoint folder to an empty tmp folder, and N-digit MNIST is replaced by a tiny
 synthetic NDigitSet (fixed random 28 x 28 "glyphs" per digit value + noise), so
-load_or_train runs in seconds without building the 100k-image split.
-"""
+load_or_train runs in seconds without building the 100k-image split."""
 import copy
 import math
 import os
 import pickle
-
 import numpy as np
 import pytest
 import torch
-from scipy import stats
-from sklearn.metrics import average_precision_score
-
 import hedgekit.zoo as zoo
-from hedgekit import metrics as M
 from hedgekit.data import NDigitSet, occlude, sample_digit_boxes
 from hedgekit.data.ndigit import spelled_number
-from hedgekit.distributions import Embedding
 from hedgekit.errors import CheckpointError, InputError
-from hedgekit.evaluation import EmbeddedSet, embed_set, knn, table1_metrics, verification
-from hedgekit.models import SoftMatch, build_model
-from hedgekit.uncertainty import self_mismatch
-from hedgekit.zoo import ModelSpec, load_checkpoint, load_or_train, save_checkpoint, spec_from_name
-
+from hedgekit.methods.prototypes import PN, SPE
+from hedgekit.nets import build_model
+from hedgekit.zoo import Spec, load_checkpoint, load_or_train, save_checkpoint, spec_from_name
 pytestmark = pytest.mark.filterwarnings("ignore:Converting a tensor with requires_grad=True to a scalar")
-
-
-# --------------------------------------------------------------------------- helpers
-def tiny_ndigit(n_digits: int, split: str, n_images: int, classes=None, seed: int = 0) -> NDigitSet:
-    """A small synthetic NDigitSet: digit value v is a fixed random glyph + noise; test splits fully occluded."""
-    glyphs = (np.random.default_rng(1234).random((10, 28, 28)) > 0.75) * 200.0
-    rng = np.random.default_rng([seed, n_digits, len(split)])
-    classes = np.arange(10**n_digits) if classes is None else np.asarray(classes)
-    labels = rng.permutation(classes[np.arange(n_images) % len(classes)]).astype(np.int64)
-    digits = (labels[:, None] // 10 ** np.arange(n_digits - 1, -1, -1) % 10).astype(np.int64)
-    img = glyphs[digits].transpose(0, 2, 1, 3).reshape(n_images, 28, 28 * n_digits)
-    img = np.clip(img + rng.normal(0, 30, img.shape), 0, 255).astype(np.uint8)
-    boxes = sample_digit_boxes(rng, n_images, n_digits, 0.2 if split == "train" else 1.0)
-    assert np.array_equal(spelled_number(digits), labels)
-    return NDigitSet(img, occlude(img, boxes), labels, digits, boxes, n_digits, split)
-
-
 TINY = dict(steps=25, classes_per_batch=5, per_class=4, eval_images=100)
 
 
@@ -56,12 +30,13 @@ def _shrink(preset):
 
 
 @pytest.fixture
-def sandbox(tmp_path, monkeypatch):
+def sandbox(tiny_ndigit, tmp_path, monkeypatch):
     """Private cache, no shipped checkpoints, tiny preset, tiny synthetic data, and a training counter."""
     monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path / "cache"))
     monkeypatch.setattr(zoo, "SHIPPED_DIR", tmp_path / "shipped")
     monkeypatch.setitem(zoo.PRESETS, "fast", _shrink(copy.deepcopy(zoo.PRESETS["fast"])))
-    sets = {"train": tiny_ndigit(1, "train", 300), "test_seen": tiny_ndigit(1, "test_seen", 150)}
+    sets = {split: tiny_ndigit(1, split, 300 if split == "train" else 150)
+            for split in ("train", "test_seen", "test_unseen")}
     loads = []
 
     def fake_load_ndigit(n_digits, split, seed=0, mnist_root=None):
@@ -96,13 +71,13 @@ def _outputs(model, x):
 @pytest.mark.parametrize(
     "spec, name",
     [
-        (ModelSpec(), "hib-n2-d2-c1-beta0.0001-paper-s0"),
-        (ModelSpec(beta=1e-6), "hib-n2-d2-c1-beta1e_06-paper-s0"),
-        (ModelSpec(beta=0.0, components=2, dim=3), "hib-n2-d3-c2-beta0-paper-s0"),
-        (ModelSpec(kind="point", loss="contrastive", margin=1.0), "point-n2-d2-hard-m1-paper-s0"),
-        (ModelSpec(kind="point", loss="contrastive", margin=0.5, n_digits=3, seed=12), "point-n3-d2-hard-m0.5-paper-s12"),
-        (ModelSpec(kind="point", preset="fast"), "point-n2-d2-fast-s0"),
-        (ModelSpec(n_digits=3, dim=4, components=2, beta=2.5e-5, preset="fast", steps=150, seed=7),
+        (Spec(), "hib-n2-d2-c1-beta0.0001-paper-s0"),
+        (Spec(beta=1e-6), "hib-n2-d2-c1-beta1e_06-paper-s0"),
+        (Spec(beta=0.0, components=2, dim=3), "hib-n2-d3-c2-beta0-paper-s0"),
+        (Spec(kind="point", loss="hard", margin=1.0), "point-n2-d2-hard-m1-paper-s0"),
+        (Spec(kind="point", loss="hard", margin=0.5, n_digits=3, seed=12), "point-n3-d2-hard-m0.5-paper-s12"),
+        (Spec(kind="point", preset="fast"), "point-n2-d2-fast-s0"),
+        (Spec(n_digits=3, dim=4, components=2, beta=2.5e-5, preset="fast", steps=150, seed=7),
          "hib-n3-d4-c2-beta2.5e_05-fast150-s7"),
     ],
 )
@@ -113,8 +88,8 @@ def test_name_round_trip(spec, name):
 
 
 def test_labels():
-    assert ModelSpec(kind="point").label == "point"
-    assert ModelSpec(components=2).label == "MoG-2"
+    assert Spec(kind="point").label == "point"
+    assert Spec(components=2).label == "MoG-2"
 
 
 @pytest.mark.parametrize(
@@ -138,22 +113,22 @@ def test_spec_from_name_errors(name, match):
     [
         (dict(preset="slow"), "unknown preset"),
         (dict(kind="point", components=2), "point models have one component"),
-        (dict(kind="hib", loss="contrastive"), "hard contrastive loss"),
+        (dict(kind="hib", loss="hard"), "hard contrastive loss"),
     ],
 )
 def test_model_spec_validation(kwargs, match):
     with pytest.raises(InputError, match=match):
-        ModelSpec(**kwargs)
+        Spec(**kwargs)
 
 
 def test_train_config_from_spec():
-    cfg = ModelSpec(kind="point", preset="fast", steps=10).train_config()
-    assert cfg.steps == 10 and cfg.beta == 0.0 and cfg.loss == "vib"
-    cfg = ModelSpec(beta=1e-6, steps=77).train_config()
-    assert cfg.beta == 1e-6 and cfg.steps == 77 and cfg.loss == "vib"
-    cfg = ModelSpec(kind="point", loss="contrastive", margin=0.7).train_config()
-    assert cfg.loss == "contrastive" and cfg.margin == 0.7 and cfg.beta == 0.0
-    m = ModelSpec(n_digits=3, dim=3, components=2).build()
+    cfg = Spec(kind="point", preset="fast", steps=10).train_config()
+    assert cfg.steps == 10 and cfg.beta == 0.0 and cfg.loss == "soft"
+    cfg = Spec(beta=1e-6, steps=77).train_config()
+    assert cfg.beta == 1e-6 and cfg.steps == 77 and cfg.loss == "soft"
+    cfg = Spec(kind="point", loss="hard", margin=0.7).train_config()
+    assert cfg.loss == "hard" and cfg.margin == 0.7 and cfg.beta == 0.0
+    m = Spec(n_digits=3, dim=3, components=2).build()
     assert m.config["width"] == 84 and m.config["components"] == 2
 
 
@@ -274,7 +249,7 @@ def test_right_format_missing_keys(tmp_path, trained_like_model, drop):
 
 # --------------------------------------------------------------------------- load or train
 def test_load_or_train_trains_once_then_loads(sandbox):
-    spec = ModelSpec(kind="hib", n_digits=1, dim=2, preset="fast", seed=0)
+    spec = Spec(kind="hib", n_digits=1, dim=2, preset="fast", seed=0)
     model, meta = load_or_train(spec, progress=False)
     assert len(sandbox["fits"]) == 1 and sandbox["fits"][0].steps == 25
     path = sandbox["root"] / "cache" / "checkpoints" / f"{spec.name}.pt"
@@ -299,19 +274,37 @@ def test_load_or_train_trains_once_then_loads(sandbox):
 
 
 def test_load_or_train_save_false_and_shipped_first(sandbox, trained_like_model):
-    spec = ModelSpec(kind="point", n_digits=1, dim=2, preset="fast", seed=1)
+    spec = Spec(kind="point", n_digits=1, dim=2, preset="fast", seed=1)
     load_or_train(spec, progress=False, save=False)
     assert not (sandbox["root"] / "cache" / "checkpoints" / f"{spec.name}.pt").exists()
     assert len(sandbox["fits"]) == 1
     # a shipped checkpoint with the name wins over training
     shipped = build_model("point", n_digits=1, dim=2)
-    save_checkpoint(zoo.SHIPPED_DIR / f"{spec.name}.pt", shipped, {"metrics": {"from": 1.0}})
+    save_checkpoint(zoo.SHIPPED_DIR / f"{spec.name}.pt", shipped, {"name": spec.name, "metrics": {"from": 1.0}})
     model, meta = load_or_train(spec, progress=False)
-    assert meta["metrics"] == {"from": 1.0} and len(sandbox["fits"]) == 1
+    assert meta["metrics"] == {"from": 1.0} and len(sandbox["fits"]) == 1 and meta["source"] == "shipped"
+
+
+def test_a_checkpoint_saved_for_another_spec_is_refused(sandbox):
+    """Requirement: a D = 3 checkpoint under a D = 2 name (or any other mismatch) is refused, naming it."""
+    spec = Spec(kind="hib", n_digits=1, dim=2, preset="fast", seed=7)
+    path = zoo.SHIPPED_DIR / f"{spec.name}.pt"
+    save_checkpoint(path, build_model("hib", n_digits=1, dim=3), {"name": spec.name})
+    with pytest.raises(CheckpointError, match=r"dim=3 \(expected 2\)"):
+        load_or_train(spec, progress=False)
+    save_checkpoint(path, build_model("hib", n_digits=1, dim=2, components=2), {"name": spec.name})
+    with pytest.raises(CheckpointError, match=r"components=2 \(expected 1\)"):
+        load_or_train(spec, progress=False)
+    other = Spec(kind="hib", n_digits=1, dim=2, preset="fast", seed=8)
+    save_checkpoint(path, build_model("hib", n_digits=1, dim=2), {"name": other.name})
+    with pytest.raises(CheckpointError, match="saved for 'hib-n1-d2-c1-beta0.0001-fast-s8'"):
+        load_or_train(spec, progress=False)
+    save_checkpoint(path, build_model("hib", n_digits=1, dim=2), {"name": spec.name})
+    assert load_or_train(spec, progress=False)[1]["source"] == "shipped" and not sandbox["fits"]
 
 
 def test_a_changed_preset_retrains_instead_of_reusing_stale_weights(sandbox, monkeypatch):
-    spec = ModelSpec(kind="hib", n_digits=1, dim=2, preset="fast", seed=3)
+    spec = Spec(kind="hib", n_digits=1, dim=2, preset="fast", seed=3)
     load_or_train(spec, progress=False)
     path = zoo.find_checkpoint(spec)
     assert path is not None and not zoo.is_stale(path, spec) and len(sandbox["fits"]) == 1
@@ -330,21 +323,21 @@ def test_a_changed_preset_retrains_instead_of_reusing_stale_weights(sandbox, mon
     monkeypatch.setattr(torch, "load", real_load)
     # a checkpoint written before a TrainConfig field existed counts that field as its default
     model, meta = zoo.load_checkpoint(path)
-    del meta["train_config"]["mean_warmup"]
+    del meta["train_config"]["occlusion_p"]
     save_checkpoint(path, model, meta)
     assert not zoo.is_stale(path, spec)
 
 
 def test_paper_preset_recipes():
-    hib, point = ModelSpec(kind="hib").train_config(), ModelSpec(kind="point").train_config()
+    hib, point = Spec(kind="hib").train_config(), Spec(kind="point").train_config()
     assert (hib.steps, hib.k, hib.beta) == (9000, 4, 1e-4)  # K = 4 affords 9,000 steps (zoo.PRESETS comment)
     assert (point.steps, point.beta) == (12000, 0.0)
-    assert ModelSpec(kind="hib", steps=100).train_config().k == 4  # a steps override keeps the preset's K
-    assert ModelSpec(kind="hib", preset="fast").train_config().k == 8
+    assert Spec(kind="hib", steps=100).train_config().k == 4  # a steps override keeps the preset's K
+    assert Spec(kind="hib", preset="fast").train_config().k == 8
 
 
 def test_load_or_train_corrupt_cache_raises(sandbox):
-    spec = ModelSpec(kind="hib", n_digits=1, dim=2, preset="fast", seed=2)
+    spec = Spec(kind="hib", n_digits=1, dim=2, preset="fast", seed=2)
     path = zoo.cache_path("checkpoints", f"{spec.name}.pt")
     path.write_bytes(b"not a checkpoint")
     with pytest.raises(CheckpointError, match="delete it to retrain"):
@@ -352,205 +345,229 @@ def test_load_or_train_corrupt_cache_raises(sandbox):
     assert sandbox["fits"] == []
 
 
-# --------------------------------------------------------------------------- evaluation: KNN
-def _line_set(xs, labels, eta=None, corrupt_xs=None):
-    """EmbeddedSet of point embeddings placed by hand at (x, 0)."""
-    pts = lambda v: Embedding.point(torch.tensor([[float(a), 0.0] for a in v]))  # noqa: E731
-    eta = np.zeros(len(xs)) if eta is None else np.asarray(eta, dtype=float)
-    return EmbeddedSet(pts(xs), pts(xs if corrupt_xs is None else corrupt_xs), np.asarray(labels), eta, eta)
+# --------------------------------------------------------------------------- prototype models (PN, SPE)
+@pytest.mark.parametrize("spec", [
+    Spec(),
+    Spec(kind="pn", data="ndigit", n_digits=3, dim=3, preset="fast", seed=2),
+    Spec(kind="spe", data="lshapes", dim=2, preset="fast"),
+    Spec(kind="spe", data="ndigit", n_digits=2, dim=2, sampler="naive", samples=27, recipe="fig4", preset="paper", seed=1),
+    Spec(kind="spe", data="lshapes", dim=3, preset="paper", steps=400),
+])
+def test_prototype_name_round_trip(spec):
+    again = zoo.spec_from_name(spec.name)
+    assert again == spec and again.name == spec.name
 
 
-def test_knn_hand_case_two_clusters_with_intruder():
-    # class 0 at 0..4 plus an intruder at 102.5 inside the class-1 cluster at 100..105
-    xs = [0, 1, 2, 3, 4, 102.5, 100, 101, 102, 103, 104, 105]
-    labels = [0] * 6 + [1] * 6
-    eta = [0.1] * 12
-    eta[5] = 0.9  # the intruder is the most uncertain probe
-    es = _line_set(xs, labels, eta)
-    out = knn(es, k=5, n_bins=3)
-    expected = np.ones(12, bool)
-    expected[5] = False  # its 5 neighbours are all class 1; everyone else keeps >= 4 of 5 of its class
-    np.testing.assert_array_equal(out["correct"], expected)
-    assert out["acc"] == pytest.approx(11 / 12)
-    np.testing.assert_allclose(out["acc_bins"], [1.0, 1.0, 0.75])
-    assert out["tau"] == pytest.approx(-stats.kendalltau([0, 1, 2], [1.0, 1.0, 0.75]).statistic)
-    assert out["tau"] > 0
+def test_prototype_names_are_readable_and_normalised():
+    assert Spec(kind="spe").name == "spe-n2-d2-intersection1-paper-s0"  # sec. 4.2: intersection, s = 1
+    assert Spec(kind="spe", data="lshapes").name == "spe-lshapes-d2-intersection8-paper-s0"  # App. A.2: 8 samples
+    assert Spec(kind="pn", samples=9, sampler="naive").name == "pn-n2-d2-paper-s0"  # PN has no sampler
+    assert Spec(kind="spe", recipe="fig4", sampler="naive", samples=9, preset="fast").name == \
+        "spe-n2-d2-naive9-fig4-fast-s0"
+    assert Spec(kind="spe", data="lshapes", n_digits=3).n_digits == 2
+    assert Spec(kind="spe").label == "SPE" and Spec(kind="pn").label == "PN"
+    assert Spec(kind="spe", sampler="naive", samples=9).label == "SPE (naive, s=9)"
+    # settings that do not apply to a kind are normalised: one name, one spec
+    assert Spec(kind="point", beta=0.5) == Spec(kind="point") and Spec(kind="pn", beta=0.5) == Spec(kind="pn")
 
 
-def test_knn_majority_versus_plurality_hand_case():
-    # 6 items: each probe's 5 neighbours are all the others
-    es = _line_set([0, 1, 2, 10, 11, 20], [0, 0, 0, 1, 1, 2])
-    maj = knn(es, k=5, vote="majority", n_bins=2)
-    # label-0 probes see 2-2-1 (no majority); label-1/2 probes see three 0s (majority 0, wrong)
-    assert maj["acc"] == 0.0
-    plu = knn(es, k=5, vote="plurality", n_bins=2)
-    # label-0 probes: tie 0 vs 1 broken by the closest neighbour, which is a 0
-    np.testing.assert_array_equal(plu["correct"], [True, True, True, False, False, False])
-    assert plu["acc"] == 0.5
+@pytest.mark.parametrize("name, match", [
+    ("spe-n2-d2-paper-s0", "model name"), ("spe-x2-d2-intersection1-paper-s0", "model name"),
+    ("spe-n2-d2-intersection1-paper", "model name"), ("spe-n2-d2-intersection1-nosuch-s0", "unknown preset"),
+    ("pn-n2-d2-paper-s0-x", "model name"), ("spe-n2-d2-intersection01-paper-s0", "canonical"),
+    ("spe-n2-d2-gibbs1-paper-s0", "sampler"), ("nosuch-n2-d2-paper-s0", "kind")])
+def test_prototype_bad_names_raise(name, match):
+    with pytest.raises(InputError, match=match):
+        zoo.spec_from_name(name)
 
 
-def test_tau_is_nan_when_eta_is_constant():
-    es = _line_set([0, 1, 2, 10, 11, 20], [0, 0, 0, 1, 1, 2], eta=[0.3] * 6)
-    assert math.isnan(knn(es, k=5, vote="plurality", n_bins=2)["tau"])
-    torch.manual_seed(0)
-    out = table1_metrics(build_model("point", n_digits=1, dim=2), tiny_ndigit(1, "test_seen", 120, seed=5), n_pairs=120)
-    assert all(math.isnan(out[k]) for k in ("tau_ap_clean", "tau_ap_corrupt", "tau_knn_clean", "tau_knn_corrupt"))
+def test_prototype_bad_specs_raise():
+    with pytest.raises(InputError, match="kind"):
+        Spec(kind="nosuch")
+    with pytest.raises(InputError, match="Figure 4"):
+        Spec(kind="spe", data="lshapes", recipe="fig4")
+    with pytest.raises(InputError, match="preset"):
+        Spec(preset="huge")
+    with pytest.raises(InputError, match="sampler"):
+        Spec(kind="spe", sampler="gibbs")
+    with pytest.raises(InputError, match="samples"):
+        Spec(kind="spe", samples=0)
+    with pytest.raises(InputError, match="N-digit MNIST"):
+        Spec(kind="hib", data="lshapes")
+    with pytest.raises(InputError, match="one component"):
+        Spec(kind="spe", components=2)
+    for field, value in (("dim", 0), ("n_digits", 1.5), ("seed", -1), ("steps", 0), ("components", True)):
+        with pytest.raises(InputError, match=f"Spec.{field} must be an integer"):
+            Spec(**{field: value})
+    for field, value in (("beta", float("inf")), ("beta", -1e-4), ("margin", 0.0), ("loss", "vib")):
+        with pytest.raises(InputError, match=f"Spec.{field}"):
+            Spec(kind="point", **{field: value})
 
 
-def test_knn_never_retrieves_own_twin():
-    # the corrupt twin sits exactly on the probe: excluded, so results equal the clean-gallery ones
-    xs = [0, 1, 2, 3, 4, 102.5, 100, 101, 102, 103, 104, 105]
-    es = _line_set(xs, [0] * 6 + [1] * 6)
-    assert knn(es, gallery_corrupt=True, k=5, n_bins=3)["acc"] == pytest.approx(11 / 12)
-    # move the intruder's twin into its own cluster: the probe must not find it
-    es2 = _line_set(xs, [0] * 6 + [1] * 6, corrupt_xs=xs[:5] + [2.5] + xs[6:])
-    assert not knn(es2, gallery_corrupt=True, k=5, n_bins=3)["correct"][5]
-    # but other class-0 probes now have a fifth class-0 neighbour in the gallery
-    assert knn(es2, gallery_corrupt=True, k=5, n_bins=3)["correct"][:5].all()
+def test_specs_build_the_papers_networks_and_heads():
+    spe = Spec(kind="spe", data="ndigit", n_digits=2, dim=3, preset="fast")
+    model, head = spe.build(), spe.build_head()
+    assert model.config["kind"] == "hib" and model.config["dim"] == 3 and model.config["width"] == 56
+    assert model.config["init_var"] == 1.0  # INIT_VAR: variances start near sigma_eps^2
+    cfg = spe.train_config()
+    # App. B: gamma = |S| gamma0^(2/d) with |S| the support examples of a training episode
+    assert float(head.gamma) == pytest.approx(cfg.n_classes * cfg.k_support * 0.01 ** (2 / 3))
+    assert (head.train_sampler, head.train_samples, head.eval_sampler, head.eval_samples) == ("intersection", 1, "naive", 200)
+    ls = Spec(kind="spe", data="lshapes", preset="paper")
+    assert ls.build().config["channels"] == 64 and ls.train_config().n_classes == 4  # App. A.2
+    assert ls.train_config().k_support == 2 and ls.build_head().train_samples == 8
+    assert isinstance(Spec(kind="pn").build_head(), PN) and Spec(kind="pn").build().config["kind"] == "point"
 
 
-def _naive_knn(probe_means, gallery_means, labels, k, vote, dist=None):
-    """Brute-force KNN; ``dist(i, j)`` overrides the Euclidean distance between means."""
-    dist = dist or (lambda i, j: float(np.linalg.norm(probe_means[i] - gallery_means[j])))
-    correct = []
-    for i in range(len(probe_means)):
-        d = [(dist(i, j), j) for j in range(len(gallery_means)) if j != i]
-        nb = [labels[j] for _, j in sorted(d)[:k]]
-        counts = {c: nb.count(c) for c in nb}
-        top = max(counts.values())
-        pred = next(c for c in nb if counts[c] == top)  # plurality: closest among the tied classes
-        if vote == "majority" and not 2 * top > k:
-            pred = -1  # no class holds more than k/2 of the votes
-        correct.append(pred == labels[i])
-    return np.array(correct)
+# --------------------------------------------------------------------------- load or train
+def tiny_one_digit(split: str, n_images: int, seed: int = 0) -> NDigitSet:
+    """1-digit "MNIST": digit v is a fixed random glyph + noise (easy, separable); test sets fully occluded."""
+    glyphs = (np.random.default_rng(1234).random((10, 28, 28)) > 0.75) * 200.0
+    rng = np.random.default_rng([seed, len(split)])
+    labels = rng.permutation(np.arange(n_images) % 10).astype(np.int64)
+    digits = labels[:, None]
+    img = np.clip(glyphs[labels] + rng.normal(0, 30, (n_images, 28, 28)), 0, 255).astype(np.uint8)
+    boxes = sample_digit_boxes(rng, n_images, 1, 0.2 if split == "train" else 1.0)
+    assert np.array_equal(spelled_number(digits), labels)
+    return NDigitSet(img, occlude(img, boxes), labels, digits, boxes, 1, split)
 
 
-@pytest.mark.parametrize("vote", ["majority", "plurality"])
-@pytest.mark.parametrize("gallery_corrupt", [False, True])
-def test_knn_vs_naive_implementation_on_mixtures(vote, gallery_corrupt):
-    g = torch.Generator().manual_seed(0)
-    n, labels = 60, np.repeat(np.arange(6), 10)
-    centres = 3 * torch.randn(6, 2, generator=g)
-    mk = lambda: Embedding.mixture(  # noqa: E731  MoG-2 around the class centres
-        centres[labels][:, None] + torch.randn(n, 2, 2, generator=g),
-        torch.rand(n, 2, 2, generator=g), torch.softmax(torch.randn(n, 2, generator=g), 1))
-    clean, corrupt = mk(), mk()
-    eta = torch.rand(n, generator=g).numpy()
-    es = EmbeddedSet(clean, corrupt, labels, eta, eta)
-    out = knn(es, gallery_corrupt=gallery_corrupt, k=5, vote=vote, rank="mean")
-    gallery = corrupt if gallery_corrupt else clean
-    expected = _naive_knn(clean.mixture_mean().numpy(), gallery.mixture_mean().numpy(), labels, 5, vote)
-    np.testing.assert_array_equal(out["correct"], expected)
-    assert out["acc"] == pytest.approx(expected.mean())
-    assert 0.2 < out["acc"] < 1.0  # a non-trivial case
+@pytest.fixture
+def proto_sandbox(tmp_path, monkeypatch):
+    monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path / "cache"))
+    monkeypatch.setattr(zoo, "SHIPPED_DIR", tmp_path / "shipped")
+    tiny = copy.deepcopy(zoo.PRESETS["fast"])
+    tiny["lshapes"].update(steps=3, channels=4, n_train=24, n_test=24, eval_episodes=2, k_support=2,
+                           query_per_class=2, eval_query=2)
+    tiny["ndigit"].update(steps=4, n_classes=4, k_support=2, query_per_class=2, eval_episodes=2, eval_k=2)
+    monkeypatch.setitem(zoo.PRESETS, "fast", tiny)
+    sets = {"train": tiny_one_digit("train", 200), "test_seen": tiny_one_digit("test_seen", 100)}
+    monkeypatch.setattr(zoo, "load_ndigit", lambda n, split, seed=0: sets[split])
+    fits = []
+    real_fit = zoo.fit_episodic
+
+    def counting_fit(*args, **kwargs):
+        fits.append(args[4])  # the EpisodicConfig
+        return real_fit(*args, **kwargs)
+
+    monkeypatch.setattr(zoo, "fit_episodic", counting_fit)
+    return fits
 
 
-# --------------------------------------------------------------------------- evaluation: verification, Table 1
-class _MatchOnly:
-    def __init__(self, a, b):
-        self.match = SoftMatch(a, b)
+@pytest.mark.parametrize("spec", [Spec(kind="spe", data="lshapes", preset="fast"),
+                                  Spec(kind="spe", data="ndigit", n_digits=1, preset="fast", samples=2),
+                                  Spec(kind="pn", data="ndigit", n_digits=1, preset="fast")])
+def test_prototype_load_or_train_trains_once_then_loads(proto_sandbox, tmp_path, spec):
+    m1, meta1 = zoo.load_or_train(spec, progress=False)
+    h1 = zoo.prototype_head(meta1)
+    assert meta1["source"] == "trained now" and len(proto_sandbox) == 1
+    assert proto_sandbox[0].steps == spec.recipe_config()["steps"]
+    path = tmp_path / "cache" / "checkpoints" / f"{spec.name}.pt"
+    assert path.is_file() and meta1["path"] == str(path)
+    assert meta1["name"] == spec.name and "metrics" in meta1 and meta1["versions"]["torch"]
+    m2, meta2 = zoo.load_or_train(spec, progress=False)
+    h2 = zoo.prototype_head(meta2)
+    assert len(proto_sandbox) == 1 and meta2["source"] == "cache"  # loaded, not retrained
+    assert type(h2) is type(h1)
+    if isinstance(h1, SPE):
+        assert float(h2.sigma_eps2) == pytest.approx(float(h1.sigma_eps2))
+        assert (h2.train_sampler, h2.train_samples) == (h1.train_sampler, h1.train_samples)
+    for (k, a), b in zip(m1.state_dict().items(), m2.state_dict().values()):
+        assert torch.equal(a, b), k
+    x = torch.rand(3, *m1.input_shape)
+    torch.testing.assert_close(m1.embed(x).mean, m2.embed(x).mean)
+    zoo.load_or_train(spec, progress=False, retrain=True)
+    assert len(proto_sandbox) == 2
 
 
-def test_verification_point_embeddings_vs_sklearn():
-    g = torch.Generator().manual_seed(0)
-    labels = np.repeat(np.arange(8), 25)
-    z = torch.randn(8, 2, generator=g)[labels] + 0.7 * torch.randn(200, 2, generator=g)
-    eta = np.linspace(0, 1, 200)
-    es = EmbeddedSet(Embedding.point(z), Embedding.point(z + 0.5), labels, eta, eta)
-    model = _MatchOnly(1.5, 1.0)
-    out = verification(model, es, corrupt=False, n_pairs=200, seed=3)
-    i, j, same = M.verification_pairs(labels, 200, 3)
-    a = model.match.a.item()
-    p = torch.sigmoid(-a * (z[i] - z[j]).norm(dim=-1) + 1.0).numpy()
-    assert out["ap"] == pytest.approx(average_precision_score(same, p), abs=1e-6)
-    assert out["ap_bins"].shape == (20,)
-    out_c = verification(model, es, corrupt=True, n_pairs=200, seed=3)
-    assert out_c["ap"] == pytest.approx(out["ap"], abs=1e-6)  # a shifted copy has the same distances
+def test_training_is_deterministic_for_a_name(proto_sandbox):
+    """Same spec, same seed -> bit-identical weights and sigma_eps^2 (the initial weights are seeded too)."""
+    spec = Spec(kind="spe", data="ndigit", n_digits=1, preset="fast")
+    (m1, meta1), (m2, meta2) = zoo.train_spec(spec, progress=False), zoo.train_spec(spec, progress=False)
+    h1, h2 = zoo.prototype_head(meta1), zoo.prototype_head(meta2)
+    assert all(torch.equal(a, b) for a, b in zip(m1.state_dict().values(), m2.state_dict().values()))
+    assert torch.equal(h1.gamma, h2.gamma)
+    m3, _ = zoo.train_spec(Spec(kind="spe", data="ndigit", n_digits=1, preset="fast", seed=1), progress=False)
+    assert not torch.equal(m1.state_dict()["head.branches.0.weight"], m3.state_dict()["head.branches.0.weight"])
 
 
-@pytest.mark.parametrize("kind", ["point", "hib"])
-def test_table1_metrics_keys_and_ranges(kind):
-    torch.manual_seed(0)
-    model = build_model(kind, n_digits=1, dim=2)
-    test = tiny_ndigit(1, "test_seen", 120, seed=5)
-    out = table1_metrics(model, test, n_pairs=200)
-    keys = {f"{m}_{s}" for m in ("ap", "tau_ap", "knn", "tau_knn") for s in ("clean", "corrupt")}
-    keys |= {"var_clean", "var_corrupt", "var_ratio", "eta_clean", "eta_corrupt"}
-    assert set(out) == keys
-    assert all(isinstance(v, float) for v in out.values())
-    for s in ("clean", "corrupt"):
-        assert 0 <= out[f"ap_{s}"] <= 1 and 0 <= out[f"knn_{s}"] <= 1
-        for t in (out[f"tau_ap_{s}"], out[f"tau_knn_{s}"]):
-            assert math.isnan(t) or -1 <= t <= 1
-    assert 0 <= out["eta_clean"] <= 1 and 0 <= out["eta_corrupt"] <= 1
-    es = embed_set(model, test)
-    assert out["eta_clean"] == pytest.approx(float(self_mismatch(es.clean, model.match).mean()), rel=1e-6)
-    if kind == "point":
-        assert out["var_clean"] == 0 and math.isnan(out["var_ratio"])
-        assert out["eta_clean"] == pytest.approx(1 - torch.sigmoid(model.match.b).item(), abs=1e-6)
-    else:
-        assert out["var_clean"] > 0 and out["var_ratio"] == pytest.approx(out["var_corrupt"] / out["var_clean"])
+def test_session_records_prototype_checkpoints_and_heads(proto_sandbox):
+    from hedgekit.repro.session import Session
+
+    spec = Spec(kind="spe", n_digits=1, preset="fast")
+    s1, s2 = Session("t1"), Session("t2")
+    s1.configure(fast=True)
+    s2.configure(fast=True)
+    m1 = s1.model(spec, progress=False)
+    s2.model(spec, progress=False)
+    assert [c.source for c in s1.checkpoints + s2.checkpoints] == ["trained now", "cache"]
+    assert s1.checkpoints[0].name == spec.name and s1.checkpoints[0].steps == 4 and len(s2.checkpoints[0].sha256) == 12
+    assert isinstance(s1.head(spec), SPE) and float(s1.head(spec).gamma) == pytest.approx(float(s2.head(spec).gamma))
+    assert s1.model(spec) is m1 and len(s1.checkpoints) == 1  # cached within a session
 
 
-def test_embed_set_shapes_and_eta():
-    torch.manual_seed(0)
-    model = build_model("hib", n_digits=1, dim=2, components=2)
-    test = tiny_ndigit(1, "test_seen", 40, seed=6)
-    es = embed_set(model, test)
-    assert len(es.clean) == len(es.corrupt) == 40 and es.clean.n_components == 2
-    np.testing.assert_array_equal(es.labels, test.labels)
-    assert es.eta_clean.shape == es.eta_corrupt.shape == (40,)
-    np.testing.assert_allclose(es.eta_corrupt, self_mismatch(es.corrupt, model.match).numpy())
-    assert es.side(True)[0] is es.corrupt and es.side(False)[1] is es.eta_clean
+def test_checkpoint_without_head_metadata_is_rejected(tmp_path):
+    from hedgekit.errors import CheckpointError
+    from hedgekit.nets import build_model
+
+    path = zoo.save_checkpoint(tmp_path / "x.pt", build_model("point", 1, 2), {"name": "x"})
+    _, meta = zoo.load_checkpoint(path)
+    with pytest.raises(CheckpointError, match="prototype-head"):
+        zoo.prototype_head(meta)
 
 
-def _mog_set(seed=0, n=60, match=None):
-    g = torch.Generator().manual_seed(seed)
-    labels = np.repeat(np.arange(6), n // 6)
-    centres = 3 * torch.randn(6, 2, generator=g)
-    mk = lambda: Embedding.mixture(  # noqa: E731  MoG-2 around the class centres, variances up to 4
-        centres[labels][:, None] + torch.randn(n, 2, 2, generator=g),
-        4 * torch.rand(n, 2, 2, generator=g), torch.softmax(torch.randn(n, 2, generator=g), 1))
-    eta = torch.rand(n, generator=g).numpy()
-    return EmbeddedSet(mk(), mk(), labels, eta, eta, match)
+# --------------------------------------------------------------------------- triplet models (Taha et al.)
+@pytest.mark.parametrize("spec", [
+    Spec(kind="het", dim=8, recipe="aug"), Spec(kind="triplet", dim=8, preset="fast", seed=3),
+    Spec(kind="het", data="fashion", dim=8, recipe="noisy"), Spec(kind="triplet", data="fashion", dim=4, recipe="clean"),
+    Spec(kind="het", data="fashion", dim=8, recipe="longtail", steps=99)])
+def test_triplet_name_round_trip(spec):
+    assert zoo.spec_from_name(spec.name) == spec and spec.family == "triplets"
 
 
-@pytest.mark.parametrize("gallery_corrupt", [False, True])
-def test_knn_by_match_probability_vs_naive_pairwise(gallery_corrupt):
-    """Second implementation: rank by -p(m|probe, gallery) computed one pair at a time."""
-    from hedgekit.models.match import SoftMatch
-    from hedgekit.uncertainty import match_probability
-
-    es = _mog_set(match=SoftMatch(2.0, 3.0))
-    gallery = es.corrupt if gallery_corrupt else es.clean
-
-    def neg_p(i, j):
-        return -float(match_probability(es.clean[i], gallery[j], es.match, n_points=16))
-
-    out = knn(es, gallery_corrupt=gallery_corrupt, k=5, vote="plurality")
-    expected = _naive_knn(es.clean.mixture_mean().numpy(), gallery.mixture_mean().numpy(), es.labels, 5,
-                          "plurality", neg_p)
-    np.testing.assert_array_equal(out["correct"], expected)
-    # the variances matter: ranking by the means alone gives different neighbours here
-    mean_rank = knn(es, gallery_corrupt=gallery_corrupt, k=5, vote="plurality", rank="mean")
-    assert (mean_rank["correct"] != out["correct"]).any()
+def test_triplet_specs_and_configs():
+    het = Spec(kind="het", data="fashion", dim=8, recipe="noisy", n_digits=3)
+    assert het.name == "het-fashion-d8-noisy-paper-s0" and het.n_digits == 1 and het.label == "triplet + hetero"
+    cfg = het.train_config()
+    assert cfg.heteroscedastic and cfg.mining == "semi_hard" and (cfg.P, cfg.K) == (10, 10) and cfg.occlusion_p == 0
+    duke = Spec(kind="triplet", dim=8, recipe="aug").train_config()
+    assert not duke.heteroscedastic and (duke.P, duke.K) == (18, 4) and duke.occlusion_p == 0.2  # sec. 5.1
+    assert Spec(kind="triplet", dim=8).train_config().occlusion_p == 0.0
+    assert het.net_config()["kind"] == "het" and het.net_config()["width"] == 28
+    for bad, match in ((dict(kind="het", recipe="noisy"), "recipes"), (dict(kind="het", data="lshapes"), "recipes"),
+                       (dict(kind="hib", data="fashion"), "N-digit MNIST or L-shapes"),
+                       (dict(kind="spe", recipe="aug"), "N-digit MNIST or L-shapes")):
+        with pytest.raises(InputError, match=match):
+            Spec(**bad)
 
 
-def test_knn_match_ranking_prefers_the_confident_gallery_item():
-    """Two gallery items at the same distance from probe 0: the narrow one matches it better."""
-    from hedgekit.models.match import SoftMatch
+def test_triplet_data_noisy_and_clean_fashion(monkeypatch):
+    """The noisy recipe keeps the verified-clean subset's labels, flips ~38% of all labels between look-alikes,
+    and records the truth; the clean recipe is exactly the clean subset."""
+    from types import SimpleNamespace
 
-    mean = torch.tensor([[0.0, 0.0], [-1.0, 0.0], [1.0, 0.0], [9.0, 9.0]])
-    var = torch.tensor([[1e-4], [4.0], [1e-4], [1e-4]]).expand(4, 2)  # item 1 is broad
-    emb = Embedding.gaussian(mean, var)
-    es = EmbeddedSet(emb, emb, np.array([0, 1, 0, 1]), np.zeros(4), np.zeros(4), SoftMatch(2.0, 2.0))
-    assert knn(es, k=1, n_bins=1)["correct"][0]  # narrow item 2 (class 0) is the neighbour
-    assert not knn(es, k=1, n_bins=1, rank="mean")["correct"][0]  # mean tie -> lower index 1 (class 1)
+    import hedgekit.data.fashion as fashion
+
+    rng = np.random.default_rng(0)
+    fake = SimpleNamespace(images=rng.integers(0, 255, (4000, 28, 28), dtype=np.uint8), labels=np.arange(4000) % 10)
+    monkeypatch.setattr(fashion, "load_fashion", lambda split="train": fake)
+    noisy = zoo.triplet_data(Spec(kind="het", data="fashion", dim=8, recipe="noisy"))
+    assert noisy["flipped"].mean() == pytest.approx(0.95 * 0.38, abs=0.03)
+    assert not noisy["flipped"][noisy["clean"]].any() and noisy["clean"].mean() == pytest.approx(0.05)
+    assert np.array_equal(noisy["labels"] != noisy["true"], noisy["flipped"])
+    assert set(np.unique(noisy["labels"][noisy["flipped"] & (noisy["true"] == 1)])) == set()  # trousers never flip
+    clean = zoo.triplet_data(Spec(kind="het", data="fashion", dim=8, recipe="clean"))
+    assert len(clean["labels"]) == noisy["clean"].sum() and not clean["flipped"].any()
 
 
-def test_knn_match_ranking_needs_the_match_function():
-    es = _mog_set(match=None)
-    with pytest.raises(InputError, match="SoftMatch"):
-        knn(es)
-    with pytest.raises(InputError, match="rank"):
-        knn(_mog_set(match=None), rank="median")
+def test_triplet_model_trains_once_then_loads(sandbox, monkeypatch):
+    spec = Spec(kind="het", n_digits=1, dim=4, preset="fast", seed=2)
+    monkeypatch.setitem(zoo.PRESETS["fast"], "triplets_ndigit",
+                        dict(steps=6, P=4, K=3, lr=1e-3, mining="batch_hard", eval_images=100))
+    model, meta = load_or_train(spec, progress=False)
+    assert meta["source"] == "trained now" and 0 <= meta["metrics"]["map"] <= 1
+    assert meta["train_config"]["heteroscedastic"] and meta["train_config"]["steps"] == 6
+    again, meta2 = load_or_train(spec, progress=False)
+    assert meta2["source"] == "cache"
+    x = torch.rand(3, 1, 28, 28)
+    torch.testing.assert_close(model.embed(x).var, again.embed(x).var)

@@ -4,10 +4,13 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-import appkit as ak
+import inputs
+import models
+import ui
 from hedgekit import playground as pg
-from hedgekit.plots import interactive as pi
-from hedgekit.zoo import find_checkpoint
+from hedgekit.data import occlude
+from hedgekit.viz import interactive as pi
+from state import AppState
 
 EXPLAINER = """
 **What am I looking at?** The input from the playground (same image, same black
@@ -25,47 +28,44 @@ Notebooks:
 
 
 def beta_picker(preset: str) -> float:
-    ak.init("beta", pg.DEFAULT_BETA)
+    """The radio choosing beta of the HIB models, and which betas are trained already."""
+    state = AppState.get()
     opts = pg.beta_options(preset)
     have = {b for b, ok in opts if ok}
-    ak.widget(st.radio, "β for the HIB models (KL weight, HIB eq. 8)", "beta", [b for b, _ in opts], horizontal=True,
-              format_func=lambda b: f"β = {b:g}" + ("" if b in have or b == pg.DEFAULT_BETA else " (not trained)"))
-    beta = float(ak.get("beta"))
+    state.widget(st.radio, "β for the HIB models (KL weight, HIB eq. 8)", "beta", [b for b, _ in opts],
+                 horizontal=True,
+                 format_func=lambda b: f"β = {b:g}" + ("" if b in have or b == pg.DEFAULT_BETA else " (not trained)"))
     listed = ", ".join(f"{b:g}" for b, ok in opts if ok) or "none yet"
     st.caption(f"Checkpoints for MoG-1 with preset `{preset}` exist for β ∈ {{{listed}}}. The default β = 1e-4 is "
                "trained on first use; other values are trained only when you ask (fast preset: about "
                f"{pg.TRAIN_SECONDS['fast']} s per model; paper preset: about {pg.TRAIN_SECONDS['paper'] // 60} min).")
-    return beta
+    return float(state.beta)
 
 
-def needs_training(choice: str, beta: float, preset: str) -> bool:
-    spec = pg.app_spec(choice, preset, beta)
-    return find_checkpoint(spec) is None and not (beta == pg.DEFAULT_BETA)
-
-
-def column(entry: pg.CompareEntry, beta: float, preset: str, clean, boxes, image_key, color_by, zoom, dark) -> None:
+def column(entry: pg.CompareEntry, beta: float, clean, boxes, image_key, color_by, zoom, dark) -> None:
+    """One model's map, eta and top-3 for the input (or a button to train it first)."""
     st.markdown(f"#### {entry.title}")
     st.caption(entry.note)
     if entry.choice is None:  # hook for methods not in the zoo yet (SPE)
         st.info("Coming soon. Hook: `hedgekit.playground.compare_entries()`; add the model to "
                 "`APP_MODELS` once `hedgekit.zoo` can build it.")
         return
+    state = AppState.get()
     kind = pg.APP_MODELS[entry.choice]["kind"]
     b = beta if kind == "hib" else pg.DEFAULT_BETA
-    name = pg.app_spec(entry.choice, preset, b).name
-    if kind == "hib" and needs_training(entry.choice, b, preset):
-        train = st.session_state.setdefault("hk_train_ok", set())
-        if name not in train:
-            st.warning(f"No checkpoint for β = {b:g} yet.")
-            st.button(f"Train it now (~{pg.expected_train_seconds(pg.app_spec(entry.choice, preset, b))} s)",
-                      key=f"hk_train_{name}", on_click=lambda n=name: train.add(n))
-            return
-    model, _ = ak.get_model(name)
-    table = ak.centroids(name)
+    spec = models.model_spec(entry.choice, b)
+    name = spec.name
+    if kind == "hib" and b != pg.DEFAULT_BETA and not models.has_checkpoint(spec) and name not in state.train_approved:
+        st.warning(f"No checkpoint for β = {b:g} yet.")
+        st.button(f"Train it now (~{pg.expected_train_seconds(spec)} s)", key=f"hk_train_{name}",
+                  on_click=state.train_approved.add, args=(name,))
+        return
+    model, _ = models.get_model(spec)
+    table = models.centroids(spec)
     a = pg.analyse(model, clean, boxes, table)
-    eta_clean = ak.clean_reference(name, image_key, model, clean, table)
-    trail = pg.update_trail(ak.trail_for(name), a)
-    ak.set_trail(name, trail)
+    eta_clean = state.clean_eta_for(name, image_key, lambda: pg.analyse(model, clean, (), table).eta)
+    trail = pg.update_trail(state.trails.get(name, []), a)
+    state.trails[name] = trail
     layers = pg.map_layers(a, trail)
     extent = pg.focus_extent(layers, table, a.top_ids[:5]) if zoom else None
     st.plotly_chart(pi.embedding_map(table, layers, color_by, dark=dark, show_labels=zoom, show_legend=False,
@@ -76,42 +76,39 @@ def column(entry: pg.CompareEntry, beta: float, preset: str, clean, boxes, image
     st.markdown("Top-3: " + ", ".join(f"**{c:02d}** ({p:.2f})" for c, p in a.top[:3]))
     if kind == "hib":
         st.caption(f"ellipse size √det Σ = {np.sqrt(max(np.linalg.det(a.cov_xy), 0)):.3g}")
-    st.session_state.setdefault("hk_compare", {})[entry.title] = {
+    state.compare[entry.title] = {
         "model": name, "eta": a.eta, "sqrt_det": float(np.sqrt(max(np.linalg.det(a.cov_xy), 0)))}
 
 
 def render() -> None:
     st.title("Compare models")
     with st.expander("What am I looking at?", expanded=False):
-        st.markdown(EXPLAINER + ak.notebook_links("02", "04"))
-    preset = ak.preset_or_stop()
-    ak.init("color", "tens")
-    ak.init("view", "all classes")
+        st.markdown(EXPLAINER + ui.notebook_links("02", "04"))
+    preset = models.preset_or_stop()
+    state = AppState.get()
     top = st.columns([3, 2, 2, 2], vertical_alignment="top")
     with top[0]:
         beta = beta_picker(preset)
     with top[1]:
-        ak.widget(st.radio, "Colour centroids by", "color", ["tens", "ones"], format_func=lambda v: f"{v} digit")
+        state.widget(st.radio, "Colour centroids by", "color", ["tens", "ones"], format_func=lambda v: f"{v} digit")
     with top[2]:
-        ak.widget(st.radio, "Map view", "view", ["all classes", "zoom on input"])
+        state.widget(st.radio, "Map view", "map_view", ["all classes", "zoom on input"])
     with top[3]:
         st.page_link("views/playground.py", label="Edit the input on the playground",
                      icon=":material/blur_on:")
 
-    # The same input as the playground (its widget values are kept across pages).
-    image_key, clean, start_boxes = ak.current_image()
-    ak.on_image(image_key, start_boxes)
+    # The same input as the playground (its settings are kept across pages).
+    image_key, clean, start_boxes = inputs.current_image()
+    inputs.on_image(image_key, start_boxes)
     c = st.columns([5, 1, 1, 1], vertical_alignment="center")
-    boxes, _ = ak.current_boxes()
+    boxes, _ = inputs.current_boxes()
     with c[0]:
-        from hedgekit.data import occlude
-
         shown = occlude(clean, boxes) if len(boxes) else clean
-        st.plotly_chart(pi.image_figure(shown, boxes, dark=ak.is_dark(), height=170), key="hk_cmp_img",
+        st.plotly_chart(pi.image_figure(shown, boxes, dark=ui.is_dark(), height=170), key="hk_cmp_img",
                         width="stretch", config={"displayModeBar": False, "staticPlot": True})
-    c[1].button("Hide left", key="hk_cmp_hide0", on_click=ak.hide_digit, args=(0,))
-    c[2].button("Hide right", key="hk_cmp_hide1", on_click=ak.hide_digit, args=(1,))
-    c[3].button("Reset", key="hk_cmp_reset", on_click=ak.reset)
+    c[1].button("Hide left", key="hk_cmp_hide0", on_click=inputs.hide_digit, args=(0,))
+    c[2].button("Hide right", key="hk_cmp_hide1", on_click=inputs.hide_digit, args=(1,))
+    c[3].button("Reset", key="hk_cmp_reset", on_click=inputs.reset)
 
     st.caption("Each map is its own model's 2D space. ★ = this input (mean), ellipses = 1σ/2σ/3σ, ◆ = mixture "
                "components, filled dots = seen classes, hollow dots = unseen classes, grey line = the trail.")
@@ -119,8 +116,6 @@ def render() -> None:
     cols = st.columns(len(entries), gap="medium")
     for col, entry in zip(cols, entries):
         with col:
-            column(entry, beta, preset, clean, boxes, image_key, ak.get("color"), ak.get("view") == "zoom on input",
-                   ak.is_dark())
-
+            column(entry, beta, clean, boxes, image_key, state.color, state.map_view == "zoom on input", ui.is_dark())
 
 render()

@@ -5,10 +5,13 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-import appkit as ak
+import inputs
+import models
+import ui
 from hedgekit import playground as pg
-from hedgekit.plots import interactive as pi
-from hedgekit.plots.geometry import sigma_mass
+from hedgekit.viz import interactive as pi
+from hedgekit.viz.geometry import sigma_mass
+from state import AppState
 
 EXPLAINER = """
 **What am I looking at?** A *hedged instance embedding* (HIB, Oh et al. 2019) maps an
@@ -37,67 +40,66 @@ Notebooks:
 
 
 def sidebar() -> tuple[str, str, list[float], bool, bool]:
-    ak.init("model", pg.DEFAULT_MODEL)
-    ak.init("color", "tens")
-    ak.init("sigmas", [1.0, 2.0, 3.0])
-    ak.init("trail", True)
-    ak.init("overlay", True)
-    ak.init("view", "all classes")
+    """The model and display settings: (model choice, colour by, sigmas, trail shown, point-model overlay)."""
+    state = AppState.get()
     with st.sidebar:
-        ak.widget(st.selectbox, "Model", "model", list(pg.APP_MODELS),
-                  help="point = deterministic embedding; MoG-C = HIB with C Gaussian components (HIB sec. 2.2)")
-        ak.widget(st.radio, "Colour centroids by", "color", ["tens", "ones"], horizontal=True,
-                  format_func=lambda v: f"{v} digit")
-        ak.widget(st.pills, "Ellipses", "sigmas", [1.0, 2.0, 3.0], selection_mode="multi",
-                  format_func=lambda s: f"{s:g}σ")
-        ak.widget(st.radio, "Map view", "view", ["all classes", "zoom on input"], horizontal=True,
-                  help="Zoom on the input's ellipses and its top-5 classes (small ellipses are hard to see on "
-                       "the whole map)")
-        ak.widget(st.toggle, "Trail", "trail", help="Earlier means and 1σ ellipses of this image")
-        ak.widget(st.toggle, "Point-model overlay", "overlay", help="Where a point-embedding model puts the same input")
-        st.caption(f"Preset: `{ak.preset_or_stop()}` (env `HEDGEKIT_PRESET`)")
-    return ak.get("model"), ak.get("color"), sorted(ak.get("sigmas") or []), ak.get("trail"), ak.get("overlay")
+        state.widget(st.selectbox, "Model", "model", list(pg.APP_MODELS),
+                     help="point = deterministic embedding; MoG-C = HIB with C Gaussian components (HIB sec. 2.2)")
+        state.widget(st.radio, "Colour centroids by", "color", ["tens", "ones"], horizontal=True,
+                     format_func=lambda v: f"{v} digit")
+        state.widget(st.pills, "Ellipses", "sigmas", [1.0, 2.0, 3.0], selection_mode="multi",
+                     format_func=lambda s: f"{s:g}σ")
+        state.widget(st.radio, "Map view", "map_view", ["all classes", "zoom on input"], horizontal=True,
+                     help="Zoom on the input's ellipses and its top-5 classes (small ellipses are hard to see on "
+                          "the whole map)")
+        state.widget(st.toggle, "Trail", "show_trail", help="Earlier means and 1σ ellipses of this image")
+        state.widget(st.toggle, "Point-model overlay", "overlay",
+                     help="Where a point-embedding model puts the same input")
+        st.caption(f"Preset: `{models.preset_or_stop()}` (env `HEDGEKIT_PRESET`)")
+    return state.model, state.color, sorted(state.sigmas or []), state.show_trail, state.overlay
 
 
 def render() -> None:
     st.title("Occlusion playground")
     with st.expander("What am I looking at?", expanded=False):
-        st.markdown(EXPLAINER + ak.notebook_links("02", "03", "04"))
+        st.markdown(EXPLAINER + ui.notebook_links("02", "03", "04"))
     choice, color_by, sigmas, show_trail, overlay = sidebar()
-    name = ak.spec_name(choice)
-    model, _ = ak.get_model(name)
-    table = ak.centroids(name)
+    state = AppState.get()
+    spec = models.model_spec(choice)
+    name = spec.name
+    model, _ = models.get_model(spec)
+    table = models.centroids(spec)
 
     left, right = st.columns([5, 6], gap="large")
     with left:
         st.subheader("Input")
-        image_key, clean, start_boxes = ak.image_picker()
-        ak.on_image(image_key, start_boxes)
+        image_key, clean, start_boxes = inputs.image_picker()
+        inputs.on_image(image_key, start_boxes)
         image_slot = st.container()
-        ak.show_flashes()
-        ak.occlusion_controls()
-        boxes, notes = ak.current_boxes()
+        ui.show_flashes()
+        inputs.occlusion_controls()
+        boxes, notes = inputs.current_boxes()
         for note in notes:
             st.info(note)
 
     analysis = pg.analyse(model, clean, boxes, table)
-    eta_clean = ak.clean_reference(name, image_key, model, clean, table)
-    trail = pg.update_trail(ak.trail_for(name), analysis)
-    ak.set_trail(name, trail)
+    eta_clean = state.clean_eta_for(name, image_key, lambda: pg.analyse(model, clean, (), table).eta)
+    trail = pg.update_trail(state.trails.get(name, []), analysis)
+    state.trails[name] = trail
 
     point_xy, point_top = None, None
     if overlay and choice != pg.POINT_MODEL:
-        pname = ak.spec_name(pg.POINT_MODEL)
-        pmodel, _ = ak.get_model(pname)
-        pa = pg.analyse(pmodel, clean, boxes, ak.centroids(pname))
-        sim = ak.alignment(pname, name)
+        pspec = models.model_spec(pg.POINT_MODEL)
+        pmodel, _ = models.get_model(pspec)
+        pa = pg.analyse(pmodel, clean, boxes, models.centroids(pspec))
+        sim = models.alignment(pspec, spec)
         point_xy, point_top, point_r2 = sim(pa.xy), pa.top, sim.r2
 
     layers = pg.map_layers(analysis, trail if show_trail else (), sigmas=sigmas, point_xy=point_xy)
-    dark = ak.is_dark()
+    dark = ui.is_dark()
     with image_slot:
-        st.plotly_chart(pi.image_figure(analysis.image, analysis.boxes, dark=dark), key=ak.selection_key(),
-                        on_select=ak.on_box_select, selection_mode="box", width="stretch",
+        st.plotly_chart(pi.image_figure(analysis.image, analysis.boxes, dark=dark), key=inputs.selection_key(),
+                        on_select=inputs.on_box_select, selection_mode="box", width="stretch",
                         config={"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "toImage"]})
         st.caption("Drag a rectangle on the image to black it out (several allowed). Orange outlines mark "
                    "what is hidden; the model sees black there.")
@@ -113,7 +115,7 @@ def render() -> None:
         title = (f"{choice}<br><sup>shown in 2D: μ' = Wᵀμ, Σ' = WᵀΣW, W = PCA of the class centroids</sup>"
                  if table.projected else f"{choice}: the 2D embedding")
         extent = (pg.focus_extent(layers, table, analysis.top_ids[:5])
-                  if ak.get("view") == "zoom on input" else None)
+                  if state.map_view == "zoom on input" else None)
         st.plotly_chart(pi.embedding_map(table, layers, color_by, dark=dark, show_trail=show_trail, title=title,
                                          extent=extent),
                         key="hk_map", width="stretch", config={"displaylogo": False})
@@ -143,7 +145,7 @@ def render() -> None:
             st.caption(f"Point model's best match: **{point_top[0][0]:02d}** (p = {point_top[0][1]:.2f}); "
                        f"its × is aligned with R² = {point_r2:.2f}.")
 
-    st.session_state["hk_view"] = {
+    state.view = {
         "model": name, "image": image_key, "eta": analysis.eta, "eta_clean": eta_clean,
         "sqrt_det": float(np.sqrt(max(np.linalg.det(analysis.cov_xy), 0.0))), "trace": analysis.trace,
         "covered": analysis.covered, "boxes": analysis.boxes.tolist(), "top": analysis.top,

@@ -117,8 +117,8 @@ import numpy as np
 from scipy import integrate
 from scipy.special import logsumexp, ndtr
 
-from ..errors import InputError
-from ..paths import cache_path
+from hedgekit.errors import InputError
+from hedgekit.paths import cache_path
 
 __all__ = [
     "IMAGE_SIZE", "STROKE_WIDTH", "LONG_LEG", "SHORT_LEG", "CLASS_CENTERS", "ORIENTATION_CENTERS",

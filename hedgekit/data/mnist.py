@@ -23,6 +23,7 @@ import importlib.resources
 import os
 import pickle
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,16 +113,37 @@ def read_idx(path: str | os.PathLike) -> np.ndarray:
     return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(shape)
 
 
+def find_idx_file(folders: Iterable[Path], name: str) -> Path | None:
+    """The first existing `folder/name` or `folder/name.gz` over `folders` (uncompressed first), else None."""
+    candidates = (folder / (name + suffix) for folder in folders for suffix in ("", ".gz"))
+    return next((c for c in candidates if c.is_file()), None)
+
+
+def check_images_and_labels(images: np.ndarray, labels: np.ndarray, what: str) -> None:
+    """Check that IDX `images` (n, 28, 28) and `labels` (n,) belong together and labels are in 0..9.
+
+    Args:
+        images: Array read by `read_idx` from an images file.
+        labels: Array read by `read_idx` from the matching labels file.
+        what: Names the pair in error messages, e.g. "MNIST train".
+
+    Raises:
+        InputError: If the shapes differ from (n, 28, 28) and (n,) or a label exceeds 9.
+    """
+    if images.ndim != 3 or images.shape[1:] != (28, 28) or labels.shape != images.shape[:1]:
+        raise InputError(
+            f"{what} files do not match: images {images.shape}, labels {labels.shape}; "
+            "expected (n, 28, 28) and (n,)."
+        )
+    if labels.size and labels.max() > 9:
+        raise InputError(f"{what} labels contain {labels.max()}, expected labels 0..9.")
+
+
 def _find_idx_files(root: Path) -> tuple[Path, ...]:
     """The four IDX files in `root` or `root/MNIST/raw`, preferring uncompressed ones."""
     found, missing = [], []
     for name in IDX_FILES:
-        candidates = [
-            folder / (name + suffix)
-            for folder in (root, root / "MNIST" / "raw")
-            for suffix in ("", ".gz")
-        ]
-        hit = next((c for c in candidates if c.is_file()), None)
+        hit = find_idx_file((root, root / "MNIST" / "raw"), name)
         if hit is None:
             missing.append(name)
         found.append(hit)
@@ -137,14 +159,8 @@ def _find_idx_files(root: Path) -> tuple[Path, ...]:
 @functools.lru_cache(maxsize=2)
 def _load_idx_files(files: tuple[Path, ...]) -> MNIST:
     train_images, train_labels, test_images, test_labels = (read_idx(f) for f in files)
-    for images, labels, name in ((train_images, train_labels, "train"), (test_images, test_labels, "t10k")):
-        if images.ndim != 3 or images.shape[1:] != (28, 28) or labels.shape != images.shape[:1]:
-            raise InputError(
-                f"MNIST {name} files do not match: images {images.shape}, labels {labels.shape}; "
-                "expected (n, 28, 28) and (n,)."
-            )
-        if labels.size and labels.max() > 9:
-            raise InputError(f"MNIST {name} labels contain {labels.max()}, expected digits 0..9.")
+    check_images_and_labels(train_images, train_labels, "MNIST train")
+    check_images_and_labels(test_images, test_labels, "MNIST t10k")
     return _frozen(train_images, train_labels, test_images, test_labels)
 
 

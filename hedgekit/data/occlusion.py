@@ -129,7 +129,7 @@ def random_occlusion(p_occlude: float = 0.2):
 
     ``x`` is a float tensor (B, 1, 28, 28N); each digit is occluded independently
     with probability ``p_occlude`` using `sample_digit_boxes`. Used by
-    `hedgekit.train.fit` so every step sees freshly occluded digits.
+    `hedgekit.training.fit.fit` so every step sees freshly occluded digits.
     """
     if not 0.0 <= p_occlude <= 1.0:
         raise InputError(f"p_occlude must be in [0, 1], got {p_occlude}.")

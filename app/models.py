@@ -1,0 +1,159 @@
+"""The app's test images, models and class-centroid tables, cached for every session of the server.
+
+A model without a checkpoint is trained in a background thread on first use (one job per model, joined by every
+session that asks for it) while the page shows its progress. Specs come from `hedgekit.playground.app_spec` only.
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import streamlit as st
+
+from hedgekit import playground as pg
+from hedgekit.data import load_ndigit
+from hedgekit.errors import HedgekitError, InputError
+from hedgekit.zoo import find_checkpoint
+from state import N_DIGITS
+
+
+def preset_or_stop() -> str:
+    """The models' preset (env var ``HEDGEKIT_PRESET``); stops the page with the error if it is not one."""
+    try:
+        return pg.app_preset()
+    except InputError as exc:
+        st.error(str(exc))
+        st.stop()
+
+
+def model_spec(choice: str, beta: float = pg.DEFAULT_BETA):
+    """The zoo spec of model ``choice`` (a `hedgekit.playground.APP_MODELS` key) at the app's preset."""
+    return pg.app_spec(choice, preset_or_stop(), beta, N_DIGITS)
+
+
+def has_checkpoint(spec) -> bool:
+    """Whether ``spec`` is trained already (shipped or cached checkpoint)."""
+    return find_checkpoint(spec) is not None
+
+
+# ------------------------------------------------------------------ test images
+@st.cache_resource(show_spinner="Loading N-digit MNIST test images…")
+def dataset(split: str):
+    """The N=2 test split (shared read-only by every session)."""
+    return load_ndigit(N_DIGITS, split)
+
+
+@st.cache_data(show_spinner=False)
+def class_index(split: str) -> dict[int, np.ndarray]:
+    """class id -> indices of that class' images in ``split``."""
+    labels = dataset(split).labels
+    return {int(c): np.flatnonzero(labels == c) for c in np.unique(labels)}
+
+
+# ------------------------------------------------------------------ models
+class TrainJob:
+    """A model being trained in a background thread; shared by every session that needs it."""
+
+    def __init__(self, spec):
+        self.spec, self.step, self.error, self.done = spec, None, None, False
+        self.t0 = time.perf_counter()
+        self.thread = threading.Thread(target=self._run, name=f"train-{spec.name}", daemon=True)
+
+    def _run(self) -> None:
+        try:
+            pg.load_model(self.spec, progress=False, callback=self._callback)
+        except BaseException as exc:  # noqa: BLE001 - reported by every waiting session
+            self.error = exc
+        finally:
+            self.done = True
+
+    def _callback(self, step: int, row: dict) -> None:
+        """Called by the trainer after each step: the progress shown."""
+        self.step = step
+
+
+@st.cache_resource(show_spinner=False)
+def _jobs() -> tuple[threading.Lock, dict]:
+    """Process-wide registry of training jobs (a cached resource: one per server, not per session)."""
+    return threading.Lock(), {}
+
+
+def _training_job(spec) -> TrainJob:
+    """The running job for ``spec``, started if none is running (or the last one failed)."""
+    lock, jobs = _jobs()
+    with lock:
+        job = jobs.get(spec.name)
+        if job is None or (job.done and job.error is not None):
+            job = jobs[spec.name] = TrainJob(spec)
+            job.thread.start()
+        return job
+
+
+@st.cache_resource(show_spinner=False, max_entries=12)
+def _loaded_model(name: str, _spec):
+    """(model, meta) of ``_spec``, cached under its ``name`` (the spec itself is not hashed)."""
+    return pg.load_model(_spec)
+
+
+def _train_with_progress(spec) -> None:
+    """Train ``spec`` (or join the session already training it) while showing a live progress bar."""
+    expected = pg.expected_train_seconds(spec)
+    total = spec.train_config().steps
+    job = _training_job(spec)
+    with st.status(f"Training {spec.label} ({spec.name}): first use only, about {expected} s on 2 CPU cores",
+                   expanded=True) as status:
+        bar = st.progress(0.0, text="starting…")
+        while not job.done:
+            job.thread.join(0.5)
+            el = time.perf_counter() - job.t0
+            if job.step is not None:
+                frac, text = (job.step + 1) / total, f"step {job.step + 1} of {total}, {el:.0f} s"
+            else:
+                frac, text = el / expected, f"{el:.0f} s of about {expected} s"
+            bar.progress(min(0.97, frac), text=text)
+        if job.error is not None:
+            status.update(label=f"Training {spec.label} failed", state="error")
+            raise job.error
+        status.update(label=f"{spec.label} ready (trained in {time.perf_counter() - job.t0:.0f} s)",
+                      state="complete", expanded=False)
+
+
+def get_model(spec):
+    """(model, meta) of ``spec``: from the cache, a checkpoint, or trained with progress.
+
+    Stops the page with a clear message if the model cannot be loaded or trained.
+    """
+    try:
+        if not has_checkpoint(spec):
+            _train_with_progress(spec)
+        return _loaded_model(spec.name, spec)
+    except (HedgekitError, FileNotFoundError, RuntimeError) as exc:
+        st.error(f"Could not load or train model `{spec.name}`: {exc}")
+        st.stop()
+
+
+# ------------------------------------------------------------------ derived tables
+def centroids(spec):
+    """`CentroidTable` of model ``spec`` over clean seen and unseen test images (call `get_model(spec)` first)."""
+    path = find_checkpoint(spec)
+    stamp = f"{path}:{path.stat().st_mtime_ns}" if path is not None else "memory"
+    return _centroids(spec.name, stamp, spec)
+
+
+@st.cache_data(show_spinner="Computing class centroids…", max_entries=12, persist="disk")
+def _centroids(name: str, checkpoint_stamp: str, _spec):
+    """Cached on disk per checkpoint file version (``checkpoint_stamp``), so restarts are instant."""
+    model, _ = _loaded_model(name, _spec)
+    return pg.centroid_table(model, [dataset("test_seen"), dataset("test_unseen")], per_class=pg.APP_CENTROID_IMAGES)
+
+
+def alignment(src, dst):
+    """Similarity map from model ``src``'s 2D view onto model ``dst``'s (fitted on class centroids)."""
+    return _alignment(src.name, dst.name, src, dst)
+
+
+@st.cache_data(show_spinner=False, max_entries=24)
+def _alignment(src_name: str, dst_name: str, _src, _dst):
+    """Cached per pair of model names (the specs themselves are not hashed)."""
+    return pg.align_tables(centroids(_src), centroids(_dst))

@@ -1,0 +1,211 @@
+"""The one object every model returns: a batch of embedding distributions p(z|x).
+
+Every embedding in the kit is a mixture of C diagonal Gaussians in R^D:
+
+* point embedding (contrastive loss, Prototypical Networks): C = 1, variance 0;
+* HIB single Gaussian "MoG-1" (Oh et al. 2019, sec. 2.2): C = 1;
+* HIB mixture "MoG-C" (Oh et al. 2019, sec. 2.2): C components, equal weights;
+* SPE support embeddings / prototypes (Scott et al. 2019, eq. 3-5): C = 1;
+* heteroscedastic triplet (Taha et al. 2019): C = 1 with one isotropic
+  log-variance per input (build with a (B, 1) variance, broadcast over D);
+* URL methods that predict a scalar uncertainty directly (Kirchhof et al. 2023):
+  any of the above plus ``uncertainty`` of shape (B,).
+
+Losses, uncertainty measures, metrics and plots all take an :class:`Embedding`.
+"""
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, replace
+from typing import Sequence
+
+import torch
+from torch import Tensor
+
+from hedgekit.errors import InputError
+
+
+def _check_finite(name: str, t: Tensor) -> None:
+    if not torch.isfinite(t).all():
+        raise InputError(f"{name} contains NaN or inf values; check the model input (NaN pixels?) and training stability")
+
+
+@dataclass(frozen=True)
+class Embedding:
+    """A batch of B mixtures of C diagonal Gaussians in R^D.
+
+    Attributes:
+        mean: (B, C, D) component means.
+        var: (B, C, D) component variances (diagonal covariance); zeros for point embeddings.
+        weights: (B, C) mixture weights, non-negative, summing to one per row.
+        uncertainty: optional (B,) scalar uncertainty predicted directly by the model.
+    """
+
+    mean: Tensor
+    var: Tensor
+    weights: Tensor
+    uncertainty: Tensor | None = None
+
+    def __post_init__(self) -> None:
+        if self.mean.ndim != 3:
+            raise InputError(f"Embedding.mean must have shape (B, C, D); got {tuple(self.mean.shape)}")
+        b, c, _ = self.mean.shape
+        if self.var.shape != self.mean.shape:
+            raise InputError(f"Embedding.var must match mean's shape {tuple(self.mean.shape)}; got {tuple(self.var.shape)}")
+        if self.weights.shape != (b, c):
+            raise InputError(f"Embedding.weights must have shape ({b}, {c}); got {tuple(self.weights.shape)}")
+        if self.uncertainty is not None and self.uncertainty.shape != (b,):
+            raise InputError(f"Embedding.uncertainty must have shape ({b},); got {tuple(self.uncertainty.shape)}")
+        _check_finite("Embedding.mean", self.mean)
+        _check_finite("Embedding.var", self.var)
+        _check_finite("Embedding.weights", self.weights)
+        if (self.var < 0).any():
+            raise InputError("Embedding.var must be non-negative")
+        if (self.weights < 0).any() or ((self.weights.sum(1) - 1).abs() > 1e-5).any():
+            raise InputError("Embedding.weights must be non-negative and sum to 1 per row")
+
+    # ------------------------------------------------------------------ builders
+    @classmethod
+    def point(cls, z: Tensor, uncertainty: Tensor | None = None) -> "Embedding":
+        """Deterministic embeddings z (B, D): one component with zero variance."""
+        if z.ndim != 2:
+            raise InputError(f"point embeddings must have shape (B, D); got {tuple(z.shape)}")
+        mean = z.unsqueeze(1)
+        return cls(mean, torch.zeros_like(mean), z.new_ones(z.shape[0], 1), uncertainty)
+
+    @classmethod
+    def gaussian(cls, mean: Tensor, var: Tensor, uncertainty: Tensor | None = None) -> "Embedding":
+        """Single diagonal Gaussians: mean (B, D) and var (B, D), or (B, 1) for isotropic."""
+        if mean.ndim != 2 or var.ndim != 2 or var.shape[0] != mean.shape[0] or var.shape[1] not in (1, mean.shape[1]):
+            raise InputError(f"gaussian needs mean (B, D) and var (B, D) or (B, 1); got {tuple(mean.shape)} and {tuple(var.shape)}")
+        var = var.expand_as(mean)
+        return cls(mean.unsqueeze(1), var.unsqueeze(1), mean.new_ones(mean.shape[0], 1), uncertainty)
+
+    @classmethod
+    def mixture(cls, mean: Tensor, var: Tensor, weights: Tensor | None = None) -> "Embedding":
+        """Mixtures: mean and var (B, C, D); weights (B, C), default equal (HIB sec. 2.2)."""
+        if weights is None:
+            weights = mean.new_full(mean.shape[:2], 1.0 / mean.shape[1])
+        return cls(mean, var, weights)
+
+    @classmethod
+    def cat(cls, parts: Sequence["Embedding"]) -> "Embedding":
+        """Concatenate batches along B."""
+        if not parts:
+            raise InputError("Embedding.cat needs at least one part")
+        unc = [p.uncertainty for p in parts]
+        return cls(
+            torch.cat([p.mean for p in parts]),
+            torch.cat([p.var for p in parts]),
+            torch.cat([p.weights for p in parts]),
+            None if any(u is None for u in unc) else torch.cat(unc),
+        )
+
+    # ---------------------------------------------------------------- properties
+    @property
+    def batch_size(self) -> int:
+        return self.mean.shape[0]
+
+    @property
+    def n_components(self) -> int:
+        return self.mean.shape[1]
+
+    @property
+    def dim(self) -> int:
+        return self.mean.shape[2]
+
+    @property
+    def is_point(self) -> bool:
+        return bool((self.var == 0).all())
+
+    def __len__(self) -> int:
+        return self.batch_size
+
+    def __getitem__(self, idx) -> "Embedding":
+        """Index the batch; an integer keeps the batch dimension (returns a batch of one)."""
+        if isinstance(idx, Tensor) and idx.ndim == 0 and not idx.is_floating_point():
+            idx = int(idx)
+        try:
+            i = operator.index(idx)
+        except TypeError:
+            pass
+        else:
+            if not -self.batch_size <= i < self.batch_size:
+                raise IndexError(f"index {i} out of range for a batch of {self.batch_size}")
+            i %= self.batch_size
+            idx = slice(i, i + 1)
+        unc = None if self.uncertainty is None else self.uncertainty[idx]
+        return Embedding(self.mean[idx], self.var[idx], self.weights[idx], unc)
+
+    def map(self, fn) -> "Embedding":
+        """Apply ``fn`` to every tensor (e.g. ``lambda t: t.to('cuda')``)."""
+        unc = None if self.uncertainty is None else fn(self.uncertainty)
+        return Embedding(fn(self.mean), fn(self.var), fn(self.weights), unc)
+
+    def detach(self) -> "Embedding":
+        return self.map(torch.Tensor.detach)
+
+    def to(self, device) -> "Embedding":
+        return self.map(lambda t: t.to(device))
+
+    # ------------------------------------------------------------------ moments
+    def mixture_mean(self) -> Tensor:
+        """(B, D) mean of the whole mixture."""
+        return (self.weights.unsqueeze(-1) * self.mean).sum(1)
+
+    def total_var(self) -> Tensor:
+        """(B, D) per-axis variance of the whole mixture (law of total variance)."""
+        m = self.mixture_mean().unsqueeze(1)
+        w = self.weights.unsqueeze(-1)
+        return (w * (self.var + (self.mean - m) ** 2)).sum(1)
+
+    # ------------------------------------------------------------------ sampling
+    def component_schedule(self, k: int) -> Tensor:
+        """(B, k) component index of each of k samples: stratified (systematic) assignment.
+
+        Sample j takes the component whose cumulative weight interval holds
+        (j + 0.5) / k. With equal weights and k a multiple of C every component
+        gets exactly k / C samples: the stratified sampling of HIB sec. 2.2. Unequal
+        weights are represented to within 1/k.
+        """
+        cdf = self.weights.cumsum(1)
+        cdf = cdf / cdf[:, -1:]
+        u = (torch.arange(k, device=cdf.device, dtype=cdf.dtype) + 0.5) / k
+        idx = torch.searchsorted(cdf.contiguous(), u.expand(cdf.shape[0], k).contiguous())
+        return idx.clamp_max(self.n_components - 1)
+
+    def sample(self, k: int, generator: torch.Generator | None = None, eps: Tensor | None = None) -> Tensor:
+        """(B, k, D) reparametrised samples z = mu_c + sqrt(var_c) * eps (HIB sec. 2.2).
+
+        Args:
+            k: samples per input.
+            generator: optional torch.Generator for reproducible noise.
+            eps: optional fixed standard-normal noise of shape (k, D) or (B, k, D)
+                (used for deterministic evaluation).
+        """
+        if k < 1:
+            raise InputError(f"k must be >= 1; got {k}")
+        comp = self.component_schedule(k)  # (B, k)
+        gather = comp.unsqueeze(-1).expand(-1, -1, self.dim)
+        mu = self.mean.gather(1, gather)
+        sd = self.var.gather(1, gather).sqrt()
+        if eps is None:
+            eps = torch.randn(mu.shape, generator=generator, device=mu.device, dtype=mu.dtype)
+        return mu + sd * eps.to(mu.dtype).expand_as(mu)
+
+    # --------------------------------------------------------------- projection
+    def project(self, w: Tensor) -> tuple[Tensor, Tensor]:
+        """Linear projection z' = W^T z with W of shape (D, d) (e.g. PCA for plotting D > 2).
+
+        Returns per-component means (B, C, d) and full covariances (B, C, d, d):
+        mu' = W^T mu, Sigma' = W^T Sigma W (design note: never t-SNE uncertain embeddings).
+        """
+        if w.ndim != 2 or w.shape[0] != self.dim:
+            raise InputError(f"projection matrix must have shape ({self.dim}, d); got {tuple(w.shape)}")
+        w = w.to(self.mean)
+        mean = self.mean @ w
+        cov = torch.einsum("di,bcd,dj->bcij", w, self.var, w)
+        return mean, cov
+
+    def with_uncertainty(self, u: Tensor) -> "Embedding":
+        return replace(self, uncertainty=u)

@@ -1,0 +1,317 @@
+"""The claims each HIB notebook checks, built from the numbers it computed (`hedgekit.papers.verdict`).
+
+One function per notebook; each returns a `hedgekit.papers.verdict.Verdict` whose Markdown
+ends the notebook and goes into the report. The claims are the paper's own
+statements (quoted with their figure/table); the verdict and the reason are
+computed from the arguments.
+"""
+from __future__ import annotations
+
+import math
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from hedgekit.papers.hib import numbers
+from hedgekit.papers.hib.analysis import RANDOM_ALIGNMENT
+from hedgekit.papers.verdict import Verdict, binomial_se_diff, closeness, collapse_reason, fmt, noise_reason
+
+__all__ = ["data_verdict", "embeddings_verdict", "organisation_verdict", "known_unknowns_verdict",
+           "kl_margin_verdict"]
+
+
+# ------------------------------------------------------------------ 01
+def data_verdict(counts: Mapping[int, Mapping], reference: Mapping[int, Mapping], occlusion: Mapping[str, Mapping],
+                 disjoint: bool, balance: Mapping[str, int]) -> Verdict:
+    """Notebook 01: Table 3 counts, class split, occlusion rates (App. A).
+
+    counts / reference: N -> Table 3 quantities (ours / paper); occlusion: split ->
+    `hib_analysis.occlusion_statistics`; disjoint: unseen-test classes never occur in
+    training; balance: split -> max - min images per class.
+    """
+    v = Verdict("01 N-digit MNIST")
+    for n in counts:
+        diffs = {k: counts[n][k] - reference[n][k] for k in reference[n]}
+        bad = [k for k, d in diffs.items() if d != 0]
+        v.add(f"Table 3 counts, N={n}", ", ".join(f"{k} {reference[n][k]:,}" for k in reference[n]),
+              "identical" if not bad else ", ".join(f"{k} {counts[n][k]:,}" for k in bad), not bad,
+              "" if not bad else "the split sizes in hedgekit.data.ndigit differ from Table 3")
+    v.add("unseen test classes are never used in training (App. A)", "disjoint", "disjoint" if disjoint else "overlap",
+          disjoint)
+    worst = max(balance.values()) if balance else 0
+    v.add("classes are balanced (google/n-digit-mnist's construction)", "≥ 100 test images per class",
+          f"images per class differ by at most {worst} within a split", worst <= 1)
+    for split, st in occlusion.items():
+        d = st["occluded_fraction"] - st["expected_occluded_fraction"]
+        se = math.sqrt(max(st["expected_occluded_fraction"] * (1 - st["expected_occluded_fraction"]), 1e-12)
+                       / max(st["digits"], 1))
+        ok = abs(d) < 4 * se + 1e-9
+        what = "20% of digits occluded" if split == "train" else "every digit occluded"
+        v.add(f"{split}: {what}; side lengths L ~ U(0, 28)",
+              f"{fmt(st['expected_occluded_fraction'])} non-empty boxes expected, 25% of a digit hidden on average"
+              if split != "train" else
+              f"{fmt(st['expected_occluded_fraction'])} non-empty boxes expected (0.2 x (28/29)²)",
+              f"{fmt(st['occluded_fraction'])} occluded, {100 * st['mean_hidden'] / (1 if split != 'train' else 0.2):.1f}% "
+              f"hidden per drawn box", ok,
+              f"{fmt(d, signed=True)} from the expectation ({'<' if ok else '>'} 4 binomial standard errors); "
+              "a drawn side of 0 pixels gives an empty box, hence the (28/29)² factor")
+    return v
+
+
+# ------------------------------------------------------------------ 02
+def embeddings_verdict(stats: Mapping, checkpoints: Sequence = ()) -> Verdict:
+    """Notebook 02: Figures 1b, 3, 4, 7, 8 (qualitative claims, measured).
+
+    stats keys (each optional): ``fig3`` = dict(scale_clean, scale_corrupt, frac_larger, var_ratio,
+    var_clean, eta_clean, eta_corrupt); ``fig4`` = dict(elong_clean, elong_corrupt);
+    ``fig1b`` = dict(kind, classes); ``fig7`` = {C: dict(spread_clean, spread_corrupt)};
+    ``fig8`` = dict(scale_clean, scale_corrupt, var_ratio, var_clean).
+    """
+    v = Verdict("02 HIB embeddings", checkpoints)
+    f3 = stats.get("fig3")
+    if f3:
+        ratio = f3["scale_corrupt"] / f3["scale_clean"] if f3["scale_clean"] > 0 else math.nan
+        ok = ratio > 1.1 and f3["frac_larger"] > 0.5
+        v.add("Figure 3: corrupt images get larger ellipses than clean ones (D=2, MoG-1)", "qualitative",
+              f"ellipse radius {fmt(f3['scale_clean'], 4)} → {fmt(f3['scale_corrupt'], 4)} ({fmt(ratio, 2)}x); "
+              f"{100 * f3['frac_larger']:.0f}% of images grow", ok,
+              collapse_reason(f3["var_ratio"], f3.get("var_clean")) if not ok else
+              "the variance head learned to widen uncertain inputs")
+        ok = f3["eta_corrupt"] > f3["eta_clean"] + 0.01
+        v.add("sec. 2.4: η(x) is higher for corrupt inputs", "qualitative",
+              f"mean η {fmt(f3['eta_clean'])} clean vs {fmt(f3['eta_corrupt'])} corrupt", ok,
+              "" if ok else collapse_reason(f3["var_ratio"], f3.get("var_clean")) or "η differs by < 0.01")
+    f4 = stats.get("fig4")
+    if f4:
+        ok = f4["elong_corrupt"] > f4["elong_clean"] and f4["size_corrupt"] > f4["size_clean"]
+        v.add("Figure 4: a clean input ('03') gets a tight Gaussian, a half-occluded one ('52') an elongated, "
+              "larger ellipse", "qualitative",
+              f"axis ratio {fmt(f4['elong_clean'], 2)} vs {fmt(f4['elong_corrupt'], 2)}, radius "
+              f"{fmt(f4['size_clean'], 4)} vs {fmt(f4['size_corrupt'], 4)}", ok,
+              "" if ok else "the picked occluded example is not wider/longer than the clean one")
+    f1 = stats.get("fig1b")
+    if f1:
+        ok = f1["kind"] == "shared-digit"
+        a, b = f1["classes"]
+        v.add("Figure 1b: a 2-component embedding of an ambiguous image covers two classes sharing a digit "
+              "('17' and '47')", "qualitative", f"found {a:02d} / {b:02d} ({f1['kind']})", ok,
+              "" if ok else "no test image's two components sit at two classes differing in one digit; the "
+              "components have not separated (see Figure 7's spread)")
+    for c, f7 in sorted(stats.get("fig7", {}).items()):
+        ok = f7["spread_corrupt"] > f7["spread_clean"]
+        v.add(f"Figure 7 (C={c}): components of corrupt inputs are more dispersed", "qualitative",
+              f"mean component distance {fmt(f7['spread_clean'], 4)} clean vs {fmt(f7['spread_corrupt'], 4)} corrupt",
+              ok, "" if ok else "mixture components stay together on corrupt inputs (under-trained mixture)")
+    f8 = stats.get("fig8")
+    if f8:
+        ratio = f8["scale_corrupt"] / f8["scale_clean"] if f8["scale_clean"] > 0 else math.nan
+        ok = ratio > 1.1
+        v.add(f"Figure 8: the same in 3D ({f8.get('n_digits', 3)}-digit MNIST; the paper: 3-digit)", "qualitative",
+              f"ellipsoid radius ratio corrupt/clean {fmt(ratio, 2)}", ok,
+              "" if ok else collapse_reason(f8["var_ratio"], f8.get("var_clean")))
+    return v
+
+
+# ------------------------------------------------------------------ 03
+def organisation_verdict(alignment: Mapping[str, Mapping[int, float]], stats, random_level: float,
+                         checkpoints: Sequence = (), hib_var: float | None = None) -> Verdict:
+    """Notebook 03: Figure 10 (axis alignment) and Appendix D (adjacency, run length).
+
+    alignment: model -> {position: mean alignment}; stats: DataFrame (model, seed,
+    adjacency, mean_run) with models "HIB" and "point"; hib_var: mean variance of the
+    2D HIB model on clean test images (to say whether the covariance can shape anything).
+    """
+    v = Verdict("03 self-organisation", checkpoints)
+    if "HIB" in alignment and "point" in alignment:
+        h = float(np.nanmean(list(alignment["HIB"].values())))
+        p = float(np.nanmean(list(alignment["point"].values())))
+        ok = h > p and h > RANDOM_ALIGNMENT
+        v.add("Figure 10: HIB's class centroids are axis aligned (same tens digit → vary along one axis, same ones "
+              "digit → along the other); point embeddings are not", "qualitative",
+              f"alignment HIB {fmt(h)} vs point {fmt(p)} (1 = axis aligned, random directions {fmt(RANDOM_ALIGNMENT)})",
+              ok, "" if ok else (("HIB is no more aligned than random directions"
+                                  if h <= RANDOM_ALIGNMENT else "the point model is as aligned")
+                                 + (f"; HIB's variances are tiny (mean {hib_var:.2g} vs centroid spacing ~1), so "
+                                    "its diagonal covariance has little to shape" if hib_var is not None
+                                    and hib_var < 1e-2 else "")))
+    import pandas as pd
+
+    df = pd.DataFrame(stats)
+    hib = df[df.model == "HIB"].set_index("seed")
+    pt = df[df.model == "point"].set_index("seed")
+    seeds = sorted(set(hib.index) & set(pt.index))
+    if seeds:
+        wins = sum(hib.loc[s, "adjacency"] > pt.loc[s, "adjacency"] for s in seeds)
+        lo, hi = numbers.HIB_NUMBER_LINE["hib_adjacency"]
+        plo, phi = numbers.HIB_NUMBER_LINE["point_adjacency"]
+        h_rng = (int(hib["adjacency"].min()), int(hib["adjacency"].max()))
+        p_rng = (int(pt["adjacency"].min()), int(pt["adjacency"].max()))
+        overlap = h_rng[0] <= p_rng[1] and p_rng[0] <= h_rng[1]
+        why = ""
+        if wins < len(seeds):
+            why = (f"the seed-to-seed spread (HIB {h_rng[0]}–{h_rng[1]}, point {p_rng[0]}–{p_rng[1]}) is larger than "
+                   "the difference between the methods" if overlap else "the point models order the digits better here")
+            if max(h_rng[1], p_rng[1]) < random_level + 15:
+                why += f"; both are barely above a random order ({random_level:.0f})"
+        v.add("App. D: HIB's adjacency score beats the point embedding's in every trial", "4 of 4 trials",
+              f"{wins} of {len(seeds)} seeds", wins == len(seeds), why)
+        ok = h_rng[0] >= lo - 5 and h_rng[1] <= hi + 5
+        v.add("App. D: HIB adjacency 76–80 (of 99)", f"{lo}–{hi}", f"{h_rng[0]}–{h_rng[1]}", ok,
+              "" if ok else f"random order gives {random_level:.0f}; "
+              + ("our 1D HIB models are far from converged" if h_rng[1] < lo - 5 else "ours are higher"))
+        ok = p_rng[0] >= plo - 5 and p_rng[1] <= phi + 5
+        v.add("App. D: point adjacency 42–74", f"{plo}–{phi}", f"{p_rng[0]}–{p_rng[1]}", ok,
+              "" if ok else f"random order gives {random_level:.0f}; "
+              + ("our 1D point models order fewer digit-sharing neighbours" if p_rng[0] < plo - 5 else "ours are higher"))
+        hr, pr = float(hib["mean_run"].mean()), float(pt["mean_run"].mean())
+        ok = hr > pr
+        v.add("App. D: longer runs of classes sharing a digit with HIB (4.6 vs 3.0 classes)",
+              f"{numbers.HIB_NUMBER_LINE['hib_mean_run']} vs {numbers.HIB_NUMBER_LINE['point_mean_run']}",
+              f"{fmt(hr, 1)} vs {fmt(pr, 1)}", ok,
+              "our mean counts runs of ≥ 2 classes (the paper does not say whether single classes count)"
+              + ("" if ok else "; HIB's runs are not longer here"))
+    return v
+
+
+# ------------------------------------------------------------------ 04
+def known_unknowns_verdict(results: Mapping, checkpoints: Sequence = ()) -> Verdict:
+    """Notebook 04: Tables 1, 2, 6, 7 (results: (N, D, label) -> `hib_protocol.RepeatedEvaluation`)."""
+    v = Verdict("04 known unknowns", checkpoints)
+    settings = sorted({(n, d) for n, d, _ in results})
+    for n, d in settings:
+        pt, m1 = results.get((n, d, "point")), results.get((n, d, "MoG-1"))
+        if pt is None or m1 is None:
+            continue
+        ref = numbers.HIB_TABLE1[(n, d)]
+        for key, what in (("ap_corrupt", "verification AP"), ("knn_corrupt", "KNN accuracy")):
+            _beats(v, f"Table 1 (N={n}, D={d}): MoG-1 beats point on corrupt {what}", key, m1, pt,
+                   ref["MoG-1"][key], ref["point"][key])
+    diffs = []
+    for (n, d, label), r in results.items():
+        ref = numbers.HIB_TABLE1.get((n, d), {}).get(label, {})
+        diffs += [r.mean(k) - ref[k] for k in ref]
+    near, tot = closeness(diffs, 0.02)
+    if tot:
+        v.add("Table 1: the absolute numbers", f"{tot} cells (4 metrics x {tot // 4} models)",
+              f"{near} of {tot} cells within ±0.02",
+              near >= 0.75 * tot, "" if near >= 0.75 * tot else
+              f"mean Δ {fmt(float(np.nanmean(diffs)), signed=True)}: our models are "
+              + ("weaker" if np.nanmean(diffs) < 0 else "stronger") + " than the paper's")
+    for (n, d, label), r in results.items():
+        if label == "point":
+            continue
+        taus = {k: r.mean("tau_" + k) for k in ("ap_clean", "ap_corrupt", "knn_clean", "knn_corrupt")}
+        ref = numbers.HIB_TABLE2.get((n, d), {}).get(label, {})
+        pos = sum(t > 0 for t in taus.values() if math.isfinite(t))
+        ok = pos == 4
+        v.add(f"Table 2 (N={n}, D={d}, {label}): η(x) correlates with performance (all four τ > 0)",
+              ", ".join(fmt(ref.get("tau_" + k), 2) for k in taus), ", ".join(fmt(t, 2) for t in taus.values()), ok,
+              "" if ok else collapse_reason(r.var_ratio, r.var_clean) or "η bins do not order performance here")
+    for (n, d, label), r in results.items():
+        if "knnp_clean_clean" not in r.values:
+            continue
+        if label == "MoG-1":
+            better = r.mean("knnp_clean_clean") >= r.mean("knn_clean")
+            v.add(f"App. G (N={n}, D={d}, MoG-1): plurality voting improves KNN over majority",
+                  f"{fmt(numbers.HIB_TABLE6[(n, d)]['MoG-1'][('clean', 'clean')])} vs "
+                  f"{fmt(numbers.HIB_TABLE1[(n, d)]['MoG-1']['knn_clean'])}",
+                  f"{fmt(r.mean('knnp_clean_clean'))} vs {fmt(r.mean('knn_clean'))}", better,
+                  "plurality is never stricter than majority" if better else "")
+            harder = r.mean("knnp_clean_corrupt") < r.mean("knnp_corrupt_clean")
+            pg = numbers.HIB_TABLE6[(n, d)]["MoG-1"]
+            v.add(f"App. G (N={n}, D={d}): a corrupt probe is harder than a corrupt gallery",
+                  f"{fmt(pg[('clean', 'corrupt')])} vs {fmt(pg[('corrupt', 'clean')])}",
+                  f"{fmt(r.mean('knnp_clean_corrupt'))} vs {fmt(r.mean('knnp_corrupt_clean'))}", harder)
+            t = {gp: r.mean(f"tau_knnp_{gp[0]}_{gp[1]}") for gp in (("clean", "clean"), ("clean", "corrupt"),
+                                                                      ("corrupt", "clean"))}
+            best = max(t, key=lambda k: t[k] if math.isfinite(t[k]) else -9)
+            ok = best == ("clean", "corrupt")
+            v.add(f"Table 7 (N={n}, D={d}): η correlates best with KNN for a corrupt probe",
+                  ", ".join(fmt(x, 2) for x in numbers.HIB_TABLE7[(n, d)].values()),
+                  ", ".join(fmt(x, 2) for x in t.values()), ok,
+                  "" if ok else collapse_reason(r.var_ratio, r.var_clean))
+    return v
+
+
+# ------------------------------------------------------------------ 05
+def kl_margin_verdict(beta_scales: Mapping[float, float], table5: Mapping, margins: Sequence[float] = (),
+                      hard: Mapping[str, Sequence[float]] | None = None, soft: Mapping[str, float] | None = None,
+                      checkpoints: Sequence = (), n_eval: int | None = None, beta_kl: Mapping[float, float] | None = None
+                      ) -> Verdict:
+    """Notebook 05: Figure 12 (beta), Table 5 (beta 0 vs 1e-4), Figure 6 (soft vs hard contrastive).
+
+    beta_scales: beta -> mean ellipse radius of corrupt test images; table5: (N, D, beta) ->
+    `RepeatedEvaluation`; hard: metric -> per-margin values; soft: metric -> value;
+    n_eval: test images of the Figure 6 evaluation; beta_kl: beta -> mean KL(p(z|x) || N(0, I)).
+    """
+    v = Verdict("05 KL weight and soft contrastive loss", checkpoints)
+    if len(beta_scales) >= 2:
+        b = sorted(beta_scales)
+        s = [beta_scales[x] for x in b]
+        mono = all(y >= x for x, y in zip(s, s[1:]))
+        v.add("Figure 12 / App. E: larger β → larger variances (small β → points, large β → unit Gaussian)",
+              "monotone", ", ".join(f"β={x:g}: {fmt(y, 3)}" for x, y in zip(b, s)), mono,
+              "" if mono else "ellipse sizes are not monotone in β for these models")
+        top = s[-1]
+        ok = 0.3 <= top <= 1.5
+        kl = "" if not beta_kl or b[-1] not in beta_kl else f"; mean KL to N(0, I) {fmt(beta_kl[b[-1]], 2)} nats"
+        v.add(f"Figure 12: at β = {b[-1]:g} embeddings approach N(0, I) (radius ~1)", "≈ 1", fmt(top, 3) + kl, ok,
+              "" if ok else f"radius {fmt(top, 3)} is still far from the prior's 1 at β = {b[-1]:g}")
+    for n, d in sorted({(n, d) for n, d, _ in table5}):
+        r0, r4 = table5.get((n, d, 0.0)), table5.get((n, d, 1e-4))
+        if r0 is None or r4 is None:
+            continue
+        ref = numbers.HIB_TABLE5.get((n, d), {})
+        for key, what in (("knn_corrupt", "KNN corrupt"), ("tau_knn_clean", "τ KNN clean")):
+            _beats(v, f"Table 5 (N={n}, D={d}): β = 1e-4 improves {what} over β = 0", key, r4, r0,
+                   ref.get(1e-4, {}).get(key, math.nan), ref.get(0.0, {}).get(key, math.nan))
+    if hard and soft and margins:
+        wins, total, losses = 0, 0, []
+        for key in hard:
+            if key in soft:
+                for m, val in zip(margins, hard[key]):
+                    total += 1
+                    wins += soft[key] >= val
+                    if val > soft[key]:
+                        losses.append((key, m, val))
+        ok = total > 0 and wins == total
+        why = ""
+        if losses:
+            why = "the hard loss wins at " + ", ".join(f"{k} M={m:g} ({fmt(val)} vs {fmt(soft[k])})"
+                                                     for k, m, val in losses[:4])
+            if n_eval:
+                small = [k for k, m, val in losses if k.startswith("knn")
+                         and val - soft[k] < 2 * math.sqrt(max(soft[k] * (1 - soft[k]), 1e-12) / n_eval)]
+                if small:
+                    why += (f"; {len(small)} of these KNN gaps are within 2 binomial standard errors "
+                            f"({n_eval} test images)")
+        v.add("Figure 6 / App. B: soft contrastive loss upper-bounds the hard one at every margin M",
+              "soft ≥ hard for all M", f"soft ≥ hard in {wins} of {total} (metric, margin) pairs", ok, why)
+    return v
+
+
+def _z(x) -> float:
+    return 0.0 if x is None or not math.isfinite(x) else float(x)
+
+
+def _beats(v: Verdict, claim: str, key: str, ours_a, ours_b, paper_a: float, paper_b: float) -> None:
+    """Add the verdict "A beats B on ``key``" (`hib_protocol.RepeatedEvaluation` A and B, the paper's
+    values beside them): open when the difference is within noise, else failed with the
+    variance-collapse diagnosis of A when A does not win."""
+    diff = ours_a.mean(key) - ours_b.mean(key)
+    noise = _diff_noise(ours_a, ours_b, key, diff)
+    ok = None if noise else diff > 0
+    v.add(claim, f"{fmt(paper_a)} vs {fmt(paper_b)} ({fmt(paper_a - paper_b, signed=True)})",
+          f"{fmt(ours_a.mean(key))} vs {fmt(ours_b.mean(key))} ({fmt(diff, signed=True)})", ok,
+          noise + (f" (direction {'agrees' if diff > 0 else 'disagrees'})" if noise else "")
+          or ("" if ok else collapse_reason(ours_a.var_ratio, ours_a.var_clean)))
+
+
+def _diff_noise(r1, r2, key: str, diff: float) -> str:
+    """Noise statement for ``r1 - r2`` on metric ``key``: repetition std, or for KNN accuracy (whose
+    neighbours do not change between repetitions) the binomial standard error of the test set."""
+    std = math.hypot(_z(r1.std(key)), _z(r2.std(key)))
+    if key.startswith("knn") and std == 0:
+        se = binomial_se_diff(r1.mean(key), r1.n_images, r2.mean(key), r2.n_images)
+        return noise_reason(diff, se, f"binomial standard errors of {r1.n_images} test images")
+    return noise_reason(diff, std)

@@ -1,0 +1,195 @@
+"""Which zoo models each HIB reproduction notebook uses, in FAST and in FULL mode.
+
+One place decides the experiment grid, so the notebooks stay thin and
+``python -m hedgekit reproduce --list-models`` can print exactly the checkpoints a
+full run needs (to train or ship them ahead of time).
+
+FULL mode follows the paper (Oh et al. 2019):
+
+* Figures 3, 4, 1b, 7: 2-digit MNIST, D = 2, point / MoG-1 / MoG-2 / MoG-4;
+  Figure 8: 3-digit MNIST, D = 3, MoG-1 (FAST: 2-digit).
+* Figure 10, 11 and Appendix D: D = 2 point and MoG-1; D = 1 point and MoG-1 over
+  four seeds ("four trials").
+* Tables 1, 2, 6, 7 and Figures 5, 9: N in {2, 3} x D in {2, 3} x {point, MoG-1, MoG-2}.
+* Table 5: MoG-1, beta in {0, 1e-4} at (N, D) = (2, 2) and (3, 3);
+  Figure 12: MoG-1, N = 3, D = 3, beta in {1e-6, ..., 1e-2};
+  Figure 6: point models with the hard contrastive loss over a range of margins M,
+  beside the soft contrastive point model.
+
+Sweeps are shortened in FULL mode. The number line (4 seeds x point / MoG-1, D = 1),
+Figure 12 (5 betas) and Figure 6 (5 margins + the soft reference) need 19 models, ~5
+CPU-hours at the full `paper` preset on this kit's 2-core machine; they train for a
+quarter of the preset's steps (`SWEEP_DIVISOR`: point 3,000, HIB 2,250 steps), every
+model of one sweep alike, so each sweep compares like with like. Tables 1, 2, 5, 6, 7
+and Figures 1b, 3, 4, 5, 7, 8, 9, 10 use full `paper` models. The notebooks print the
+steps of every checkpoint they use.
+
+FAST mode (CI; every notebook < 3 minutes on 2 shared cores, including training
+its `fast` preset models once) keeps the *kind* of every experiment but shrinks
+the grid: N = 2, D = 2 wherever the paper's setting is not essential, two seeds
+instead of four, the app's beta values {0, 1e-4, 1e-2} (shared checkpoints) and
+two margins, no MoG-4 (Figure 7 shows C = 2 only), 2-digit instead of 3-digit
+MNIST in Figure 8. What was left out is printed by each notebook.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hedgekit.zoo import PRESETS, Spec
+
+__all__ = ["SWEEP_DIVISOR", "FIG12_BETAS", "FAST_BETAS", "TABLE5_BETAS", "FIG6_MARGINS", "FAST_MARGINS",
+           "TABLE1_SETTINGS", "preset", "sweep", "table1_settings", "table1_specs", "embedding_specs",
+           "number_line_specs", "beta_specs", "table5_specs", "margin_specs", "notebook_specs", "all_specs",
+           "recorded_table1"]
+
+FIG12_BETAS = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2)  # HIB App. E, Figure 12
+FAST_BETAS = (0.0, 1e-4, 1e-2)  # same values as the Streamlit app (shared fast checkpoints)
+TABLE5_BETAS = (0.0, 1e-4)  # HIB Table 5
+# Figure 6 gives no margin values; the hard loss is scale-equivariant for unconstrained
+# embeddings, so a log-spaced range around the soft loss's natural scale (~1) is the test.
+FIG6_MARGINS = (0.25, 0.5, 1.0, 2.0, 4.0)
+FAST_MARGINS = (0.5, 2.0)
+TABLE1_SETTINGS = ((2, 2), (2, 3), (3, 2), (3, 3))  # (N, D) of HIB Tables 1, 2, 6, 7
+
+
+# FULL-mode sweeps train 1/SWEEP_DIVISOR of the preset's steps (module docstring).
+SWEEP_DIVISOR = 4
+
+
+def preset(fast: bool) -> str:
+    return "fast" if fast else "paper"
+
+
+def sweep(spec: Spec) -> Spec:
+    """``spec`` as a sweep member: FAST specs unchanged, paper specs at 1/`SWEEP_DIVISOR` of the steps."""
+    if spec.preset == "fast":
+        return spec
+    steps = PRESETS[spec.preset][spec.recipe_key]["steps"] // SWEEP_DIVISOR
+    return replace(spec, steps=steps)
+
+
+def table1_settings(fast: bool) -> tuple[tuple[int, int], ...]:
+    """(N, D) settings of Tables 1/2/6/7: all four in FULL mode, (2, 2) in FAST mode."""
+    return ((2, 2),) if fast else TABLE1_SETTINGS
+
+
+def table1_specs(n: int, d: int, fast: bool, seed: int = 0) -> list[Spec]:
+    """point, MoG-1, MoG-2 for one (N, D) setting (Table 1's three columns)."""
+    p = preset(fast)
+    return [Spec(kind="point", n_digits=n, dim=d, preset=p, seed=seed),
+            Spec(kind="hib", n_digits=n, dim=d, components=1, preset=p, seed=seed),
+            Spec(kind="hib", n_digits=n, dim=d, components=2, preset=p, seed=seed)]
+
+
+def embedding_specs(fast: bool, seed: int = 0) -> dict[str, Spec]:
+    """Models of notebook 02 (Figures 1b, 3, 4, 7, 8), by role.
+
+    FAST mode leaves out the MoG-4 model of Figure 7's second row (with its
+    evaluation ~75 s of the notebook's 3-minute budget on 2 shared cores) and draws
+    Figure 8 with the 2-digit D = 3 model the app also uses, instead of a 3-digit one
+    (which needs the 100k-image 3-digit training set built and one more model trained).
+    """
+    p = preset(fast)
+    specs = {"point": Spec(kind="point", preset=p, seed=seed),
+             "mog1": Spec(kind="hib", components=1, preset=p, seed=seed),
+             "mog2": Spec(kind="hib", components=2, preset=p, seed=seed),
+             "mog4": Spec(kind="hib", components=4, preset=p, seed=seed),
+             "mog1_3d": Spec(kind="hib", n_digits=2 if fast else 3, dim=3, components=1, preset=p, seed=seed)}
+    if fast:
+        del specs["mog4"]
+    return specs
+
+
+def number_line_specs(fast: bool, seeds: int = 4) -> dict[str, list[Spec]]:
+    """Notebook 03: D = 2 point/MoG-1 (Figure 10) and D = 1 point/MoG-1 for each seed (Figure 11, App. D).
+
+    The D = 1 models are a sweep (`sweep`: shortened in FULL mode); the D = 2 ones are the full models.
+    """
+    p = preset(fast)
+    n_seeds = min(seeds, 2) if fast else seeds
+    return {"d2": [Spec(kind="point", preset=p), Spec(kind="hib", preset=p)],
+            "point_d1": [sweep(Spec(kind="point", dim=1, preset=p, seed=s)) for s in range(n_seeds)],
+            "hib_d1": [sweep(Spec(kind="hib", dim=1, preset=p, seed=s)) for s in range(n_seeds)]}
+
+
+def beta_specs(fast: bool) -> list[Spec]:
+    """Figure 12's models: MoG-1 at N = 3, D = 3 (FULL, a `sweep`) or N = 2, D = 2 (FAST), one per beta."""
+    if fast:
+        return [Spec(kind="hib", beta=b, preset="fast") for b in FAST_BETAS]
+    return [sweep(Spec(kind="hib", n_digits=3, dim=3, beta=b, preset="paper")) for b in FIG12_BETAS]
+
+
+def table5_specs(fast: bool) -> dict[tuple[int, int], list[Spec]]:
+    """Table 5: MoG-1 with beta = 0 and 1e-4 for (N, D) = (2, 2) and, in FULL mode, (3, 3)."""
+    settings = ((2, 2),) if fast else ((2, 2), (3, 3))
+    return {(n, d): [Spec(kind="hib", n_digits=n, dim=d, beta=b, preset=preset(fast)) for b in TABLE5_BETAS]
+            for n, d in settings}
+
+
+def margin_specs(fast: bool) -> tuple[Spec, list[Spec]]:
+    """Figure 6: the soft contrastive point model and hard contrastive point models over margins (a `sweep`)."""
+    p = preset(fast)
+    margins = FAST_MARGINS if fast else FIG6_MARGINS
+    return (sweep(Spec(kind="point", preset=p)),
+            [sweep(Spec(kind="point", loss="hard", margin=m, preset=p)) for m in margins])
+
+
+def notebook_specs(notebook: str, fast: bool) -> list[Spec]:
+    """Every model a notebook loads (in the order it loads them), deduplicated."""
+    out: list[Spec] = []
+    if notebook.startswith("02"):
+        out += list(embedding_specs(fast).values())
+    elif notebook.startswith("03"):
+        for group in number_line_specs(fast).values():
+            out += group
+    elif notebook.startswith("04"):
+        for n, d in table1_settings(fast):
+            out += table1_specs(n, d, fast)
+    elif notebook.startswith("05"):
+        out += beta_specs(fast)
+        for group in table5_specs(fast).values():
+            out += group
+        soft, hard = margin_specs(fast)
+        out += [soft, *hard]
+    seen, unique = set(), []
+    for s in out:
+        if s.name not in seen:
+            seen.add(s.name)
+            unique.append(s)
+    return unique
+
+
+def all_specs(fast: bool) -> list[Spec]:
+    """Every model the HIB notebooks (01-05) need, deduplicated."""
+    seen, out = set(), []
+    for nb in ("02", "03", "04", "05"):
+        for s in notebook_specs(nb, fast):
+            if s.name not in seen:
+                seen.add(s.name)
+                out.append(s)
+    return out
+
+
+def recorded_table1(preset_name: str = "paper", seed: int = 0) -> tuple[dict, list[str]]:
+    """Table 1/2 results as recorded in the checkpoints of the grid (no re-evaluation).
+
+    Returns ``(results, missing)``: (N, D, label) -> `hedgekit.papers.hib.protocol.RepeatedEvaluation`
+    (one repetition: the metrics `hedgekit.zoo` stored at training time) for every model of
+    the Table 1 grid that has a checkpoint, and the names of those that have none.
+    ``python -m hedgekit table1`` prints them beside the paper.
+    """
+    from hedgekit.papers.hib.protocol import RepeatedEvaluation
+    from hedgekit.zoo import find_checkpoint, load_checkpoint
+
+    results, missing = {}, []
+    for n, d in TABLE1_SETTINGS:
+        for spec in table1_specs(n, d, fast=False, seed=seed):
+            spec = Spec(**{**spec.__dict__, "preset": preset_name})
+            path = find_checkpoint(spec)
+            if path is None:
+                missing.append(spec.name)
+                continue
+            _, meta = load_checkpoint(path)
+            results[(n, d, spec.label)] = RepeatedEvaluation.from_metrics(
+                spec.label, n, d, meta["metrics"], int(meta.get("eval_images", 0)))
+    return results, missing

@@ -1,0 +1,50 @@
+"""Which models the SPE notebooks (06, 07) use: the Table 2 grid, the Figure 4 runs, the L-shape model.
+
+Scott, Ridgeway & Mozer, "Stochastic Prototype Embeddings" (2019). Every model is a `hedgekit.zoo.Spec`
+(kind "pn" or "spe"), loaded or trained by `hedgekit.zoo.load_or_train`; how the models are evaluated
+is `hedgekit.papers.spe.protocol`.
+"""
+from __future__ import annotations
+
+from hedgekit.zoo import Spec
+
+__all__ = ["table2_settings", "table2_specs", "fig4_specs", "notebook_specs", "FIG4_SAMPLES", "FAST_FIG4_SAMPLES"]
+
+FIG4_SAMPLES = (1, 3, 9, 27, 81)  # s of Figure 4
+FAST_FIG4_SAMPLES = (1, 9)
+
+
+def table2_settings(fast: bool) -> tuple[tuple[int, int], ...]:
+    """(N, D) of Table 2: N in {2, 3} x D in {2, 3} in full mode, (2, 2) in FAST mode."""
+    return ((2, 2),) if fast else ((2, 2), (2, 3), (3, 2), (3, 3))
+
+
+def table2_specs(fast: bool, seed: int = 0) -> dict[tuple[int, int], dict[str, Spec]]:
+    """(N, D) -> {"PN": spec, "SPE": spec} (SPE: intersection sampler, s = 1, sec. 4.2)."""
+    p = "fast" if fast else "paper"
+    return {(n, d): {"PN": Spec(kind="pn", n_digits=n, dim=d, preset=p, seed=seed),
+                     "SPE": Spec(kind="spe", n_digits=n, dim=d, preset=p, seed=seed)}
+            for n, d in table2_settings(fast)}
+
+
+def fig4_specs(fast: bool, seed: int = 0) -> list[Spec]:
+    """Figure 4 analogue: 2-digit MNIST, D = 2, naive and intersection sampler, s in {1, 3, 9, 27, 81}."""
+    p = "fast" if fast else "paper"
+    return [Spec(kind="spe", sampler=sampler, samples=s, recipe="fig4", preset=p, seed=seed)
+            for sampler in ("naive", "intersection") for s in (FAST_FIG4_SAMPLES if fast else FIG4_SAMPLES)]
+
+
+def notebook_specs(notebook: str, fast: bool, seed: int = 0) -> list:
+    """Every model an SPE notebook loads: 06 its L-shape SPE; 07 PN, SPE and the HIB (MoG-1) and point
+    models it evaluates the same way  for each Table 2 setting, then the
+    Figure 4 runs. Other notebooks: []. Used by ``python -m hedgekit reproduce --list-models``."""
+    preset = "fast" if fast else "paper"
+    if notebook.startswith("06"):
+        return [Spec(kind="spe", data="lshapes", dim=2, preset=preset, seed=seed)]
+    if not notebook.startswith("07"):
+        return []
+    out: list = []
+    for (n, d), pair in table2_specs(fast, seed).items():
+        out += [pair["PN"], pair["SPE"], Spec(kind="hib", n_digits=n, dim=d, preset=preset, seed=seed),
+                Spec(kind="point", n_digits=n, dim=d, preset=preset, seed=seed)]
+    return out + fig4_specs(fast, seed)

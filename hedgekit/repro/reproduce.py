@@ -1,0 +1,347 @@
+"""``python -m hedgekit reproduce``: run the reproduction notebooks and write one report.
+
+Every registered notebook is executed with papermill (parameters ``FAST`` and
+``REPORT_DIR``); each hands its tables, figures and computed verdict to the report
+through `hedgekit.repro.report`. The result is
+
+    reports/summary.md         every reproduced table beside the paper's, the figures, run times;
+                               cumulative: notebooks run earlier into the same folder and mode keep
+                               their sections, so a full run can be done one notebook at a time
+    reports/summary.html       the same, one self-contained page (figures linked, not inlined)
+    reports/run.json           machine-readable run record (status, seconds, checkpoints)
+    reports/notebooks/*.ipynb  the executed notebooks (or back into notebooks/ with --inplace)
+    reports/assets/<notebook>/ the files the notebooks wrote (PNG, HTML, Markdown, CSV)
+
+Usage::
+
+    python -m hedgekit reproduce --fast              # CI-sized models, every notebook < 3 min
+    python -m hedgekit reproduce --only hib          # the HIB notebooks with `paper` preset models
+    python -m hedgekit reproduce --only hib --inplace   # ... and write outputs back into notebooks/
+    python -m hedgekit reproduce --list-models       # the checkpoints a full run needs
+
+Notebooks register by group in `NOTEBOOKS` (or with `register`); ``--only`` takes
+group names or notebook names.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from hedgekit.errors import InputError
+from hedgekit.paths import REPO_DIR
+from hedgekit.repro.report import read_manifest
+
+__all__ = ["NOTEBOOKS", "register", "notebook_dir", "select", "run_notebook", "reproduce", "write_summary", "main",
+           "add_subcommand", "build_parser"]
+
+# Group -> notebooks (file names in notebooks/), in running order. SPE (06, 07) registers
+# under "spe": add the file names here or call register("spe", "06_....ipynb", ...).
+NOTEBOOKS: dict[str, list[str]] = {
+    "hib": ["01_ndigit_mnist.ipynb", "02_hib_embeddings.ipynb", "03_self_organization.ipynb",
+            "04_known_unknowns.ipynb", "05_kl_and_soft_contrastive.ipynb"],
+    "spe": ["06_spe_lshapes.ipynb", "07_spe_ndigit.ipynb"],
+}
+
+
+def register(group: str, *notebooks: str) -> None:
+    """Add notebooks (file names in notebooks/) to a group, keeping order and skipping duplicates."""
+    names = NOTEBOOKS.setdefault(group, [])
+    for nb in notebooks:
+        if not nb.endswith(".ipynb"):
+            raise InputError(f"notebook names end in .ipynb; got {nb!r}")
+        if nb not in names:
+            names.append(nb)
+
+
+def notebook_dir() -> Path:
+    return REPO_DIR / "notebooks"
+
+
+def select(only: Sequence[str] | str | None = None, registry: dict | None = None) -> list[str]:
+    """Notebooks to run: all registered (sorted by name) or those of the named groups / notebooks."""
+    reg = NOTEBOOKS if registry is None else registry
+    every = sorted({nb for group in reg.values() for nb in group})
+    if not only:
+        return every
+    if isinstance(only, str):
+        only = [only]
+    only = [s.strip() for item in only for s in item.split(",") if s.strip()]  # "--only 04,05" and "--only 04 --only 05"
+    out: list[str] = []
+    for item in only:
+        if item in reg:
+            out += reg[item]
+        else:
+            match = [nb for nb in every if nb == item or nb == f"{item}.ipynb" or nb.split("_")[0] == item]
+            if not match:
+                raise InputError(f"--only {item!r}: not a group ({', '.join(sorted(reg))}) nor a registered notebook")
+            out += match
+    return list(dict.fromkeys(out))
+
+
+def run_notebook(src: Path, dst: Path, parameters: dict, kernel: str = "python3", timeout: int | None = None,
+                 progress: bool = False) -> dict:
+    """Execute one notebook with papermill; never raises (errors are returned in the record)."""
+    import papermill as pm
+
+    rec: dict = {"notebook": src.name, "output": str(dst), "status": "ok", "error": "", "seconds": 0.0}
+    if not src.is_file():
+        rec.update(status="missing", error=f"{src} does not exist")
+        return rec
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    try:
+        pm.execute_notebook(str(src), str(dst), parameters=parameters, kernel_name=kernel, cwd=str(src.parent),
+                            progress_bar=progress, execution_timeout=timeout, log_output=False)
+    except Exception as exc:  # PapermillExecutionError carries the cell's traceback
+        name = type(exc).__name__
+        detail = getattr(exc, "evalue", None) or str(exc)
+        rec.update(status="failed", error=f"{name}: {detail}".strip()[:2000],
+                   cell=getattr(exc, "exec_count", None))
+        if not getattr(exc, "evalue", None):
+            rec["traceback"] = traceback.format_exc()[-4000:]
+    rec["seconds"] = round(time.perf_counter() - t0, 1)
+    return rec
+
+
+def reproduce(fast: bool = False, only: Sequence[str] | str | None = None, out_dir: str | Path = "reports",
+              inplace: bool = False, kernel: str = "python3", timeout: int | None = None,
+              registry: dict | None = None, notebooks: Path | None = None, progress: bool = True,
+              echo=print) -> Path:
+    """Execute the selected notebooks and write ``<out_dir>/summary.md``; returns its path.
+
+    Args:
+        fast: pass ``FAST=True`` (fast preset models) instead of the paper preset.
+        only: group names ("hib", "spe") or notebook names/prefixes ("04"); default all.
+        inplace: write executed notebooks back into notebooks/ (outputs kept) instead of
+            ``<out_dir>/notebooks``.
+        registry, notebooks: another registry / notebook folder (tests).
+    """
+    out = Path(out_dir).resolve()
+    src_dir = notebook_dir() if notebooks is None else Path(notebooks)
+    names = select(only, registry)
+    if not names:
+        raise InputError("no notebook selected (the registry is empty?)")
+    runs = []
+    t_all = time.perf_counter()
+    for name in names:
+        src = src_dir / name
+        stem = Path(name).stem
+        assets = out / "assets" / stem
+        if assets.exists():  # a fresh manifest per run
+            for f in assets.iterdir():
+                if f.is_file():
+                    f.unlink()
+        dst = src if inplace else out / "notebooks" / name
+        echo(f"[reproduce] {name} ({'FAST' if fast else 'full'}) ...")
+        # Relative to the notebook's folder (papermill runs it there), so a notebook written back with
+        # --inplace carries no machine-specific path in its injected-parameters cell.
+        report_dir = os.path.relpath(assets, src.parent.resolve()) if src.parent.exists() else str(assets)
+        rec = run_notebook(src, dst, {"FAST": bool(fast), "REPORT_DIR": report_dir}, kernel, timeout, progress)
+        rec["assets"] = str(assets.relative_to(out))
+        rec["output"] = Path(os.path.relpath(Path(rec["output"]).resolve(), out)).as_posix()
+        runs.append(rec)
+        echo(f"[reproduce] {name}: {rec['status']} in {rec['seconds']:.0f} s" +
+             (f" — {rec['error'].splitlines()[0][:200]}" if rec["error"] else ""))
+    total = time.perf_counter() - t_all
+    summary = write_summary(runs, out, fast, total)
+    echo(f"[reproduce] summary: {summary}")
+    return summary
+
+
+def _read(p: Path) -> str:
+    try:
+        return p.read_text().strip()
+    except OSError as exc:
+        return f"*(could not read {p.name}: {exc})*"
+
+
+def _previous_runs(out: Path, fast: bool, replaced: set[str]) -> list[dict]:
+    """Run records of an earlier call into the same folder and mode, for notebooks not run again now.
+
+    A corrupt or other-mode ``run.json`` contributes nothing: one summary never mixes FAST and full runs.
+    """
+    try:
+        old = json.loads((out / "run.json").read_text())
+    except (OSError, ValueError):
+        return []
+    if not isinstance(old, dict) or old.get("fast") != fast:
+        return []
+    return [dict(r) for r in old.get("runs", []) if isinstance(r, dict) and r.get("notebook") not in replaced
+            and (out / r.get("assets", "-")).is_dir()]
+
+
+def write_summary(runs: Sequence[dict], out_dir: str | Path, fast: bool, total_seconds: float | None = None) -> Path:
+    """Build ``summary.md`` (+ ``summary.html``, ``run.json``) from run records and the notebooks' manifests.
+
+    The report is cumulative: notebooks run into the same folder by an earlier call
+    in the same mode keep their section (with the date they ran), so full-mode notebooks can be run one at
+    a time and still give one report. ``total_seconds`` is this call's wall time; the header adds the
+    carried-over notebooks' run times.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    now = time.strftime("%Y-%m-%d %H:%M")
+    runs = [dict(r, date=r.get("date", now)) for r in runs]
+    earlier = _previous_runs(out, fast, {r["notebook"] for r in runs})
+    total = sum(r.get("seconds", 0.0) for r in runs) if total_seconds is None else total_seconds
+    total += sum(r.get("seconds", 0.0) for r in earlier)
+    runs = sorted(runs + earlier, key=lambda r: r["notebook"])
+    metas = {}
+    for r in runs:
+        entries = read_manifest(out / r["assets"]) if r.get("assets") else []
+        r["entries"] = entries
+        meta: dict = {}
+        for e in entries:
+            if e.get("kind") == "meta":
+                meta.update(e.get("info", {}))
+        metas[r["notebook"]] = meta
+    versions = next((m["versions"] for m in metas.values() if m.get("versions")), {})
+    lines = ["# hedgekit — reproduction report", "",
+             f"- mode: **{'FAST (fast preset models; CI sizes)' if fast else 'FULL (paper preset models)'}**",
+             f"- written: {time.strftime('%Y-%m-%d %H:%M:%S')}",
+             f"- total run time: {total:.0f} s (sum over the notebooks below; each says when it ran)",
+             f"- command: `python -m hedgekit reproduce{' --fast' if fast else ''}`",
+             f"- machine: {platform.platform()}, Python {sys.version.split()[0]}"]
+    if versions:
+        lines.append("- versions: " + ", ".join(f"{k} {v}" for k, v in versions.items() if k != "platform"))
+    lines += ["", "| notebook | status | run time | ran on | checkpoints | items |", "|---|---|---|---|---|---|"]
+    for r in runs:
+        meta = metas[r["notebook"]]
+        n_items = sum(e.get("kind") in ("table", "figure", "plotly", "text") for e in r["entries"])
+        lines.append(f"| [{r['notebook']}]({r['output']}) | {r['status']} | {r['seconds']:.0f} s | {r['date']} | "
+                     f"{len(meta.get('checkpoints', []))} | {n_items} |")
+    for r in runs:
+        meta = metas[r["notebook"]]
+        lines += ["", "---", "", f"## {Path(r['notebook']).stem}", "",
+                  f"status **{r['status']}**, run time {r['seconds']:.0f} s"
+                  + (f" (notebook's own clock {meta['runtime_s']:.0f} s)" if meta.get("runtime_s") else "")
+                  + f"; executed notebook: [{r['output']}]({r['output']})"]
+        if r["error"]:
+            lines += ["", "```", r["error"], "```"]
+        if meta.get("checkpoints"):
+            lines += ["", "<details><summary>checkpoints that produced these outputs</summary>", ""]
+            lines += [f"- `{c['name']}` — {c['source']}, {c['steps']} steps, trained {c['train_seconds']:.0f} s, "
+                      f"sha256 {c['sha256']}" for c in meta["checkpoints"]]
+            lines += ["", "</details>"]
+        base = Path(r["assets"])
+        for e in r["entries"]:
+            kind = e.get("kind")
+            if kind == "table":
+                lines += ["", f"### {e['name']}", "", _read(out / base / e["file"])]
+                if e.get("note"):
+                    lines += ["", f"*{e['note']}*"]
+            elif kind == "figure":
+                lines += ["", f"### {e['name']}", "", f"![{e['name']}]({(base / e['file']).as_posix()})"]
+                if e.get("caption"):
+                    lines += ["", f"*{e['caption']}*"]
+            elif kind == "plotly":
+                lines += ["", f"### {e['name']}", "",
+                          f"[open the interactive figure]({(base / e['file']).as_posix()})"]
+            elif kind == "text":
+                lines += ["", _read(out / base / e["file"])]
+    md = "\n".join(lines) + "\n"
+    path = out / "summary.md"
+    path.write_text(md)
+    (out / "run.json").write_text(json.dumps({"fast": fast, "total_seconds": round(total, 1),
+                                              "runs": [{k: v for k, v in r.items() if k != "entries"} for r in runs],
+                                              "meta": metas}, indent=1, default=str))
+    _write_html(md, out / "summary.html")
+    return path
+
+
+def _write_html(md: str, path: Path) -> None:
+    try:
+        import mistune
+
+        body = mistune.create_markdown(plugins=["table"], escape=False)(md)
+    except Exception:  # pragma: no cover - mistune ships with nbconvert
+        import html
+
+        body = f"<pre>{html.escape(md)}</pre>"
+    css = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;"
+           "background:#fff;color:#222}table{border-collapse:collapse;font-size:.85em;margin:.5em 0}"
+           "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}img{max-width:100%}"
+           "code,pre{background:#f4f4f4}")
+    path.write_text(f"<!doctype html><html><head><meta charset='utf-8'><title>hedgekit reproduction</title>"
+                    f"<style>{css}</style></head><body>{body}</body></html>")
+
+
+# ------------------------------------------------------------------------------ CLI
+def add_subcommand(subparsers) -> argparse.ArgumentParser:
+    """Register ``reproduce`` on an argparse sub-parser set (for `hedgekit.cli`)."""
+    p = subparsers.add_parser("reproduce", help="run the reproduction notebooks and write reports/summary.md",
+                              description=__doc__.split("\n\n")[0])
+    _add_arguments(p)
+    p.set_defaults(fn=_cmd)
+    return p
+
+
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--fast", action="store_true", help="FAST mode: fast preset models (CI sizes)")
+    p.add_argument("--only", action="append", default=None,
+                   help="group (hib, spe) or notebook name/prefix; repeat or comma-separate")
+    p.add_argument("--out", default="reports", help="output folder (default: reports)")
+    p.add_argument("--inplace", action="store_true", help="write executed notebooks back into notebooks/")
+    p.add_argument("--kernel", default="python3", help="Jupyter kernel name (default: python3)")
+    p.add_argument("--timeout", type=int, default=None, help="per-cell timeout in seconds")
+    p.add_argument("--list", action="store_true", help="list the registered notebooks and exit")
+    p.add_argument("--list-models", action="store_true",
+                   help="list the checkpoints the notebooks need (cached or missing) and exit")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m hedgekit reproduce", description=__doc__.split("\n\n")[0])
+    _add_arguments(p)
+    return p
+
+
+def _cmd(a) -> int:
+    if a.list:
+        for group, names in NOTEBOOKS.items():
+            print(f"{group}: {', '.join(names) if names else '(none registered)'}")
+        return 0
+    if a.list_models:
+        from hedgekit.papers import hib, spe
+        from hedgekit.playground import expected_train_seconds
+        from hedgekit.zoo import find_checkpoint
+
+        print(f"{'notebook':<34} {'checkpoint':<44} status")
+        seen: dict[str, bool] = {}
+        missing_seconds = 0
+        for nb in select(a.only):
+            for spec in hib.experiments.notebook_specs(nb, a.fast) + spe.experiments.notebook_specs(nb, a.fast):
+                have = find_checkpoint(spec) is not None
+                print(f"{Path(nb).stem:<34} {spec.name:<44} {'cached' if have else 'missing'}")
+                if spec.name not in seen and not have:
+                    missing_seconds += expected_train_seconds(spec)
+                seen[spec.name] = have
+        n_missing = sum(not h for h in seen.values())
+        print(f"{len(seen)} distinct checkpoints: {len(seen) - n_missing} cached or shipped, {n_missing} missing"
+              + (f" (~{missing_seconds / 60:.0f} min to train on 2 CPU cores, one at a time)" if n_missing else ""))
+        return 0
+    summary = reproduce(fast=a.fast, only=a.only, out_dir=a.out, inplace=a.inplace, kernel=a.kernel,
+                        timeout=a.timeout)
+    ran = set(select(a.only))  # carried-over notebooks of earlier calls do not decide this exit code
+    runs = json.loads((summary.parent / "run.json").read_text())["runs"]
+    return 0 if all(r["status"] == "ok" for r in runs if r["notebook"] in ran) else 1
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    """Entry point: ``main(["--fast", "--only", "hib"])``; returns the exit code."""
+    args = build_parser().parse_args(None if argv is None else list(argv))
+    try:
+        return _cmd(args)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

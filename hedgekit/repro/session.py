@@ -1,0 +1,210 @@
+"""The small amount of machinery every reproduction notebook shares.
+
+A notebook's first cell creates a :class:`Session`, which prints the library
+versions in a Markdown block with a display id. The block is *updated in place*
+as the notebook runs (IPython's ``update_display``; papermill/nbclient record the
+update in the first cell's saved output), so after a run the first cell says which
+mode ran, with which parameters, which checkpoints produced the outputs (name,
+where it came from, its training steps and a hash of the file) and how long the
+run took::
+
+    S = Session("02_hib_embeddings", full_mode="~2 min with cached models")   # cell 1: versions
+    FAST = False; SEED = 0; REPORT_DIR = ""     # the `parameters` cell (literals only)
+    report = S.configure(fast=FAST, seed=SEED, report_dir=REPORT_DIR)   # derived values
+    model = S.model(Spec(kind="hib", preset=S.preset))            # load-or-train, recorded
+    ...
+    S.finish()                                  # last cell: run time into the header and the report
+
+Outside IPython the same calls print plain text.
+"""
+from __future__ import annotations
+
+import hashlib
+import platform
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from hedgekit.repro.report import Report
+
+__all__ = ["Session", "CheckpointRecord", "versions_table", "file_hash"]
+
+
+def file_hash(path: str | Path, n: int = 12) -> str:
+    """First ``n`` hex digits of the SHA-256 of a file (identifies a checkpoint exactly)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()[:n]
+
+
+def versions_table() -> dict[str, str]:
+    """Versions of everything that can change a number or a figure."""
+    import matplotlib
+
+    import hedgekit
+
+    out = {"hedgekit": hedgekit.__version__, "python": sys.version.split()[0], "torch": torch.__version__,
+           "numpy": np.__version__, "matplotlib": matplotlib.__version__}
+    for mod in ("pandas", "seaborn", "plotly", "sklearn", "scipy", "papermill"):
+        try:
+            out[mod] = __import__(mod).__version__
+        except Exception:  # pragma: no cover - optional
+            pass
+    out["platform"] = platform.platform()
+    out["torch threads"] = str(torch.get_num_threads())
+    return out
+
+
+@dataclass
+class CheckpointRecord:
+    """Where one model of a notebook came from."""
+
+    name: str
+    source: str  # "shipped", "cache" or "trained now" (meta["source"] of `hedgekit.zoo.load_or_train`)
+    path: str
+    sha256: str
+    preset: str
+    steps: int
+    train_seconds: float
+
+
+class Session:
+    """Versions, mode, checkpoints and run time of one notebook run (see the module docstring)."""
+
+    def __init__(self, notebook: str, full_mode: str = ""):
+        """``full_mode``: how long full mode takes on 2 CPU cores and what it trains first (shown in the header,
+        beside how to switch to the fast tour)."""
+        self.notebook = notebook
+        self.full_mode = full_mode
+        self.t0 = time.perf_counter()
+        self.started = time.strftime("%Y-%m-%d %H:%M:%S")
+        self.fast: bool | None = None
+        self.params: dict = {}
+        self.checkpoints: list[CheckpointRecord] = []
+        self.report = Report("", notebook)
+        self.runtime: float | None = None
+        self._models: dict = {}
+        self._display_id = f"hedgekit-session-{notebook}-{id(self)}"
+        self._shown = False
+        self._show()
+
+    # ---------------------------------------------------------------- display
+    def markdown(self) -> str:
+        v = versions_table()
+        lines = [f"**{self.notebook}** — started {self.started}", "",
+                 "versions: " + ", ".join(f"{k} {val}" for k, val in v.items() if k != "platform"),
+                 f"platform: {v['platform']}", ""]
+        if self.full_mode:
+            lines += [f"full mode (`FAST = False`): {self.full_mode}. The fast tour: set `FAST = True` in the "
+                      "parameters cell (small `fast` models, under 3 minutes).", ""]
+        if self.fast is None:
+            lines.append("mode: (set by the parameters cell below)")
+        else:
+            mode = "FAST (CI; `fast` preset models)" if self.fast else "FULL (`paper` preset models)"
+            extra = ", ".join(f"{k}={val!r}" for k, val in self.params.items())
+            lines.append(f"mode: **{mode}**" + (f"; parameters: {extra}" if extra else ""))
+        if self.checkpoints:
+            lines += ["", "checkpoints that produced the outputs:", ""]
+            for c in self.checkpoints:
+                lines.append(f"- `{c.name}` — {c.source}, {c.steps} steps ({c.preset} preset, trained in "
+                             f"{c.train_seconds:.0f} s), sha256 {c.sha256}")
+        if self.runtime is not None:
+            lines += ["", f"run time: {self.runtime:.0f} s"]
+        return "\n".join(lines)
+
+    def _show(self) -> None:
+        text = self.markdown()
+        try:
+            from IPython import get_ipython
+            from IPython.display import Markdown, display, update_display
+
+            if get_ipython() is None:
+                raise ImportError
+        except ImportError:
+            print(text)
+            return
+        if self._shown:
+            update_display(Markdown(text), display_id=self._display_id)
+        else:
+            display(Markdown(text), display_id=self._display_id)
+            self._shown = True
+
+    # ---------------------------------------------------------------- setup
+    def configure(self, fast: bool, report_dir: str = "", threads: int = 1, **params) -> Report:
+        """Record the mode and parameters, set torch threads and plot defaults; returns the `Report`."""
+        torch.set_num_threads(int(threads))
+        self.fast = bool(fast)
+        self.params = dict(params)
+        self.report = Report(report_dir, self.notebook)
+        from hedgekit.viz.style import use_paper_style
+
+        use_paper_style()
+        try:
+            import plotly.io as pio
+
+            # JSON only (JupyterLab's plotly extension renders it; no 3.5 MB of JS in each notebook)
+            pio.renderers.default = "plotly_mimetype"
+        except ImportError:  # pragma: no cover
+            pass
+        self._show()
+        return self.report
+
+    @property
+    def preset(self) -> str:
+        """"fast" in FAST mode, else "paper"."""
+        if self.fast is None:
+            raise RuntimeError("call Session.configure(fast=...) first")
+        return "fast" if self.fast else "paper"
+
+    def model(self, spec, progress: bool = True):
+        """Load or train the zoo model ``spec`` (`hedgekit.zoo.load_or_train`, cached per session) and record
+        where its checkpoint came from in the header."""
+        if spec.name in self._models:
+            return self._models[spec.name][0]
+        from hedgekit.playground import load_model
+
+        model, meta = load_model(spec, progress=progress)
+        path = meta.get("path") or ""
+        self.checkpoints.append(CheckpointRecord(
+            spec.name, meta["source"], _short_path(path or None), file_hash(path) if path else "—", spec.preset,
+            int(meta.get("train_config", {}).get("steps", spec.steps or 0)), float(meta.get("train_seconds", 0.0))))
+        self._models[spec.name] = (model, meta)
+        self._show()
+        return model
+
+    def meta(self, spec) -> dict:
+        """The checkpoint metadata of ``spec`` (training history, recipe, head parameters), loaded via `model`."""
+        self.model(spec)
+        return self._models[spec.name][1]
+
+    def head(self, spec):
+        """The PN / SPE head of the prototype model ``spec`` (`hedgekit.zoo.prototype_head`), loaded via `model`."""
+        from hedgekit.zoo import prototype_head
+
+        self.model(spec)
+        return prototype_head(self._models[spec.name][1])
+
+    def finish(self) -> float:
+        """Record the run time in the header and the report; returns seconds since the first cell."""
+        self.runtime = time.perf_counter() - self.t0
+        self._show()
+        self.report.meta(mode="fast" if self.fast else "full", params=self.params, runtime_s=round(self.runtime, 1),
+                         checkpoints=[asdict(c) for c in self.checkpoints], versions=versions_table())
+        return self.runtime
+
+
+def _short_path(path) -> str:
+    if path is None:
+        return ""
+    from hedgekit.paths import REPO_DIR
+
+    try:
+        return str(Path(path).resolve().relative_to(REPO_DIR))
+    except ValueError:
+        return str(path)

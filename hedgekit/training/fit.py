@@ -1,0 +1,222 @@
+"""Training embedding models on pairs: point (soft or hard contrastive) and HIB (Oh et al. 2019).
+
+hedgekit's recipe (the paper trained 500k steps x 128 pairs on a GPU; `hedgekit.zoo.PRESETS`
+fits minutes on two CPU cores; docs/recipes.md says how it was found):
+
+* class-balanced batches of P classes x Q images and *all* B(B-1)/2 pairs in the
+  batch (`hedgekit.methods.hib.hib_batch_loss`) instead of B/2 pairs per batch;
+* fresh occlusion of each training digit with probability 0.2 at every step
+  (HIB App. A's corruption process, re-sampled instead of frozen once);
+* Adam with a linear warm-up and a cosine decay of the learning rate (`lr_factor`).
+
+The paper's two-stream pairing is available too (``pairing="two_stream"``).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from hedgekit.errors import InputError
+from hedgekit.data.samplers import ClassBalancedSampler, two_stream_pairs
+from hedgekit.methods import contrastive_from_distance, hib_batch_loss, hib_pair_loss
+from hedgekit.nets import EmbeddingNet
+
+
+@dataclass
+class TrainConfig:
+    """Hyper-parameters of `fit`. Presets live in `hedgekit.zoo.PRESETS`."""
+
+    steps: int = 3000
+    classes_per_batch: int = 32  # P
+    per_class: int = 8  # Q: B = P * Q images per step
+    lr: float = 3e-3
+    weight_decay: float = 0.0
+    warmup: float = 0.05  # fraction of steps with linear warm-up
+    k: int = 8  # Monte-Carlo samples per input (HIB eq. 5, K = 8)
+    beta: float = 1e-4  # KL weight (HIB eq. 8)
+    loss: str = "soft"  # "soft": soft contrastive (point, eq. 3) / HIB (eq. 5, 8); "hard": contrastive (eq. 1)
+    margin: float = 1.0  # M of eq. 1, for loss="hard"
+    pairing: str = "all"  # "all" pairs in a P x Q batch, or the paper's "two_stream"
+    pairs_per_batch: int = 128  # for pairing="two_stream" (HIB sec. 4.1: batch 128)
+    occlusion_p: float = 0.2  # per-digit occlusion probability at every step (HIB App. A)
+    log_every: int = 50
+
+    def __post_init__(self) -> None:
+        if self.loss not in ("soft", "hard"):
+            raise InputError(f"loss must be 'soft' or 'hard'; got {self.loss!r}")
+        if self.pairing not in ("all", "two_stream"):
+            raise InputError(f"pairing must be 'all' or 'two_stream'; got {self.pairing!r}")
+        if self.steps < 1 or not (math.isfinite(self.lr) and self.lr > 0) or self.k < 1 or not self.beta >= 0:
+            raise InputError("steps, lr and k must be positive (lr finite) and beta non-negative")
+        if self.log_every < 1 or self.classes_per_batch < 1 or self.per_class < 2 or not 0 <= self.warmup <= 1:
+            raise InputError("need log_every >= 1, classes_per_batch >= 1, per_class >= 2 and 0 <= warmup <= 1")
+
+
+def resolve_device(device: str | torch.device | None = None) -> torch.device:
+    """'auto'/None picks cuda, then mps, then cpu; anything else is passed to torch."""
+    if device in (None, "auto"):
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    return torch.device(device)
+
+
+def seed_everything(seed: int) -> torch.Generator:
+    """Seed torch and numpy's legacy global state; return a dedicated CPU generator."""
+    torch.manual_seed(seed)
+    np.random.seed(seed % 2**32)
+    return torch.Generator().manual_seed(seed)
+
+
+def lr_factor(step: int, total: int, warmup: float) -> float:
+    """Linear warm-up over ``warmup * total`` steps, then cosine decay to 0."""
+    w = max(1, int(warmup * total))
+    if step < w:
+        return (step + 1) / w
+    return 0.5 * (1 + math.cos(math.pi * (step - w) / max(1, total - w)))
+
+
+@dataclass
+class History:
+    """Per-log-step training record; `rows` is a list of dicts (step, loss, lr, a, b, ...)."""
+
+    rows: list = field(default_factory=list)
+    seconds: float = 0.0
+
+    def last(self, key: str):
+        return self.rows[-1][key] if self.rows else None
+
+
+def _step_loss(model: EmbeddingNet, x: Tensor, y: Tensor, cfg: TrainConfig, gen, pair_idx=None):
+    """Loss and stats of one step. ``pair_idx`` = (i, j, same) for two-stream pairing."""
+    emb = model(x)
+    if cfg.loss == "hard":
+        z = emb.mixture_mean()
+        if pair_idx is None:
+            d = torch.cdist(z, z)
+            iu = torch.triu_indices(len(z), len(z), 1, device=z.device)
+            same = y[iu[0]] == y[iu[1]]
+            per = contrastive_from_distance(d[iu[0], iu[1]], same, cfg.margin)
+            return 0.5 * (per[same].mean() + per[~same].mean()), {}
+        i, j, same = pair_idx
+        return contrastive_from_distance((z[i] - z[j]).norm(dim=-1), same, cfg.margin).mean(), {}
+    if pair_idx is None:
+        return hib_batch_loss(emb, y, model.match, cfg.k, cfg.beta, gen)
+    i, j, same = pair_idx
+    return hib_pair_loss(emb[i], emb[j], same, model.match, cfg.k, cfg.beta, gen), {}
+
+
+def optimise(params: list, cfg, step_loss: Callable[[int], tuple[Tensor, dict]],
+             log_row: Callable[[dict], dict], desc: str, progress: bool = True,
+             callback: Callable[[int, dict], None] | None = None) -> History:
+    """The training loop every trainer shares (`fit`, `hedgekit.training.episodic.fit_episodic`).
+
+    Adam on ``params`` with the warm-up + cosine schedule of `lr_factor` (``cfg.steps``,
+    ``cfg.lr``, ``cfg.weight_decay``, ``cfg.warmup``); ``step_loss(step) -> (loss, stats)``
+    builds one step's loss; every ``cfg.log_every`` steps (and at the last) a history row
+    ``{step, loss, lr, **log_row(stats)}`` is recorded and passed to ``callback(step, row)``.
+    A non-finite loss or weight, or an `InputError` raised by the model's output checks after
+    step 0, stops training with a `FloatingPointError` naming the step.
+    """
+    from tqdm.auto import tqdm
+
+    opt = torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg.steps, cfg.warmup))
+    hist, t0 = History(), time.perf_counter()
+    bar = tqdm(range(cfg.steps), desc=desc, disable=not progress, leave=False)
+    for step in bar:
+        try:
+            loss, stats = step_loss(step)
+        except InputError as exc:  # the inputs were checked by the caller: the model blew up
+            if step == 0:
+                raise
+            raise FloatingPointError(f"training diverged at step {step} ({exc}); lower the learning rate") from exc
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f"training diverged at step {step} (loss {loss.item()}); lower the learning rate")
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        if not all(torch.isfinite(p).all() for p in params):
+            raise FloatingPointError(f"training diverged at step {step} (non-finite weights); lower the learning rate")
+        if step % cfg.log_every == 0 or step == cfg.steps - 1:
+            row = {"step": step, "loss": loss.item(), "lr": sched.get_last_lr()[0], **log_row(stats)}
+            hist.rows.append(row)
+            bar.set_postfix({k: f"{row[k]:.3f}" for k in ("loss", "acc") if k in row})
+            if callback is not None:
+                callback(step, row)
+    hist.seconds = time.perf_counter() - t0
+    return hist
+
+
+def fit(
+    model: EmbeddingNet,
+    images: Tensor,
+    labels: Tensor,
+    cfg: TrainConfig,
+    seed: int = 0,
+    device: str | torch.device | None = "cpu",
+    progress: bool = True,
+    augment: Callable[[Tensor, np.random.Generator], Tensor] | None = None,
+    callback: Callable[[int, dict], None] | None = None,
+) -> History:
+    """Train ``model`` in place on images (N, [C,] H, W) in [0, 1] (float or uint8) and labels (N,).
+
+    Args:
+        augment: ``augment(batch, rng) -> batch`` applied to every float batch on the
+            CPU before the forward pass (e.g. fresh occlusion,
+            `hedgekit.data.occlusion.random_occlusion`).
+        callback: called as ``callback(step, row)`` at every log step.
+    Returns:
+        `History` with loss, nll of positive/negative pairs, a, b, lr and the mean
+        predicted variance, one row per ``cfg.log_every`` steps.
+    """
+    if len(images) != len(labels):
+        raise InputError(f"{len(images)} images but {len(labels)} labels")
+    if not torch.is_floating_point(images) and images.dtype != torch.uint8:
+        raise InputError(f"images must be float in [0, 1] or uint8; got {images.dtype}")
+    if torch.is_floating_point(images) and not torch.isfinite(images).all():
+        raise InputError("training images contain NaN or inf pixels")
+    dev = resolve_device(device)
+    gen = seed_everything(seed)
+    rng = np.random.default_rng(seed)
+    model.to(dev).train()
+    labels_np = labels.cpu().numpy()
+    sampler = ClassBalancedSampler(labels_np, cfg.classes_per_batch, cfg.per_class, seed) if cfg.pairing == "all" else None
+    dev_gen = gen if dev.type == "cpu" else None
+
+    def step_loss(step: int):
+        if sampler is not None:
+            idx, pair_idx = next(sampler), None
+        else:
+            i, j, same = two_stream_pairs(labels_np, cfg.pairs_per_batch, rng)
+            idx, inv = np.unique(np.concatenate([i, j]), return_inverse=True)
+            n = len(i)
+            pair_idx = (torch.as_tensor(inv[:n], device=dev), torch.as_tensor(inv[n:], device=dev),
+                        torch.as_tensor(same, device=dev))
+        x = images[torch.as_tensor(idx)]
+        x = x.float() / 255.0 if x.dtype == torch.uint8 else x.float()
+        if x.ndim == 3:
+            x = x.unsqueeze(1)
+        if augment is not None:
+            x = augment(x, rng)
+        y = labels[torch.as_tensor(idx)].to(dev)
+        return _step_loss(model, x.to(dev), y, cfg, dev_gen, pair_idx)
+
+    def log_row(stats: dict) -> dict:
+        return {"a": model.match.a.item(), "b": model.match.b.item(), **stats}
+
+    hist = optimise(list(model.parameters()), cfg, step_loss, log_row, f"train {model.config.get('kind', '')}",
+                    progress, callback)
+    model.eval()
+    return hist
+
+

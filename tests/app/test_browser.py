@@ -1,0 +1,121 @@
+"""End-to-end: the real app in headless Chromium (``pytest -m browser``).
+
+Starts ``streamlit run app/main.py`` on a free port (fast-preset models), drags a
+rectangle over the left digit with the mouse, checks that eta changed, the
+rectangle is listed and the map still renders; saves ``test-artifacts/playground.png``.
+Needs Debian's ``chromium`` (/usr/bin/chromium) and the ``playwright`` Python
+package; no browser is ever downloaded.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+
+pytestmark = [
+    pytest.mark.slow,  # drives the app in headless Chromium
+    pytest.mark.browser,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing: apt-get install -y chromium"),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    """The app served by a real Streamlit process; its models trained first (outside the timed wait)."""
+    pytest.importorskip("playwright.sync_api", reason="pip install playwright (the Python package only)")
+    from hedgekit import playground as pg
+
+    for choice in (pg.DEFAULT_MODEL, pg.POINT_MODEL):  # cached after the first run (~45 s each otherwise)
+        pg.load_model(pg.app_spec(choice, "fast"))
+    port = _free_port()
+    env = dict(os.environ, HEDGEKIT_PRESET="paper", PYTHONUNBUFFERED="1")  # the shipped default models
+    ARTIFACTS.mkdir(exist_ok=True)
+    log = open(ARTIFACTS / "streamlit.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app/main.py", "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+         "--server.fileWatcherType", "none"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"streamlit did not start (exit code {proc.poll()}); see test-artifacts/streamlit.log")
+            time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def _eta(page) -> str:
+    return page.locator("[data-testid=stMetricValue]").first.inner_text()
+
+
+def test_drag_a_rectangle_updates_eta(server):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1500, "height": 1300})
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(server)
+            page.wait_for_selector("[data-testid=stMetricValue]", timeout=90_000)
+            page.wait_for_selector("[data-testid=stPlotlyChart] .nsewdrag", timeout=30_000)
+            eta0 = _eta(page)
+
+            # Drag over the left digit on the image (the first chart): plotly's box select.
+            box = page.locator("[data-testid=stPlotlyChart]").first.locator(".nsewdrag").first.bounding_box()
+            x0, y0 = box["x"] + 0.04 * box["width"], box["y"] + 0.08 * box["height"]
+            x1, y1 = box["x"] + 0.46 * box["width"], box["y"] + 0.92 * box["height"]
+            page.mouse.move(x0, y0)
+            page.mouse.down()
+            for k in range(1, 13):
+                page.mouse.move(x0 + (x1 - x0) * k / 12, y0 + (y1 - y0) * k / 12)
+                time.sleep(0.03)
+            page.mouse.up()
+
+            deadline = time.monotonic() + 30
+            while _eta(page) == eta0 and time.monotonic() < deadline:
+                time.sleep(0.2)
+            page.get_by_text("1 rectangle(s)").wait_for(timeout=10_000)
+            time.sleep(1.0)  # let the charts finish drawing before the screenshot
+            page.screenshot(path=str(ARTIFACTS / "playground.png"), full_page=True)
+            assert _eta(page) != eta0, f"eta stayed at {eta0} after the drag"
+            assert float(_eta(page)) > float(eta0)  # hiding the left digit makes the HIB model hedge
+            assert page.locator("[data-testid=stPlotlyChart]").count() >= 3
+            assert page.locator("[data-testid=stException]").count() == 0
+            assert not errors, errors
+        finally:
+            browser.close()

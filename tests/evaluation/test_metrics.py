@@ -1,0 +1,468 @@
+"""Oracle tests of hedgekit.evaluation.metrics: sklearn/scipy, brute force, hand-computed cases."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+from sklearn.metrics import average_precision_score, roc_auc_score
+
+from hedgekit.evaluation import metrics as M
+from hedgekit.errors import InputError
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(1234)
+
+
+# ----------------------------------------------------------------------------
+# verification pairs and AP (HIB 4.3)
+# ----------------------------------------------------------------------------
+def test_verification_pairs_half_matching_distinct_deterministic(rng):
+    labels = rng.integers(0, 30, size=500)
+    i, j, same = M.verification_pairs(labels, n_pairs=2000, seed=7)
+    assert i.dtype == np.int64 and j.dtype == np.int64 and same.dtype == bool
+    assert len(i) == len(j) == len(same) == 2000
+    assert same.sum() == 1000
+    assert np.all(i != j)
+    np.testing.assert_array_equal(same, labels[i] == labels[j])
+    assert i.min() >= 0 and max(i.max(), j.max()) < len(labels)
+    i2, j2, same2 = M.verification_pairs(labels, n_pairs=2000, seed=7)
+    np.testing.assert_array_equal(i, i2)
+    np.testing.assert_array_equal(j, j2)
+    np.testing.assert_array_equal(same, same2)
+    i3, _, _ = M.verification_pairs(labels, n_pairs=2000, seed=8)
+    assert not np.array_equal(i, i3)
+    # pairs come shuffled, not all matches first
+    assert not same[:1000].all()
+
+
+def test_verification_pairs_torch_and_skewed_classes():
+    # one big class and many singletons: matches only from the big class
+    labels = torch.tensor([0] * 5 + list(range(1, 40)))
+    i, j, same = M.verification_pairs(labels, n_pairs=400, seed=0)
+    lab = labels.numpy()
+    assert np.all(lab[i[same]] == 0) and np.all(lab[j[same]] == 0)
+    assert np.all(lab[i[~same]] != lab[j[~same]])
+    assert np.all(i != j)
+
+
+def test_verification_pairs_errors():
+    with pytest.raises(InputError, match="no class has >= 2 items"):
+        M.verification_pairs(np.arange(10), n_pairs=10)
+    with pytest.raises(InputError, match="even"):
+        M.verification_pairs(np.array([0, 0, 1, 1]), n_pairs=11)
+    with pytest.raises(InputError, match="one label"):
+        M.verification_pairs(np.zeros(10, dtype=int), n_pairs=10)
+    with pytest.raises(InputError, match="empty"):
+        M.verification_pairs(np.array([], dtype=int))
+    with pytest.raises(InputError, match="integers"):
+        M.verification_pairs(np.array([0.5, 0.5, 1.0]))
+
+
+def test_average_precision_vs_sklearn(rng):
+    for _ in range(5):
+        is_match = rng.random(300) < 0.3
+        scores = rng.normal(size=300) + is_match
+        assert M.average_precision(scores, is_match) == pytest.approx(
+            average_precision_score(is_match, scores), abs=1e-12
+        )
+    # torch inputs and 0/1 ints give the same number
+    is_match = rng.random(100) < 0.5
+    scores = rng.normal(size=100)
+    a = M.average_precision(torch.tensor(scores, dtype=torch.float64), torch.tensor(is_match.astype(int)))
+    assert a == pytest.approx(M.average_precision(scores, is_match), abs=1e-12)
+    assert isinstance(a, float)
+
+
+def test_average_precision_hand_computed():
+    # ranking: match, non, match, non -> AP = 0.5 * 1 + 0.5 * 2/3
+    assert M.average_precision([0.9, 0.8, 0.7, 0.6], [1, 0, 1, 0]) == pytest.approx(5 / 6)
+    # a tie at the top is one threshold: P = 1/2 at R = 1/2, then P = 2/3 at R = 1
+    assert M.average_precision([0.5, 0.5, 0.1], [True, False, True]) == pytest.approx(0.5 * 0.5 + 0.5 * 2 / 3)
+    assert M.average_precision([0.3, 0.2], [1, 1]) == pytest.approx(1.0)
+
+
+def test_average_precision_errors():
+    with pytest.raises(InputError, match="NaN or inf"):
+        M.average_precision([0.1, np.nan], [1, 0])
+    with pytest.raises(InputError, match="length mismatch"):
+        M.average_precision([0.1, 0.2, 0.3], [1, 0])
+    with pytest.raises(InputError, match="no positive"):
+        M.average_precision([0.1, 0.2], [0, 0])
+    with pytest.raises(InputError, match="0/1"):
+        M.average_precision([0.1, 0.2], [2, 0])
+    with pytest.raises(InputError, match="1-D"):
+        M.average_precision(np.zeros((2, 2)), [1, 0])
+    with pytest.raises(InputError, match="empty"):
+        M.average_precision([], [])
+
+
+# ----------------------------------------------------------------------------
+# top-k neighbours (HIB 4.3, URL)
+# ----------------------------------------------------------------------------
+def _matrix_score_fn(S):
+    St = torch.as_tensor(S)
+    return lambda idx: St[idx]
+
+
+def _brute_topk(S, k, exclude=None):
+    S = np.array(S, dtype=np.float64)
+    if exclude is not None:
+        rows = np.flatnonzero(exclude >= 0)
+        S[rows, exclude[rows]] = -np.inf
+    order = np.argsort(-S, axis=1, kind="stable")[:, :k]  # ties -> lower index
+    return order, np.take_along_axis(S, order, axis=1)
+
+
+@pytest.mark.parametrize("with_exclude", [False, True])
+def test_topk_neighbours_vs_full_sort(rng, with_exclude):
+    n_probe, n_gallery, k = 157, 83, 7
+    S = rng.normal(size=(n_probe, n_gallery))
+    exclude = rng.integers(-1, n_gallery, size=n_probe) if with_exclude else None
+    idx, sc = M.topk_neighbours(_matrix_score_fn(S), n_probe, n_gallery, k, exclude=exclude, chunk=40)
+    bidx, bsc = _brute_topk(S, k, exclude)
+    assert idx.shape == (n_probe, k) and idx.dtype == np.int64
+    np.testing.assert_array_equal(idx, bidx)
+    np.testing.assert_allclose(sc, bsc)
+    if with_exclude:
+        assert not np.any(idx == exclude[:, None])
+
+
+def test_topk_neighbours_ties_go_to_lower_index(rng):
+    # integer scores: many ties, including at the k-th place
+    n_probe, n_gallery, k = 60, 30, 5
+    S = rng.integers(0, 4, size=(n_probe, n_gallery)).astype(np.float32)
+    exclude = rng.integers(-1, n_gallery, size=n_probe)
+    for ex in (None, exclude):
+        idx, sc = M.topk_neighbours(_matrix_score_fn(S), n_probe, n_gallery, k, exclude=ex, chunk=17)
+        bidx, bsc = _brute_topk(S, k, ex)
+        np.testing.assert_array_equal(idx, bidx)
+        np.testing.assert_array_equal(sc, bsc)
+        assert sc.dtype == np.float32
+
+
+def test_euclidean_score_fn_vs_numpy(rng):
+    P, G = rng.normal(size=(50, 3)), rng.normal(size=(70, 3))
+    fn = M.euclidean_score_fn(torch.tensor(P), G)
+    got = fn(torch.tensor([3, 0, 49])).numpy()
+    want = -np.linalg.norm(P[[3, 0, 49], None, :] - G[None], axis=2)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    idx, sc = M.topk_neighbours(fn, 50, 70, 5, chunk=16)
+    D = np.linalg.norm(P[:, None] - G[None], axis=2)
+    np.testing.assert_array_equal(idx, np.argsort(D, axis=1, kind="stable")[:, :5])
+    np.testing.assert_allclose(-sc, np.sort(D, axis=1)[:, :5], rtol=1e-12)
+
+
+def test_topk_neighbours_errors(rng):
+    S = rng.normal(size=(4, 3))
+    fn = _matrix_score_fn(S)
+    with pytest.raises(InputError, match="larger than the gallery"):
+        M.topk_neighbours(fn, 4, 3, 4)
+    with pytest.raises(InputError, match="larger than the gallery"):
+        M.topk_neighbours(fn, 4, 3, 3, exclude=np.array([0, -1, -1, -1]))
+    with pytest.raises(InputError, match="length mismatch"):
+        M.topk_neighbours(fn, 4, 3, 1, exclude=np.array([0, 1]))
+    with pytest.raises(InputError, match="exclude values"):
+        M.topk_neighbours(fn, 4, 3, 1, exclude=np.array([0, 1, 2, 3]))
+    with pytest.raises(InputError, match="expected"):
+        M.topk_neighbours(fn, 4, 5, 1)
+    with pytest.raises(InputError, match="NaN or inf"):
+        M.topk_neighbours(lambda idx: torch.full((len(idx), 3), float("nan")), 4, 3, 1)
+    S_nan = rng.normal(size=(40, 30))
+    S_nan[17, 29] = np.nan  # a single NaN anywhere in the matrix is caught
+    with pytest.raises(InputError, match="NaN or inf"):
+        M.topk_neighbours(_matrix_score_fn(S_nan), 40, 30, 3, chunk=8)
+    S_inf = rng.normal(size=(40, 30))
+    S_inf[33, 2] = np.inf
+    with pytest.raises(InputError, match="NaN or inf"):
+        M.topk_neighbours(_matrix_score_fn(S_inf), 40, 30, 3, chunk=8)
+    with pytest.raises(InputError, match="k must be >= 1"):
+        M.topk_neighbours(fn, 4, 3, 0)
+    with pytest.raises(InputError, match="D=3 but gallery has D=2"):
+        M.euclidean_score_fn(np.zeros((2, 3)), np.zeros((2, 2)))
+    with pytest.raises(InputError, match="NaN or inf"):
+        M.euclidean_score_fn(np.full((2, 2), np.inf), np.zeros((2, 2)))
+
+
+# ----------------------------------------------------------------------------
+# KNN votes (HIB 4.3 majority, Appendix G plurality)
+# ----------------------------------------------------------------------------
+def test_knn_votes_hand_cases():
+    nl = np.array(
+        [
+            [1, 1, 2, 2, 3],  # 2-2-1: no majority; plurality tie 1/2, closest is 1
+            [2, 1, 1, 2, 3],  # tie 1/2, closest of the tied classes is 2
+            [3, 1, 1, 2, 2],  # tie 1/2; 3 is closest but not tied -> 1
+            [4, 4, 4, 1, 2],  # 3 of 5 > 5/2: majority 4
+            [0, 5, 6, 7, 8],  # all different: plurality = closest, no majority
+        ]
+    )
+    pred, support = M.knn_predict(nl, "plurality")
+    np.testing.assert_array_equal(pred, [1, 2, 1, 4, 0])
+    np.testing.assert_array_equal(support, [2, 2, 2, 3, 1])
+    pred, support = M.knn_predict(nl, "majority")
+    np.testing.assert_array_equal(pred, [-1, -1, -1, 4, -1])
+    np.testing.assert_array_equal(support, [2, 2, 2, 3, 1])
+
+    true = np.array([1, 1, 2, 4, 0])
+    acc, correct = M.knn_accuracy(nl, true, "majority")
+    np.testing.assert_array_equal(correct, [False, False, False, True, False])
+    assert acc == pytest.approx(0.2)
+    acc, correct = M.knn_accuracy(nl, true, "plurality")
+    np.testing.assert_array_equal(correct, [True, False, False, True, True])
+    assert acc == pytest.approx(0.6)
+
+
+def test_majority_needs_strictly_more_than_half():
+    # k = 4: 2 of 4 (= k/2) is not a majority, 3 of 4 is
+    nl = torch.tensor([[1, 1, 2, 3], [1, 2, 1, 1], [7, 7, 8, 8]])
+    acc, correct = M.knn_accuracy(nl, [1, 1, 7], "majority")
+    np.testing.assert_array_equal(correct, [False, True, False])
+    assert acc == pytest.approx(1 / 3)
+    # plurality: [7,7,8,8] tie -> closest (7)
+    _, correct = M.knn_accuracy(nl, [1, 1, 7], "plurality")
+    np.testing.assert_array_equal(correct, [True, True, True])
+    # k = 1: the single neighbour is a majority
+    _, correct = M.knn_accuracy([[3], [4]], [3, 3], "majority")
+    np.testing.assert_array_equal(correct, [True, False])
+
+
+def test_knn_errors():
+    with pytest.raises(InputError, match="vote must be one of"):
+        M.knn_predict([[1, 2]], "mode")
+    with pytest.raises(InputError, match="2-D"):
+        M.knn_predict([1, 2, 3])
+    with pytest.raises(InputError, match="non-negative"):
+        M.knn_predict([[1, -2]])
+    with pytest.raises(InputError, match="length mismatch"):
+        M.knn_accuracy([[1, 2], [1, 1]], [1, 2, 3])
+
+
+# ----------------------------------------------------------------------------
+# uncertainty bins and Kendall's tau (HIB 4.4)
+# ----------------------------------------------------------------------------
+def test_equal_count_bins_sizes_and_order(rng):
+    for n, b in [(103, 20), (100, 20), (20, 20), (57, 1), (1000, 7)]:
+        u = rng.normal(size=n)
+        bins = M.equal_count_bins(u, b)
+        sizes = np.bincount(bins, minlength=b)
+        assert len(sizes) == b and sizes.sum() == n
+        assert sizes.max() - sizes.min() <= 1
+        # bins are contiguous in u: every item in bin t has u <= every item in bin t+1
+        for t in range(b - 1):
+            assert u[bins == t].max() <= u[bins == t + 1].min()
+    bins = M.equal_count_bins([5.0, 1.0, 3.0, 2.0], 2)
+    np.testing.assert_array_equal(bins, [1, 0, 1, 0])
+    # stable: equal uncertainties keep input order
+    np.testing.assert_array_equal(M.equal_count_bins(np.zeros(6), 3), [0, 0, 1, 1, 2, 2])
+
+
+def test_equal_count_bins_errors():
+    with pytest.raises(InputError, match="cannot fill"):
+        M.equal_count_bins(np.arange(5.0), 20)
+    with pytest.raises(InputError, match="empty"):
+        M.equal_count_bins([], 2)
+    with pytest.raises(InputError, match="NaN or inf"):
+        M.equal_count_bins([1.0, np.inf], 2)
+
+
+def _naive_bin_slices(n, n_bins):
+    """Independent boundary rule: bin b holds ranks [ceil(b n / B), ceil((b+1) n / B))."""
+    return [(math.ceil(b * n / n_bins), math.ceil((b + 1) * n / n_bins)) for b in range(n_bins)]
+
+
+def test_binned_accuracy_vs_naive_loop(rng):
+    for n in (200, 203):
+        u = rng.random(n)
+        correct = rng.random(n) < 1 - u  # accuracy falls with uncertainty
+        got = M.binned_accuracy(correct, u, 20)
+        order = np.argsort(u, kind="stable")
+        want = []
+        for lo, hi in _naive_bin_slices(n, 20):
+            want.append(np.mean([correct[order[r]] for r in range(lo, hi)]))
+        np.testing.assert_allclose(got, want)
+    # divisible case: a plain reshape
+    u = rng.random(200)
+    correct = rng.random(200) < 0.5
+    np.testing.assert_allclose(M.binned_accuracy(correct, u, 20), correct[np.argsort(u)].reshape(20, 10).mean(1))
+
+
+def test_binned_average_precision_vs_naive_loop(rng):
+    n = 400
+    u = rng.random(n)
+    is_match = rng.random(n) < 0.5
+    scores = rng.normal(size=n) + 2 * is_match * (1 - u)
+    got = M.binned_average_precision(scores, is_match, u, 10)
+    order = np.argsort(u, kind="stable")
+    want = [
+        average_precision_score(is_match[order[lo:hi]], scores[order[lo:hi]]) for lo, hi in _naive_bin_slices(n, 10)
+    ]
+    np.testing.assert_allclose(got, want)
+
+
+def test_binned_average_precision_single_class_bin_is_nan():
+    # 4 pairs, 2 bins: the low-uncertainty bin holds only matches
+    ap = M.binned_average_precision([0.9, 0.8, 0.7, 0.1], [1, 1, 1, 0], [0.1, 0.2, 0.8, 0.9], n_bins=2)
+    assert np.isnan(ap[0]) and ap[1] == pytest.approx(1.0)
+
+
+def test_pair_uncertainty():
+    u = np.array([0.0, 1.0, 3.0])
+    np.testing.assert_allclose(M.pair_uncertainty(u, [0, 1], [2, 2]), [1.5, 2.0])
+    with pytest.raises(InputError, match="pair indices"):
+        M.pair_uncertainty(u, [0], [3])
+
+
+def test_kendall_tau_sign_convention_and_scipy(rng):
+    assert M.kendall_tau_bins(np.linspace(1.0, 0.5, 20)) == pytest.approx(1.0)  # falls with uncertainty
+    assert M.kendall_tau_bins(np.linspace(0.5, 1.0, 20)) == pytest.approx(-1.0)
+    for _ in range(5):
+        perf = rng.random(20)
+        assert M.kendall_tau_bins(perf) == pytest.approx(-stats.kendalltau(np.arange(20), perf).statistic)
+    # NaN bins are dropped, not counted
+    assert M.kendall_tau_bins([0.9, np.nan, 0.8, 0.7]) == pytest.approx(1.0)
+    perf = rng.random(20)
+    perf[[3, 11]] = np.nan
+    keep = ~np.isnan(perf)
+    want = -stats.kendalltau(np.arange(20)[keep], perf[keep]).statistic
+    assert M.kendall_tau_bins(torch.tensor(perf)) == pytest.approx(want)
+    assert np.isnan(M.kendall_tau_bins([0.5, 0.5, 0.5]))
+
+
+def test_kendall_tau_errors():
+    with pytest.raises(InputError, match="at least 2 non-NaN"):
+        M.kendall_tau_bins([0.5, np.nan])
+    with pytest.raises(InputError, match="inf"):
+        M.kendall_tau_bins([0.5, np.inf, 0.2])
+    with pytest.raises(InputError, match="1-D"):
+        M.kendall_tau_bins(np.zeros((2, 2)))
+
+
+# ----------------------------------------------------------------------------
+# URL: R@1, R-AUROC, crop rate
+# ----------------------------------------------------------------------------
+def test_recall_at_1_vs_brute_force(rng):
+    n = 300
+    labels = rng.integers(0, 10, size=n)
+    emb = rng.normal(size=(n, 3)) + labels[:, None] * 0.3
+    emb[10] = emb[20] = emb[30]  # exact duplicates: ties -> lower index
+    D = np.linalg.norm(emb[:, None] - emb[None], axis=2)
+    np.fill_diagonal(D, np.inf)
+    nn = np.argmin(D, axis=1)  # first minimum = lower index
+    want = labels[nn] == labels
+    r1, correct = M.recall_at_1(torch.tensor(emb, dtype=torch.float64), labels, chunk=64)
+    np.testing.assert_array_equal(correct, want)
+    assert r1 == pytest.approx(want.mean())
+    assert 0 < r1 < 1
+
+
+def test_recall_at_1_small_and_errors():
+    emb = np.array([[0.0], [0.1], [5.0], [5.2]])
+    r1, correct = M.recall_at_1(emb, [0, 0, 1, 0])
+    np.testing.assert_array_equal(correct, [True, True, False, False])
+    assert r1 == pytest.approx(0.5)
+    with pytest.raises(InputError, match="at least 2"):
+        M.recall_at_1(np.zeros((1, 2)), [0])
+    with pytest.raises(InputError, match="length mismatch"):
+        M.recall_at_1(np.zeros((3, 2)), [0, 1])
+    with pytest.raises(InputError, match="2-D"):
+        M.recall_at_1(np.zeros(3), [0, 1, 2])
+
+
+def test_r_auroc_vs_sklearn_and_perfect(rng):
+    correct = rng.random(500) < 0.6
+    u = rng.normal(size=500) + ~correct
+    assert M.r_auroc(u, correct) == pytest.approx(roc_auc_score(~correct, u))
+    assert M.r_auroc(~correct + 0.01 * rng.random(500), correct) == pytest.approx(1.0)  # errors most uncertain
+    assert M.r_auroc(correct.astype(float), correct) == pytest.approx(0.0)
+    assert M.r_auroc(np.zeros(500), correct) == pytest.approx(0.5)  # constant u = chance
+    with pytest.raises(InputError, match="both correct and wrong"):
+        M.r_auroc([0.1, 0.2], [True, True])
+    with pytest.raises(InputError, match="both correct and wrong"):
+        M.r_auroc([0.1, 0.2], [False, False])
+
+
+def test_crop_uncertainty_rate():
+    assert M.crop_uncertainty_rate([1.0, 2.0, 3.0, 4.0], [2.0, 2.0, 1.0, 5.0]) == pytest.approx(0.5)  # tie = fail
+    assert M.crop_uncertainty_rate(torch.zeros(3), torch.ones(3)) == 1.0
+    with pytest.raises(InputError, match="length mismatch"):
+        M.crop_uncertainty_rate([1.0], [1.0, 2.0])
+    with pytest.raises(InputError, match="NaN or inf"):
+        M.crop_uncertainty_rate([np.nan], [1.0])
+
+
+# ----------------------------------------------------------------------------
+# HIB Appendix D: number-line organisation
+# ----------------------------------------------------------------------------
+def _as_centroids(order, rng):
+    """Class ids and centroids (shuffled) whose sorted order is `order`."""
+    order = np.asarray(order)
+    cent = np.sort(rng.normal(size=len(order)))
+    perm = rng.permutation(len(order))
+    return cent[perm], order[perm]
+
+
+def test_adjacency_boustrophedon_is_maximal(rng):
+    # 00..09, 19..10, 20..29, ...: every neighbour shares the tens or the ones digit
+    order = np.concatenate([np.arange(10 * t, 10 * t + 10)[:: 1 if t % 2 == 0 else -1] for t in range(10)])
+    cent, ids = _as_centroids(order, rng)
+    assert M.adjacency_score(cent, ids) == 99
+    np.testing.assert_array_equal(M.digit_run_lengths(cent, ids), [100])
+    assert M.mean_run_length(cent, ids) == 100.0
+
+
+def test_adjacency_numeric_order(rng):
+    # 00..99 in order: the 10 decades are runs of 10; 09->10 shares nothing
+    cent, ids = _as_centroids(np.arange(100), rng)
+    assert M.adjacency_score(cent, ids) == 90
+    np.testing.assert_array_equal(M.digit_run_lengths(cent, ids), [10] * 10)
+    assert M.mean_run_length(cent, ids) == 10.0
+
+
+def test_adjacency_hand_cases(rng):
+    # 00,11,...,99: no neighbour shares a digit
+    cent, ids = _as_centroids(np.arange(0, 100, 11), rng)
+    assert M.adjacency_score(cent, ids) == 0
+    assert len(M.digit_run_lengths(cent, ids)) == 0
+    assert np.isnan(M.mean_run_length(cent, ids))
+    # 00-01 (tens) | 12-13 (tens): 2 pairs, two runs of 2
+    assert M.adjacency_score([0.0, 1.0, 2.0, 3.0], [0, 1, 12, 13]) == 2
+    assert M.mean_run_length([0.0, 1.0, 2.0, 3.0], [0, 1, 12, 13]) == 2.0
+    # 00-01-11 | 22-23-33-34: pairs T T F T T T -> 5; runs of 3 and 4 classes
+    order = [0, 1, 11, 22, 23, 33, 34]
+    cent, ids = _as_centroids(order, rng)
+    assert M.adjacency_score(cent, ids) == 5
+    np.testing.assert_array_equal(M.digit_run_lengths(cent, ids), [3, 4])
+    assert M.mean_run_length(cent, ids) == pytest.approx(3.5)
+    # a lone class between runs does not count as a run: 05-15 | 27 | 38-39
+    order = [5, 15, 27, 38, 39]
+    assert M.adjacency_score(np.arange(5.0), order) == 2
+    assert M.mean_run_length(np.arange(5.0), order) == 2.0
+    # 3 digits: 123-456 share nothing, 456-426 share hundreds and ones (one pair)
+    assert M.adjacency_score([0.0, 1.0, 2.0], [123, 456, 426], n_digits=3) == 1
+    assert isinstance(M.adjacency_score([0.0, 1.0], [1, 11]), int)
+
+
+def test_class_centroids():
+    emb = np.array([[0.0, 2.0], [2.0, 4.0], [10.0, 10.0]])
+    ids, cent = M.class_centroids(emb, [7, 7, 3])
+    np.testing.assert_array_equal(ids, [3, 7])
+    np.testing.assert_allclose(cent, [[10.0, 10.0], [1.0, 3.0]])
+    ids, cent = M.class_centroids(torch.tensor([1.0, 3.0, -1.0]), torch.tensor([4, 4, 2]))
+    np.testing.assert_allclose(cent, [-1.0, 2.0])
+
+
+def test_adjacency_errors():
+    with pytest.raises(InputError, match="unique"):
+        M.adjacency_score([0.0, 1.0], [5, 5])
+    with pytest.raises(InputError, match=r"\[0, 100\)"):
+        M.adjacency_score([0.0, 1.0], [5, 100])
+    with pytest.raises(InputError, match="at least 2 classes"):
+        M.adjacency_score([0.0], [5])
+    with pytest.raises(InputError, match="length mismatch"):
+        M.mean_run_length([0.0, 1.0, 2.0], [5, 6])
+    with pytest.raises(InputError, match="NaN or inf"):
+        M.adjacency_score([0.0, np.nan], [5, 6])

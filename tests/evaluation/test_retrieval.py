@@ -1,0 +1,211 @@
+"""hedgekit.evaluation.retrieval (HIB's protocol: verification AP, KNN, Table 1 metrics) against naive loops, sklearn and hand cases."""
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+from sklearn.metrics import average_precision_score
+
+from hedgekit.embedding import Embedding
+from hedgekit.errors import InputError
+from hedgekit.evaluation import metrics as M
+from hedgekit.evaluation.embedded import EmbeddedSet, embed_set
+from hedgekit.evaluation.retrieval import knn, table1_metrics, verification
+from hedgekit.nets import SoftMatch, build_model
+from hedgekit.uncertainty import self_mismatch
+
+pytestmark = pytest.mark.filterwarnings("ignore:Converting a tensor with requires_grad=True to a scalar")
+TINY = dict(steps=25, classes_per_batch=5, per_class=4, eval_images=100)
+
+
+# --------------------------------------------------------------------------- evaluation: KNN
+def _line_set(xs, labels, eta=None, corrupt_xs=None):
+    """EmbeddedSet of point embeddings placed by hand at (x, 0)."""
+    pts = lambda v: Embedding.point(torch.tensor([[float(a), 0.0] for a in v]))  # noqa: E731
+    eta = np.zeros(len(xs)) if eta is None else np.asarray(eta, dtype=float)
+    return EmbeddedSet(pts(xs), pts(xs if corrupt_xs is None else corrupt_xs), np.asarray(labels), eta, eta)
+
+
+def test_knn_hand_case_two_clusters_with_intruder():
+    # class 0 at 0..4 plus an intruder at 102.5 inside the class-1 cluster at 100..105
+    xs = [0, 1, 2, 3, 4, 102.5, 100, 101, 102, 103, 104, 105]
+    labels = [0] * 6 + [1] * 6
+    eta = [0.1] * 12
+    eta[5] = 0.9  # the intruder is the most uncertain probe
+    es = _line_set(xs, labels, eta)
+    out = knn(es, k=5, n_bins=3)
+    expected = np.ones(12, bool)
+    expected[5] = False  # its 5 neighbours are all class 1; everyone else keeps >= 4 of 5 of its class
+    np.testing.assert_array_equal(out["correct"], expected)
+    assert out["acc"] == pytest.approx(11 / 12)
+    np.testing.assert_allclose(out["acc_bins"], [1.0, 1.0, 0.75])
+    assert out["tau"] == pytest.approx(-stats.kendalltau([0, 1, 2], [1.0, 1.0, 0.75]).statistic)
+    assert out["tau"] > 0
+
+
+def test_knn_majority_versus_plurality_hand_case():
+    # 6 items: each probe's 5 neighbours are all the others
+    es = _line_set([0, 1, 2, 10, 11, 20], [0, 0, 0, 1, 1, 2])
+    maj = knn(es, k=5, vote="majority", n_bins=2)
+    # label-0 probes see 2-2-1 (no majority); label-1/2 probes see three 0s (majority 0, wrong)
+    assert maj["acc"] == 0.0
+    plu = knn(es, k=5, vote="plurality", n_bins=2)
+    # label-0 probes: tie 0 vs 1 broken by the closest neighbour, which is a 0
+    np.testing.assert_array_equal(plu["correct"], [True, True, True, False, False, False])
+    assert plu["acc"] == 0.5
+
+
+def test_tau_is_nan_when_eta_is_constant(tiny_ndigit):
+    es = _line_set([0, 1, 2, 10, 11, 20], [0, 0, 0, 1, 1, 2], eta=[0.3] * 6)
+    assert math.isnan(knn(es, k=5, vote="plurality", n_bins=2)["tau"])
+    torch.manual_seed(0)
+    out = table1_metrics(build_model("point", n_digits=1, dim=2), tiny_ndigit(1, "test_seen", 120, seed=5), n_pairs=120)
+    assert all(math.isnan(out[k]) for k in ("tau_ap_clean", "tau_ap_corrupt", "tau_knn_clean", "tau_knn_corrupt"))
+
+
+def test_knn_never_retrieves_own_twin():
+    # the corrupt twin sits exactly on the probe: excluded, so results equal the clean-gallery ones
+    xs = [0, 1, 2, 3, 4, 102.5, 100, 101, 102, 103, 104, 105]
+    es = _line_set(xs, [0] * 6 + [1] * 6)
+    assert knn(es, gallery_corrupt=True, k=5, n_bins=3)["acc"] == pytest.approx(11 / 12)
+    # move the intruder's twin into its own cluster: the probe must not find it
+    es2 = _line_set(xs, [0] * 6 + [1] * 6, corrupt_xs=xs[:5] + [2.5] + xs[6:])
+    assert not knn(es2, gallery_corrupt=True, k=5, n_bins=3)["correct"][5]
+    # but other class-0 probes now have a fifth class-0 neighbour in the gallery
+    assert knn(es2, gallery_corrupt=True, k=5, n_bins=3)["correct"][:5].all()
+
+
+def _naive_knn(probe_means, gallery_means, labels, k, vote, dist=None):
+    """Brute-force KNN; ``dist(i, j)`` overrides the Euclidean distance between means."""
+    dist = dist or (lambda i, j: float(np.linalg.norm(probe_means[i] - gallery_means[j])))
+    correct = []
+    for i in range(len(probe_means)):
+        d = [(dist(i, j), j) for j in range(len(gallery_means)) if j != i]
+        nb = [labels[j] for _, j in sorted(d)[:k]]
+        counts = {c: nb.count(c) for c in nb}
+        top = max(counts.values())
+        pred = next(c for c in nb if counts[c] == top)  # plurality: closest among the tied classes
+        if vote == "majority" and not 2 * top > k:
+            pred = -1  # no class holds more than k/2 of the votes
+        correct.append(pred == labels[i])
+    return np.array(correct)
+
+
+@pytest.mark.parametrize("vote", ["majority", "plurality"])
+@pytest.mark.parametrize("gallery_corrupt", [False, True])
+def test_knn_vs_naive_implementation_on_mixtures(vote, gallery_corrupt):
+    g = torch.Generator().manual_seed(0)
+    n, labels = 60, np.repeat(np.arange(6), 10)
+    centres = 3 * torch.randn(6, 2, generator=g)
+    mk = lambda: Embedding.mixture(  # noqa: E731  MoG-2 around the class centres
+        centres[labels][:, None] + torch.randn(n, 2, 2, generator=g),
+        torch.rand(n, 2, 2, generator=g), torch.softmax(torch.randn(n, 2, generator=g), 1))
+    clean, corrupt = mk(), mk()
+    eta = torch.rand(n, generator=g).numpy()
+    es = EmbeddedSet(clean, corrupt, labels, eta, eta)
+    out = knn(es, gallery_corrupt=gallery_corrupt, k=5, vote=vote, rank="mean")
+    gallery = corrupt if gallery_corrupt else clean
+    expected = _naive_knn(clean.mixture_mean().numpy(), gallery.mixture_mean().numpy(), labels, 5, vote)
+    np.testing.assert_array_equal(out["correct"], expected)
+    assert out["acc"] == pytest.approx(expected.mean())
+    assert 0.2 < out["acc"] < 1.0  # a non-trivial case
+
+
+# --------------------------------------------------------------------------- evaluation: verification, Table 1
+class _MatchOnly:
+    def __init__(self, a, b):
+        self.match = SoftMatch(a, b)
+
+
+def test_verification_point_embeddings_vs_sklearn():
+    g = torch.Generator().manual_seed(0)
+    labels = np.repeat(np.arange(8), 25)
+    z = torch.randn(8, 2, generator=g)[labels] + 0.7 * torch.randn(200, 2, generator=g)
+    eta = np.linspace(0, 1, 200)
+    es = EmbeddedSet(Embedding.point(z), Embedding.point(z + 0.5), labels, eta, eta)
+    model = _MatchOnly(1.5, 1.0)
+    out = verification(model, es, corrupt=False, n_pairs=200, seed=3)
+    i, j, same = M.verification_pairs(labels, 200, 3)
+    a = model.match.a.item()
+    p = torch.sigmoid(-a * (z[i] - z[j]).norm(dim=-1) + 1.0).numpy()
+    assert out["ap"] == pytest.approx(average_precision_score(same, p), abs=1e-6)
+    assert out["ap_bins"].shape == (20,)
+    out_c = verification(model, es, corrupt=True, n_pairs=200, seed=3)
+    assert out_c["ap"] == pytest.approx(out["ap"], abs=1e-6)  # a shifted copy has the same distances
+
+
+@pytest.mark.parametrize("kind", ["point", "hib"])
+def test_table1_metrics_keys_and_ranges(tiny_ndigit, kind):
+    torch.manual_seed(0)
+    model = build_model(kind, n_digits=1, dim=2)
+    test = tiny_ndigit(1, "test_seen", 120, seed=5)
+    out = table1_metrics(model, test, n_pairs=200)
+    keys = {f"{m}_{s}" for m in ("ap", "tau_ap", "knn", "tau_knn") for s in ("clean", "corrupt")}
+    keys |= {"var_clean", "var_corrupt", "var_ratio", "eta_clean", "eta_corrupt"}
+    assert set(out) == keys
+    assert all(isinstance(v, float) for v in out.values())
+    for s in ("clean", "corrupt"):
+        assert 0 <= out[f"ap_{s}"] <= 1 and 0 <= out[f"knn_{s}"] <= 1
+        for t in (out[f"tau_ap_{s}"], out[f"tau_knn_{s}"]):
+            assert math.isnan(t) or -1 <= t <= 1
+    assert 0 <= out["eta_clean"] <= 1 and 0 <= out["eta_corrupt"] <= 1
+    es = embed_set(model, test)
+    assert out["eta_clean"] == pytest.approx(float(self_mismatch(es.clean, model.match).mean()), rel=1e-6)
+    if kind == "point":
+        assert out["var_clean"] == 0 and math.isnan(out["var_ratio"])
+        assert out["eta_clean"] == pytest.approx(1 - torch.sigmoid(model.match.b).item(), abs=1e-6)
+    else:
+        assert out["var_clean"] > 0 and out["var_ratio"] == pytest.approx(out["var_corrupt"] / out["var_clean"])
+
+
+def _mog_set(seed=0, n=60, match=None):
+    g = torch.Generator().manual_seed(seed)
+    labels = np.repeat(np.arange(6), n // 6)
+    centres = 3 * torch.randn(6, 2, generator=g)
+    mk = lambda: Embedding.mixture(  # noqa: E731  MoG-2 around the class centres, variances up to 4
+        centres[labels][:, None] + torch.randn(n, 2, 2, generator=g),
+        4 * torch.rand(n, 2, 2, generator=g), torch.softmax(torch.randn(n, 2, generator=g), 1))
+    eta = torch.rand(n, generator=g).numpy()
+    return EmbeddedSet(mk(), mk(), labels, eta, eta, match)
+
+
+@pytest.mark.parametrize("gallery_corrupt", [False, True])
+def test_knn_by_match_probability_vs_naive_pairwise(gallery_corrupt):
+    """Second implementation: rank by -p(m|probe, gallery) computed one pair at a time."""
+    from hedgekit.nets.match import SoftMatch
+    from hedgekit.uncertainty import match_probability
+
+    es = _mog_set(match=SoftMatch(2.0, 3.0))
+    gallery = es.corrupt if gallery_corrupt else es.clean
+
+    def neg_p(i, j):
+        return -float(match_probability(es.clean[i], gallery[j], es.match, n_points=16))
+
+    out = knn(es, gallery_corrupt=gallery_corrupt, k=5, vote="plurality")
+    expected = _naive_knn(es.clean.mixture_mean().numpy(), gallery.mixture_mean().numpy(), es.labels, 5,
+                          "plurality", neg_p)
+    np.testing.assert_array_equal(out["correct"], expected)
+    # the variances matter: ranking by the means alone gives different neighbours here
+    mean_rank = knn(es, gallery_corrupt=gallery_corrupt, k=5, vote="plurality", rank="mean")
+    assert (mean_rank["correct"] != out["correct"]).any()
+
+
+def test_knn_match_ranking_prefers_the_confident_gallery_item():
+    """Two gallery items at the same distance from probe 0: the narrow one matches it better."""
+    from hedgekit.nets.match import SoftMatch
+
+    mean = torch.tensor([[0.0, 0.0], [-1.0, 0.0], [1.0, 0.0], [9.0, 9.0]])
+    var = torch.tensor([[1e-4], [4.0], [1e-4], [1e-4]]).expand(4, 2)  # item 1 is broad
+    emb = Embedding.gaussian(mean, var)
+    es = EmbeddedSet(emb, emb, np.array([0, 1, 0, 1]), np.zeros(4), np.zeros(4), SoftMatch(2.0, 2.0))
+    assert knn(es, k=1, n_bins=1)["correct"][0]  # narrow item 2 (class 0) is the neighbour
+    assert not knn(es, k=1, n_bins=1, rank="mean")["correct"][0]  # mean tie -> lower index 1 (class 1)
+
+
+def test_knn_match_ranking_needs_the_match_function():
+    es = _mog_set(match=None)
+    with pytest.raises(InputError, match="SoftMatch"):
+        knn(es)
+    with pytest.raises(InputError, match="rank"):
+        knn(_mog_set(match=None), rank="median")

@@ -1,0 +1,335 @@
+"""Tests of hedgekit.papers.spe.protocol (the measurements of notebooks 06-07) and hedgekit.papers.spe.claims.
+
+Nothing touches the user's cache: HEDGEKIT_DATA points to tmp_path and the shipped checkpoint folder
+to an empty tmp folder; presets are shrunk to a few steps of tiny episodes, and N-digit MNIST is replaced
+by a small synthetic set. Oracles: hand-built embeddings whose correlations, eta^2, prototypes and
+episode accuracies are known exactly; renders recomputed directly; the SPE generative model (eq. 3),
+whose sigma_eps^2 the fit must recover.
+"""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import hedgekit.papers.spe.protocol as Z
+from hedgekit.papers.spe import claims as P
+from hedgekit.papers.spe import numbers as N
+from hedgekit.data import NDigitSet, occlude, sample_digit_boxes
+from hedgekit.data.lshapes import CLASS_CENTERS, render_batch
+from hedgekit.data.ndigit import spelled_number
+from hedgekit.embedding import Embedding
+from hedgekit.errors import InputError
+from hedgekit.methods.prototypes import PN, SPE
+from hedgekit.papers.verdict import training_context
+
+pytestmark = pytest.mark.filterwarnings("ignore:Converting a tensor with requires_grad=True to a scalar")
+
+
+def tiny_ndigit(split: str, n_images: int, seed: int = 0) -> NDigitSet:
+    """1-digit "MNIST": digit v is a fixed random glyph + noise (easy, separable); test sets fully occluded."""
+    glyphs = (np.random.default_rng(1234).random((10, 28, 28)) > 0.75) * 200.0
+    rng = np.random.default_rng([seed, len(split)])
+    labels = rng.permutation(np.arange(n_images) % 10).astype(np.int64)
+    digits = labels[:, None]
+    img = np.clip(glyphs[labels] + rng.normal(0, 30, (n_images, 28, 28)), 0, 255).astype(np.uint8)
+    boxes = sample_digit_boxes(rng, n_images, 1, 0.2 if split == "train" else 1.0)
+    assert np.array_equal(spelled_number(digits), labels)
+    return NDigitSet(img, occlude(img, boxes), labels, digits, boxes, 1, split)
+
+
+
+# --------------------------------------------------------------------------- N-digit measurements
+class CodeModel:
+    """A stand-in `EmbeddingNet`: the embedding of an image is a fixed code of its pixel mean."""
+
+    config = {"height": 2}
+
+    def __init__(self, codes, var=0.0):
+        self.codes, self.var = torch.as_tensor(codes, dtype=torch.float32), var
+
+    def embed(self, x, batch_size=0):
+        idx = torch.round(x.flatten(1).mean(1) * 100).long()
+        mean = self.codes[idx]
+        return Embedding.gaussian(mean, torch.full_like(mean, self.var)) if self.var else Embedding.point(mean)
+
+
+def coded_set(labels, corrupt_shift=0):
+    """Images whose pixel mean is label / 100 (clean) or (label + shift) / 100 (corrupt twin)."""
+    from types import SimpleNamespace
+
+    labels = np.asarray(labels)
+    img = np.repeat((labels / 100.0)[:, None, None, None], 4, 1).reshape(-1, 1, 2, 2).astype(np.float32)
+    cor = np.repeat(((labels + corrupt_shift) / 100.0)[:, None, None, None], 4, 1).reshape(-1, 1, 2, 2).astype(np.float32)
+    return SimpleNamespace(images=img, corrupt=cor, labels=labels)
+
+
+def test_episode_grid_and_evaluate_table2_on_coded_twins():
+    """Codes on a line at 0, 10, 25, 45, 70; the corrupt twin of class c carries code c + 1 (an oracle)."""
+    labels = np.repeat(np.arange(4), 60)
+    codes = np.array([[0, 0], [10, 0], [25, 0], [45, 0], [70, 0]], dtype=float)
+    sets = {"seen": coded_set(labels, corrupt_shift=1)}
+    rows = Z.evaluate_table2({"PN": (CodeModel(codes), None), "SPE": (CodeModel(codes, 0.5), SPE(8, 2))}, sets,
+                             n_episodes=5, n=2, d=2, k_support=10, query_per_class=5)
+    acc = {(r["method"], r["condition"]): r["acc"] for r in rows}
+    for m in ("PN", "SPE"):
+        assert acc[(m, "clean S / clean Q")] == 100.0
+        # corrupt queries of classes 0-2 sit on the next class's prototype; class 3's (code 70) is still nearest 45
+        assert acc[(m, "clean S / corrupt Q")] == 25.0
+        # corrupt support moves prototype c to code c + 1: clean queries of classes 1-3 go to class c - 1
+        assert acc[(m, "corrupt S / clean Q")] == 25.0
+    assert all(r["episodes"] == 5 and r["N"] == 2 and r["se"] == 0.0 for r in rows)
+    assert {r["split"] for r in rows} == {"seen"} and len(rows) == 6
+
+
+def test_per_class_subset_and_test_sets(monkeypatch):
+    ds = tiny_ndigit("test_seen", 200)
+    sub = Z.per_class_subset(ds, 7, seed=3)
+    assert np.array_equal(np.bincount(sub.labels), np.full(10, 7))
+    assert np.array_equal(Z.per_class_subset(ds, 7, seed=3).labels, sub.labels)  # deterministic
+    monkeypatch.setattr(Z, "load_ndigit", lambda n, split, seed=0: ds)
+    sets = Z.ndigit_test_sets(1, 5)
+    assert set(sets) == {"seen", "unseen"} and len(sets["seen"]) == 50
+
+
+def test_fit_sigma_eps_recovers_the_generative_noise():
+    """Eq. 3 as a generator: z_i = rho_c + eps_i, eps ~ N(0, s^2 I), tiny embedding variances. With the
+    model well specified, the cross-entropy is minimised by the true s^2 (the head's only parameter)."""
+    rng = np.random.default_rng(0)
+    s2 = 0.5
+    centres = np.stack(np.meshgrid(np.arange(6) * 1.5, np.arange(6) * 1.5), -1).reshape(-1, 2)
+    labels = np.repeat(np.arange(36), 40)
+    z = centres[labels] + rng.normal(0, math.sqrt(s2), (len(labels), 2))
+    emb = Embedding.gaussian(torch.tensor(z, dtype=torch.float32), torch.full((len(labels), 2), 1e-4))
+    head = Z.fit_sigma_eps(emb, labels, n_classes=20, k_support=5, query_per_class=10, steps=120, lr=0.1)
+    assert float(head.sigma_eps2) == pytest.approx(s2, rel=0.25)
+    with pytest.raises(InputError, match="labels"):
+        Z.fit_sigma_eps(emb, labels[:-1])
+
+
+def test_class_prototypes_spe_and_pn_match_numpy():
+    rng = np.random.default_rng(1)
+    labels = np.array([5, 5, 9, 9, 9, 7])
+    mean = rng.normal(size=(6, 2))
+    var = rng.uniform(0.1, 2.0, (6, 2))
+    emb = Embedding.gaussian(torch.tensor(mean, dtype=torch.float64), torch.tensor(var, dtype=torch.float64))
+    head = SPE(4, 2).double()
+    ids, mu, v = Z.class_prototypes(head, emb, labels)
+    assert list(ids) == [5, 7, 9]
+    s = var + float(head.sigma_eps2)
+    for k, c in enumerate(ids):
+        p = 1 / s[labels == c]
+        np.testing.assert_allclose(v[k], 1 / p.sum(0))  # eq. 5
+        np.testing.assert_allclose(mu[k], (p * mean[labels == c]).sum(0) / p.sum(0))
+    ids, mu, v = Z.class_prototypes(PN(), emb, labels)
+    np.testing.assert_allclose(mu[2], mean[labels == 9].mean(0)) and np.testing.assert_array_equal(v, 0)
+
+
+def factorial(classes, shift=(0.0, 0.0), noise=0.0, seed=0):
+    rng = np.random.default_rng(seed)
+    classes = np.asarray(classes)
+    return np.stack([classes // 10 + shift[0], classes % 10 + shift[1]], 1) + rng.normal(0, noise, (len(classes), 2))
+
+
+def test_digit_axes_eta_squared():
+    ids = np.arange(100)
+    np.testing.assert_allclose(Z.digit_axes(factorial(ids), ids), [[1, 0], [0, 1]], atol=1e-12)
+    swapped = factorial(ids)[:, ::-1]
+    np.testing.assert_allclose(Z.digit_axes(swapped, ids), [[0, 1], [1, 0]], atol=1e-12)
+    # a 45-degree rotation mixes both digits equally into both axes
+    rot = factorial(ids) @ (np.array([[1, 1], [-1, 1]]) / math.sqrt(2))
+    np.testing.assert_allclose(Z.digit_axes(rot, ids), 0.5, atol=1e-12)
+
+
+def test_unseen_placement():
+    ids = np.arange(100)
+    unseen = np.random.default_rng(0).choice(100, 30, replace=False)
+    seen = np.setdiff1d(ids, unseen)
+    res = Z.unseen_placement(factorial(seen, noise=0.1), seen, factorial(unseen, noise=0.1, seed=1), unseen)
+    assert res["accuracy"] == 1.0 and list(res["axes"]) == [0, 1] and res["chance"] == pytest.approx(0.01)
+    # unseen classes displaced by one digit step along z1: the first digit is read wrongly, the second right
+    res = Z.unseen_placement(factorial(seen), seen, factorial(unseen, shift=(1.0, 0.0)), unseen)
+    assert res["per_position"][1] == 1.0 and res["per_position"][0] < 0.2 and res["accuracy"] < 0.2
+
+
+# --------------------------------------------------------------------------- L-shape measurements
+def test_factor_axes_oracles():
+    o, h = np.meshgrid(np.linspace(90, 180, 5), np.linspace(90, 180, 5))
+    aligned = np.stack([0.03 * o, -0.05 * h], -1)
+    res = Z.factor_axes(aligned, o, h)
+    assert res["axis"] == {"orientation": 0, "hue": 1} and res["disentanglement"] == pytest.approx(1.0)
+    assert res["sign"] == {"orientation": 1, "hue": -1}
+    res = Z.factor_axes(aligned[..., ::-1], o, h)
+    assert res["axis"] == {"orientation": 1, "hue": 0} and res["disentanglement"] == pytest.approx(1.0)
+    rot = aligned @ (np.array([[1, 1], [-1, 1]]) / math.sqrt(2))
+    assert Z.factor_axes(rot, o, h)["disentanglement"] == pytest.approx(0.0, abs=1e-12)
+    t = np.deg2rad(30)
+    r30 = np.stack([0.03 * o, 0.03 * h], -1) @ np.array([[np.cos(t), np.sin(t)], [-np.sin(t), np.cos(t)]])
+    # corr of a 30-degree rotation of two equal, uncorrelated factors: cos 30 vs sin 30
+    assert Z.factor_axes(r30, o, h)["disentanglement"] == pytest.approx(np.cos(t) - np.sin(t))
+
+
+def test_ambiguity_peaks_oracle():
+    n = 5
+    var = np.full((n, n, 2), 0.1)
+    var[:, 2, 1] = 0.4  # orientation carried by z2: variance peaks in the middle column
+    var[1, :, 0] = 0.3  # hue carried by z1: peak in row 1
+    res = Z.ambiguity_peaks(var, {"orientation": 1, "hue": 0})
+    assert res["peak_orientation"] == 2 and res["peak_hue"] == 1 and res["middle"] == 2
+    assert res["peak_ratio_orientation"] == pytest.approx(4.0) and res["peak_ratio_hue"] == pytest.approx(3.0)
+    np.testing.assert_allclose(res["profile_orientation"], [0.1, 0.1, 0.4, 0.1, 0.1])
+
+
+class PixelStatModel:
+    """Stand-in model: variance = (mean pixel value, mean squared deviation of the pixels)."""
+
+    config = {"height": 64}
+
+    def embed(self, x, batch_size=0):
+        flat = x.flatten(1).double()
+        var = torch.stack([flat.mean(1), flat.var(1, unbiased=False)], 1)
+        return Embedding.gaussian(torch.zeros_like(var), var)
+
+
+def test_variance_sweep_matches_direct_rendering():
+    levels = [0.0, 30.0, 60.0]
+    res = Z.variance_sweep(PixelStatModel(), levels, "hue_noise", repeats=2, seed=5)
+    assert res["var"].shape == (3, 2) and res["var_all"].shape == (3, 4, 2, 2) and res["example"].shape == (3, 3, 64, 64)
+    # oracle: render level 30, class 2, repeat 1 by hand with the same noise seed
+    from hedgekit.data.lshapes import centroid_sweep
+
+    f = centroid_sweep(levels, "hue_noise", 2, seed=5)
+    img = render_batch(CLASS_CENTERS[2, 0], CLASS_CENTERS[2, 1], 30.0, 1.0, f["noise_seed"][1, 2, 1])
+    x = img.astype(np.float64).ravel()
+    np.testing.assert_allclose(res["var_all"][1, 2, 1], [x.mean(), x.var()], rtol=1e-5)
+    np.testing.assert_allclose(res["var"], res["var_all"].mean((1, 2)))
+    assert res["var"][0, 1] < res["var"][2, 1] or res["var"][0, 1] > 0  # rendered, finite
+    legs = Z.variance_sweep(PixelStatModel(), [1.0, 0.5, 0.1], "leg_length", repeats=1)
+    assert np.all(np.diff(legs["var"][:, 0]) < 0)  # shorter legs, fewer lit pixels: mean pixel value drops
+    np.testing.assert_allclose(Z.sweep_growth(legs["var"]), legs["var"][-1] / legs["var"][0])
+
+
+class PixelMeanModel(PixelStatModel):
+    """Stand-in model whose *mean* is (mean pixel value, pixel variance) and variance is constant."""
+
+    def embed(self, x, batch_size=0):
+        e = super().embed(x)
+        return Embedding.gaussian(e.var[:, 0], torch.ones_like(e.var[:, 0]))
+
+
+def test_variance_sweep_shift_and_class_spacing():
+    res = Z.variance_sweep(PixelMeanModel(), [0.0, 40.0], "hue_noise", repeats=3, seed=1)
+    m = res["mean_all"]  # (2, 4, 3, 2)
+    ref = m[0].mean(1)
+    expected = np.linalg.norm(m - ref[None, :, None], axis=-1).mean((1, 2))
+    np.testing.assert_allclose(res["shift"], expected)
+    assert res["shift"][0] == pytest.approx(0.0, abs=1e-9)  # no noise: identical renders, no shift
+    assert res["shift"][1] > 0
+    o, h = np.meshgrid(np.linspace(90, 180, 5), np.linspace(90, 180, 5))
+    assert Z.class_spacing(np.stack([o / 45, h / 45], -1)) == pytest.approx(2.0)
+    assert Z.class_spacing(np.stack([o / 45, 3 * h / 45], -1)) == pytest.approx(4.0)  # edges 2, 6, 2, 6
+
+
+def test_grid_embedding_and_embed_factors_shapes():
+    res = Z.grid_embedding(PixelStatModel(), 3)
+    assert res["images"].shape == (3, 3, 3, 64, 64) and res["mean"].shape == (3, 3, 2) and res["var"].shape == (3, 3, 2)
+    assert res["orientation"][0, -1] == 180 and res["hue"][-1, 0] == 180
+    imgs, mean, var = Z.embed_factors(PixelStatModel(), [90, 180], 90.0, 0.0, 1.0)
+    assert imgs.shape == (2, 3, 64, 64) and var.shape == (2, 2)
+    x = imgs[1].astype(np.float64).ravel()
+    np.testing.assert_allclose(var[1], [x.mean(), x.var()], rtol=1e-5)
+
+
+def test_heldout_accuracy_with_perfect_codes():
+    labels = np.repeat(np.arange(4), 30)
+    es = Z.EmbeddedSet(Embedding.point(torch.tensor(factorial(labels * 11), dtype=torch.float32)), None, labels)
+    res = Z.heldout_accuracy(None, PN(), es, (1, 5), n_episodes=3, query_per_class=4)
+    assert res == {1: (1.0, 0.0), 5: (1.0, 0.0)}
+
+
+@pytest.mark.parametrize("head", [PN(), SPE(8, 2)])
+def test_accuracy_by_level_oracle(head):
+    """200 images per class on 4 well-separated codes; the images with level 1 sit on the *next* class's
+    code (misclassified whatever the rule), those with level 0 on their own."""
+    labels = np.repeat(np.arange(4), 200)
+    level = np.tile(np.r_[np.zeros(150), np.ones(50)], 4)
+    codes = np.array([[0.0, 0.0], [20.0, 0.0], [0.0, 20.0], [20.0, 20.0]])
+    where = np.where(level == 1, (labels + 1) % 4, labels)
+    z = torch.tensor(codes[where], dtype=torch.float32)
+    emb = Embedding.gaussian(z, torch.full_like(z, 0.01))
+    res = Z.accuracy_by_level(head, Z.EmbeddedSet(emb, None, labels), level, [0, 0.5, 1.0])
+    assert [(r["n"], r["acc"]) for r in res] == [(600, 1.0), (200, 0.0)]
+
+
+# --------------------------------------------------------------------------- paper numbers and verdicts
+def test_paper_table2_and_means():
+    assert N.paper_table2("corrupt S / clean Q", "SPE", "seen", 3, 2) == 76.7
+    assert N.paper_table2("clean S / corrupt Q", "HIB", "unseen", 2, 3) == 57.0
+    # the paper's MEAN column: SPE clean/clean seen 89.1, unseen 86.9
+    all4 = ((2, 2), (2, 3), (3, 2), (3, 3))
+    assert N.paper_mean("clean S / clean Q", "SPE", "seen", all4) == pytest.approx(89.1, abs=0.05)
+    assert N.paper_mean("clean S / clean Q", "SPE", "unseen", all4) == pytest.approx(86.9, abs=0.05)
+    assert N.paper_mean("corrupt S / clean Q", "PN", "seen", all4) == pytest.approx(73.3, abs=0.05)
+
+
+def _rows(acc):
+    return [dict(method=m, N=2, D=2, split=s, condition=c, acc=acc(m, s, c), se=0.5)
+            for m in ("PN", "SPE", "HIB (PN rule)", "HIB (SPE rule)", "point (PN rule)")
+            for s in ("seen", "unseen") for c in N.CONDITION_NAMES.values()]
+
+
+def test_table2_side_by_side_differences():
+    rows = _rows(lambda m, s, c: 50.0 + len(m))
+    df = P.table2_side_by_side(rows, ((2, 2),))
+    cond = "corrupt S / clean Q"
+    assert df.loc[(cond, "SPE", "paper"), "seen N2D2"] == 92.4
+    assert df.loc[(cond, "SPE", "ours: SPE"), "seen N2D2"] == 53.0
+    assert df.loc[(cond, "SPE", "Δ SPE"), "seen N2D2"] == pytest.approx(53.0 - 92.4)
+    assert df.loc[(cond, "contrastive", "ours: point (PN rule)"), "unseen N2D2"] == 50.0 + len("point (PN rule)")
+    assert ("clean S / clean Q", "HIB", "Δ HIB (SPE rule)") in df.index
+    two = P.table2_side_by_side([dict(r, D=3) for r in rows] + rows, ((2, 2), (2, 3)))
+    assert "seen mean" in two.columns
+
+
+def test_ndigit_verdict_follows_the_numbers():
+    good = P.ndigit_verdict(dict(table=_rows(lambda m, s, c: 90.0 if m == "SPE" else 60.0), settings=((2, 2),)))
+    bad = P.ndigit_verdict(dict(table=_rows(lambda m, s, c: 40.0 if m == "SPE" else 60.0), settings=((2, 2),)))
+    claims = {c.claim: c for c in good.claims}
+    assert all(c.matched for k, c in claims.items() if "SPE vs PN" in k)
+    assert all(c.matched is False for c in bad.claims if "SPE vs PN" in c.claim)
+    tie = P.ndigit_verdict(dict(table=_rows(lambda m, s, c: 60.0), settings=((2, 2),)))
+    assert all(c.matched is None for c in tie.claims if "SPE vs PN" in c.claim)  # within the noise
+    f4 = {"naive": dict(s=[1, 9], acc=[50.0, 55.0], se=[0.5, 0.5]), "intersection": dict(s=[1, 9], acc=[60.0, 61.0], se=[0.5, 0.5])}
+    ids = np.arange(100)
+    fig7 = dict(eta2=Z.digit_axes(factorial(ids), ids), placement=dict(accuracy=1.0, chance=0.01))
+    v = P.ndigit_verdict(dict(table=_rows(lambda m, s, c: 60.0), settings=((2, 2),), fig4=f4, fig7=fig7))
+    assert [c.matched for c in v.claims if "Figure 4" in c.claim] == [True]
+    assert all(c.matched for c in v.claims if "Figure 7" in c.claim)
+    md = v.markdown()
+    assert "What matched" in md and "500,000" not in md and "Omniglot" in md
+
+
+def test_lshapes_verdict_follows_the_numbers():
+    o, h = np.meshgrid(np.linspace(90, 180, 5), np.linspace(90, 180, 5))
+    var = np.full((5, 5, 2), 0.1)
+    var[:, 2, 0], var[2, :, 1] = 0.4, 0.4
+    axes = Z.factor_axes(np.stack([o, h], -1), o, h)
+    stats = dict(acc={2: (0.855, 0.003)}, bayes=0.8708, axes=axes, peaks=Z.ambiguity_peaks(var, axes["axis"]),
+                 axis=axes["axis"], noise=np.array([1.0, 2.0]), legs=np.array([1.8, 1.9]))
+    v = P.lshapes_verdict(stats)
+    assert all(c.matched for c in v.claims), v.markdown()
+    v = P.lshapes_verdict(dict(stats, acc={2: (0.70, 0.003)}, noise=np.array([1.0, 0.7]), legs=np.array([1.0, 1.9]),
+                               noise_acc=(0.86, 0.855), legs_acc=(0.90, 0.60), noise_shift=0.1, legs_shift=0.8))
+    assert [c.matched for c in v.claims] == [False, False, True, True, False, False]
+    noise, legs = v.claims[4].why, v.claims[5].why
+    assert "as accurately" in noise and "0.10 class spacings" in noise  # nothing to hedge
+    assert "only the hue axis grows" in legs and "classified worse (90.0% → 60.0%)" in legs
+    assert "moved, not hedged" in legs
+
+
+def test_spe_verdict_replaces_hibs_training_context():
+    from hedgekit.repro.session import CheckpointRecord
+
+    rec = CheckpointRecord("spe-n2-d2-intersection1-fast-s0", "cache", "", "abc", "fast", 300, 20.0)
+    md = P.SPEVerdict("x", [rec]).markdown()
+    assert training_context([rec]) not in md and "300 training steps" in md and "FAST mode" in md

@@ -1,0 +1,248 @@
+"""`python -m hedgekit reproduce`: registry, report hand-off and summary, on a tiny fake notebook."""
+from __future__ import annotations
+
+import json
+import time
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import nbformat  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from hedgekit.repro import reproduce as R  # noqa: E402
+from hedgekit.errors import InputError  # noqa: E402
+from hedgekit.repro.report import Report, dataframe_markdown, read_manifest, slug  # noqa: E402
+
+FAKE = """
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import pandas as pd
+from hedgekit.repro.report import Report
+report = Report(REPORT_DIR, "fake")
+report.table("Table 1 (fake)", pd.DataFrame({"ours": [0.5], "paper": [0.6], "Δ": [-0.1]}, index=["AP"]))
+fig, ax = plt.subplots()
+ax.plot([0, 1], [0, FAST + 1])
+report.figure("Figure 1", fig)
+report.text("What matched", "**1 matched, 0 did not** — FAST=" + str(FAST))
+report.meta(mode="fast" if FAST else "full", runtime_s=0.1, checkpoints=[])
+"""
+
+
+def _notebook(path, body, fail=False):
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell('FAST = False\nREPORT_DIR = ""')
+    params.metadata["tags"] = ["parameters"]
+    cells = [nbformat.v4.new_code_cell("x = 1"), params, nbformat.v4.new_code_cell(body)]
+    if fail:
+        cells.append(nbformat.v4.new_code_cell("raise ValueError('boom in the notebook')"))
+    nb.cells = cells
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+
+
+def test_registry_and_selection():
+    assert R.NOTEBOOKS["hib"][0] == "01_ndigit_mnist.ipynb" and len(R.NOTEBOOKS["hib"]) == 5
+    assert "spe" in R.NOTEBOOKS
+    reg = {"hib": ["01_a.ipynb", "02_b.ipynb"], "spe": ["06_c.ipynb"]}
+    assert R.select(None, reg) == ["01_a.ipynb", "02_b.ipynb", "06_c.ipynb"]
+    assert R.select("spe", reg) == ["06_c.ipynb"]
+    assert R.select(["02", "spe"], reg) == ["02_b.ipynb", "06_c.ipynb"]
+    assert R.select("hib,02_b", reg) == ["01_a.ipynb", "02_b.ipynb"]
+    assert R.select(["06,01", "02"], reg) == ["06_c.ipynb", "01_a.ipynb", "02_b.ipynb"]  # argparse append + commas
+    with pytest.raises(InputError, match="not a group"):
+        R.select("nope", reg)
+    for nb in R.NOTEBOOKS["hib"]:
+        assert (R.notebook_dir() / nb).is_file(), nb
+
+
+def test_register(monkeypatch):
+    monkeypatch.setattr(R, "NOTEBOOKS", {"hib": ["01_a.ipynb"]})
+    R.register("spe", "06_spe.ipynb", "07_spe.ipynb", "06_spe.ipynb")
+    assert R.NOTEBOOKS["spe"] == ["06_spe.ipynb", "07_spe.ipynb"]
+    with pytest.raises(InputError, match="ipynb"):
+        R.register("spe", "08_no_suffix")
+
+
+def test_report_is_a_noop_without_a_folder(tmp_path):
+    r = Report("", "x")
+    assert not r.enabled
+    assert r.table("t", "| a |") is None and r.text("t", "x") is None and r.meta(a=1) is None
+    fig, _ = plt.subplots()
+    assert r.figure("f", fig) is None
+    plt.close(fig)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_report_writes_files_and_manifest(tmp_path):
+    r = Report(tmp_path / "nb", "nb")
+    df = pd.DataFrame({"ours": [0.5, float("nan")], "paper": [0.6, 0.7]}, index=pd.Index(["a", "b"], name="metric"))
+    r.table("Table 1", df, note="n")
+    r.table("Table 1", "| x |\n|---|\n| 1 |")  # same name: a second file, not an overwrite
+    fig, _ = plt.subplots()
+    r.figure("Fig 3", fig)
+    plt.close(fig)
+    import plotly.graph_objects as go
+
+    r.figure("Fig 8", go.Figure(go.Scatter(x=[1], y=[2])))
+    r.text("verdict", "**ok**")
+    entries = read_manifest(tmp_path / "nb")
+    assert [e["kind"] for e in entries] == ["table", "table", "figure", "plotly", "text"]
+    assert entries[0]["file"] == "table-1.md" and entries[1]["file"] == "table-1-2.md"
+    md = (tmp_path / "nb" / "table-1.md").read_text()
+    assert "| metric | ours | paper |" in md and "| b | — | 0.700 |" in md
+    assert (tmp_path / "nb" / "table-1.csv").is_file() and (tmp_path / "nb" / "fig-3.png").stat().st_size > 1000
+    assert (tmp_path / "nb" / "plotly.min.js").is_file()  # offline plotly
+    import plotly
+
+    html = (tmp_path / "nb" / "fig-8.html").read_text()  # ... and the CDN when plotly.min.js is left out
+    cdn = f"https://cdn.plot.ly/plotly-{plotly.offline.get_plotlyjs_version()}.min.js"
+    assert html.count(cdn) == 1 and html.index('src="plotly.min.js"') < html.index(cdn) < html.index("newPlot")
+    Report(tmp_path / "nb", "nb").text("again", "x")  # a re-opened report appends
+    assert len(read_manifest(tmp_path / "nb")) == 6
+    with pytest.raises(InputError):
+        r.table("bad", 3)
+    with pytest.raises(InputError):
+        r.figure("bad", object())
+
+
+def test_helpers():
+    assert slug("Table 1 (N=2, D=2)") == "table-1-n-2-d-2" and slug("!!") == "item"
+    assert dataframe_markdown(pd.DataFrame({"a": [1.23456], "b": ["x|y"]})) == "| a | b |\n|---|---|\n| 1.235 | x\\|y |"
+
+
+def test_write_summary_without_running(tmp_path):
+    r = Report(tmp_path / "assets" / "01_x", "01_x")
+    r.table("T", pd.DataFrame({"ours": [1.0]}))
+    r.meta(runtime_s=2.0, checkpoints=[dict(name="m", source="cache", steps=5, train_seconds=1.0, sha256="abc")],
+           versions={"torch": "x"})
+    runs = [dict(notebook="01_x.ipynb", output="notebooks/01_x.ipynb", status="ok", error="", seconds=3.0,
+                 assets="assets/01_x"),
+            dict(notebook="02_y.ipynb", output="notebooks/02_y.ipynb", status="failed", error="ValueError: boom",
+                 seconds=1.0, assets="assets/02_y")]
+    path = R.write_summary(runs, tmp_path, fast=True, total_seconds=4.0)
+    md = path.read_text()
+    today = time.strftime("%Y-%m-%d")
+    assert "FAST" in md and f"| [01_x.ipynb](notebooks/01_x.ipynb) | ok | 3 s | {today}" in md and " | 1 | 1 |" in md
+    assert "ValueError: boom" in md and "`m` — cache, 5 steps" in md and "torch x" in md
+    assert (tmp_path / "summary.html").read_text().count("<table>") >= 2
+    assert json.loads((tmp_path / "run.json").read_text())["runs"][1]["status"] == "failed"
+@pytest.mark.slow  # starts a Jupyter kernel (~8 s)
+
+
+def test_reproduce_runs_a_fake_notebook(tmp_path):
+    src = tmp_path / "nbs"
+    src.mkdir()
+    _notebook(src / "01_fake.ipynb", FAKE)
+    _notebook(src / "02_broken.ipynb", "y = 2", fail=True)
+    reg = {"hib": ["01_fake.ipynb", "02_broken.ipynb", "03_missing.ipynb"]}
+    out = tmp_path / "reports"
+    lines = []
+    summary = R.reproduce(fast=True, only="hib", out_dir=out, registry=reg, notebooks=src, progress=False,
+                          echo=lines.append)
+    md = summary.read_text()
+    run = json.loads((out / "run.json").read_text())
+    status = {r["notebook"]: r["status"] for r in run["runs"]}
+    assert status == {"01_fake.ipynb": "ok", "02_broken.ipynb": "failed", "03_missing.ipynb": "missing"}
+    assert "boom in the notebook" in md
+    assert "### Table 1 (fake)" in md and "| AP | 0.500 | 0.600 | -0.100 |" in md
+    assert "![Figure 1](assets/01_fake/figure-1.png)" in md and (out / "assets/01_fake/figure-1.png").is_file()
+    assert "FAST=True" in md  # the parameter reached the notebook
+    executed = nbformat.read(out / "notebooks" / "01_fake.ipynb", 4)
+    assert any("injected-parameters" in c.metadata.get("tags", []) for c in executed.cells)
+    assert any("summary" in s for s in lines)
+
+
+def test_inplace_writes_back(tmp_path):
+    src = tmp_path / "nbs"
+    src.mkdir()
+    _notebook(src / "01_fake.ipynb", "print('hello from', FAST)")
+    R.reproduce(fast=True, out_dir=tmp_path / "r", inplace=True, registry={"x": ["01_fake.ipynb"]}, notebooks=src,
+                progress=False, echo=lambda *_: None)
+    nb = nbformat.read(src / "01_fake.ipynb", 4)
+    assert "hello from True" in nb.cells[-1].outputs[0]["text"]
+
+
+def test_main_lists(capsys):
+    assert R.main(["--list"]) == 0
+    assert "hib: 01_ndigit_mnist.ipynb" in capsys.readouterr().out
+    assert R.main(["--list-models", "--fast", "--only", "04"]) == 0
+    out = capsys.readouterr().out
+    assert "point-n2-d2-fast-s0" in out and "hib-n2-d2-c2-beta0.0001-fast-s0" in out
+    assert R.main(["--list-models", "--only", "spe"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["notebook", "checkpoint", "status"]
+    assert out[-1].startswith("27 distinct checkpoints: ") and "missing" in out[-1]
+    assert [line.split()[1] for line in out if line.startswith("06")] == ["spe-lshapes-d2-intersection8-paper-s0"]
+    seven = [line.split()[1] for line in out if line.startswith("07")]
+    assert len(seven) == 4 * 4 + 10 and len(set(seven)) == len(seven)  # (PN, SPE, HIB, point) x 4 settings + Fig. 4
+    assert {"pn-n3-d2-paper-s0", "hib-n3-d3-c1-beta0.0001-paper-s0", "spe-n2-d2-naive81-fig4-paper-s0"} <= set(seven)
+    assert R.main(["--only", "nope"]) == 2
+
+
+def test_all_specs_are_consistent():
+    from hedgekit.papers.hib import experiments as X
+
+    fast, full = X.all_specs(True), X.all_specs(False)
+    assert all(s.preset == "fast" for s in fast) and all(s.preset == "paper" for s in full)
+    assert len({s.name for s in full}) == len(full) and len(full) > len(fast)
+    assert len(X.notebook_specs("04", False)) == 12 and X.notebook_specs("01", False) == []
+    assert [s.seed for s in X.number_line_specs(False)["hib_d1"]] == [0, 1, 2, 3]
+
+
+def test_sweeps_train_a_quarter_of_the_steps_and_tables_the_full_preset():
+    from hedgekit.papers.hib import experiments as X
+    from hedgekit.zoo import PRESETS
+
+    full = {kind: PRESETS["paper"][kind]["steps"] for kind in ("point", "hib")}
+    soft, hard = X.margin_specs(False)
+    nl = X.number_line_specs(False)
+    sweeps = [soft, *hard, *X.beta_specs(False), *nl["point_d1"], *nl["hib_d1"]]
+    assert len(sweeps) == 19 and all(s.steps * X.SWEEP_DIVISOR == full[s.kind] for s in sweeps)
+    assert {s.train_config().steps for s in hard} == {3000} and X.beta_specs(False)[0].train_config().steps == 2250
+    assert all(s.steps is None for s in [*X.notebook_specs("04", False), *X.notebook_specs("02", False), *nl["d2"]])
+    assert all(s.steps is None for group in X.table5_specs(False).values() for s in group)
+    assert all(s.steps is None for s in X.all_specs(True))  # FAST models are never shortened further
+    assert X.sweep(nl["d2"][0]).name == "point-n2-d2-paper3000-s0"
+
+
+def test_summary_is_cumulative_within_one_mode(tmp_path):
+    """Notebooks run one call at a time into one folder give one report; a FAST run never mixes with full."""
+    def run(name, fast, status="ok"):
+        Report(tmp_path / "assets" / name, name).table(f"T {name}", pd.DataFrame({"ours": [1.0]}))
+        rec = dict(notebook=f"{name}.ipynb", output=f"notebooks/{name}.ipynb", status=status, error="", seconds=5.0,
+                   assets=f"assets/{name}")
+        return R.write_summary([rec], tmp_path, fast=fast, total_seconds=5.0).read_text()
+
+    run("02_y", fast=False)
+    md = run("01_x", fast=False, status="failed")
+    assert md.index("[01_x.ipynb]") < md.index("[02_y.ipynb]")  # registry (name) order, not call order
+    assert "### T 01_x" in md and "### T 02_y" in md and "total run time: 10 s" in md
+    md = run("01_x", fast=False)  # a re-run replaces its own record instead of adding one
+    records = json.loads((tmp_path / "run.json").read_text())["runs"]
+    assert [r["notebook"] for r in records] == ["01_x.ipynb", "02_y.ipynb"] and records[0]["status"] == "ok"
+    assert all(r["date"] for r in records)
+    md = run("01_x", fast=True)  # another mode starts a new report
+    assert "02_y" not in md and "total run time: 5 s" in md
+    (tmp_path / "run.json").write_text("{not json")  # a corrupt record is ignored, not fatal
+    assert "01_x" in run("01_x", fast=True)
+@pytest.mark.slow  # starts python -m hedgekit in subprocesses (~15 s)
+
+
+def test_cli_output_into_a_closed_pipe_is_quiet():
+    """`python -m hedgekit ... | head` must not end in a BrokenPipeError traceback."""
+    import os
+    import subprocess
+    import sys
+
+    r, w = os.pipe()
+    os.close(r)  # the reader is gone before the first line is written
+    try:
+        proc = subprocess.run([sys.executable, "-u", "-m", "hedgekit", "reproduce", "--list"], stdout=w,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(w)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr

@@ -1,0 +1,88 @@
+"""The README quotes the papers' numbers beside ours; every quoted paper number must be the one in the
+paper's `numbers` module (the only place they live), so a typo in either place fails here."""
+import re
+from pathlib import Path
+
+import pytest
+
+from hedgekit.papers.hib import numbers as hib
+from hedgekit.papers.spe import numbers as spe
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+MODELS = ("point", "MoG-1", "MoG-2")
+METRICS = {"AP clean": "ap_clean", "AP corrupt": "ap_corrupt", "KNN clean": "knn_clean", "KNN corrupt": "knn_corrupt",
+           "tau AP clean": "tau_ap_clean", "tau AP corrupt": "tau_ap_corrupt", "tau KNN clean": "tau_knn_clean",
+           "tau KNN corrupt": "tau_knn_corrupt"}
+
+
+def _section(title: str) -> str:
+    start = README.index(title)
+    end = README.find("\n## ", start + 1)
+    return README[start:end if end > 0 else None]
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def _paper_value(cell: str) -> float | None:
+    m = re.fullmatch(r"[-0-9.]+ / ([-0-9.]+)", cell)
+    return float(m.group(1)) if m else None
+
+
+def _paper_ref(n: int, d: int, model: str, key: str) -> float:
+    table = hib.HIB_TABLE2 if key.startswith("tau") else hib.HIB_TABLE1
+    return table[(n, d)][model][key]
+
+
+def test_hib_table1_at_n2_d2_quotes_numbers_py():
+    rows = [_cells(line) for line in _section("## Results: HIB Table 1 at N = 2, D = 2").splitlines()
+            if line.startswith("| ") and _cells(line)[0] in METRICS]
+    assert len(rows) == 8
+    checked = 0
+    for metric, *cells in rows:
+        for model, cell in zip(MODELS, cells):
+            value = _paper_value(cell)
+            if value is not None:
+                assert value == pytest.approx(_paper_ref(2, 2, model, METRICS[metric])), (metric, model)
+                checked += 1
+    assert checked == 4 * 3 + 4 * 2  # point has no tau
+
+
+def test_hib_tables_at_other_settings_quote_numbers_py():
+    checked = 0
+    for line in _section("## Results: HIB Tables 1-2 at other N, D").splitlines():
+        cells = _cells(line)
+        if not line.startswith("| ") or not re.fullmatch(r"\d, \d", cells[0]):
+            continue
+        n, d = map(int, cells[0].split(", "))
+        if cells[1] in METRICS:
+            for model, cell in zip(MODELS, cells[2:]):
+                value = _paper_value(cell)
+                if value is not None:
+                    assert value == pytest.approx(_paper_ref(n, d, model, METRICS[cells[1]])), (n, d, cells[1], model)
+                    checked += 1
+        elif cells[1] == "tau AP / KNN corrupt":
+            for model, cell in zip(MODELS[1:], cells[3:]):
+                m = re.fullmatch(r"[0-9.]+ / [0-9.]+ \(([0-9.]+) / ([0-9.]+)\)", cell)
+                assert m, cell
+                assert float(m.group(1)) == pytest.approx(hib.HIB_TABLE2[(n, d)][model]["tau_ap_corrupt"])
+                assert float(m.group(2)) == pytest.approx(hib.HIB_TABLE2[(n, d)][model]["tau_knn_corrupt"])
+                checked += 2
+    assert checked == 3 * (4 * 3 + 2 * 2)
+
+
+def test_spe_table2_means_quote_numbers_py():
+    conditions = {"clean / clean": "clean S / clean Q", "corrupt / clean": "corrupt S / clean Q",
+                  "clean / corrupt": "clean S / corrupt Q"}
+    columns = (("PN", "seen"), ("PN", "unseen"), ("SPE", "seen"), ("SPE", "unseen"))
+    settings = ((2, 2), (2, 3), (3, 2), (3, 3))
+    checked = 0
+    for line in README.splitlines():
+        cells = _cells(line)
+        if line.startswith("| ") and cells[0] in conditions and len(cells) == 5:
+            for (method, split), cell in zip(columns, cells[1:]):
+                expected = spe.paper_mean(conditions[cells[0]], method, split, settings)
+                assert _paper_value(cell) == pytest.approx(expected, abs=0.05), (cells[0], method, split)
+                checked += 1
+    assert checked == 12

@@ -1,0 +1,162 @@
+"""Tests of hedgekit.training.triplets: tiny seeded triplet fits (eq. 11 and the vanilla baseline), determinism,
+what the variances do, and the input and config errors.
+
+Data: 4 classes of 28 x 28 images, one Gaussian blob per class in its own quadrant plus pixel noise. The
+classes separate within ~30 steps, after which every mined L_tri is small and eq. 11's optimum e^s = L_tri
+drives the predicted variances far below their initial value of 1.
+"""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from hedgekit.errors import InputError
+from hedgekit.methods.het_triplet import uncertainty
+from hedgekit.nets import build_model
+from hedgekit.training.fit import History
+from hedgekit.training.triplets import TripletConfig, fit_triplets
+
+pytestmark = pytest.mark.filterwarnings("ignore:Converting a tensor with requires_grad=True to a scalar")
+
+CENTRES = [(7, 7), (7, 21), (21, 7), (21, 21)]
+
+
+def blobs(n_per_class: int, seed: int = 0, noise: float = 0.1):
+    """Images (4 n, 1, 28, 28) in [0, 1] and labels (4 n,)."""
+    yy, xx = torch.meshgrid(torch.arange(28.0), torch.arange(28.0), indexing="ij")
+    protos = torch.stack([torch.exp(-((yy - cy) ** 2 + (xx - cx) ** 2) / 18.0) for cy, cx in CENTRES])
+    y = torch.arange(4).repeat_interleave(n_per_class)
+    x = 0.2 + 0.7 * protos[y] + noise * torch.randn(len(y), 28, 28, generator=torch.Generator().manual_seed(seed))
+    return x.clamp(0, 1).unsqueeze(1), y
+
+
+def _cfg(**kw):
+    base = dict(steps=30, P=4, K=4, lr=3e-3, occlusion_p=0.0, log_every=10)
+    return TripletConfig(**{**base, **kw})
+
+
+def _model(seed=0):
+    torch.manual_seed(seed)
+    return build_model("het", n_digits=1, dim=4)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return blobs(12)
+
+
+def test_heteroscedastic_fit_lowers_the_loss_and_the_variances(data):
+    x, y = data
+    model = _model()
+    u0 = uncertainty(model.embed(x))
+    rows = []
+    hist = fit_triplets(model, x, y, _cfg(), progress=False, callback=lambda step, row: rows.append(step))
+    assert isinstance(hist, History) and not model.training and hist.seconds > 0
+    assert [r["step"] for r in hist.rows] == [0, 10, 20, 29] and rows == [0, 10, 20, 29]
+    first, last = hist.rows[0], hist.rows[-1]
+    assert {"loss", "lr", "triplet", "active", "triplets", "sigma2"} <= set(first)
+    assert first["triplets"] == 16  # batch-hard: one triplet per anchor of the 4 x 4 batch
+    assert first["sigma2"] == pytest.approx(1.0, abs=0.05)  # HeteroscedasticHead starts at sigma^2 = 1
+    assert last["loss"] < first["loss"] - 1.0
+    assert last["triplet"] < 0.5 * first["triplet"]
+    # e^s tracks L_tri (its optimum): the variances fall with the triplet loss, input by input
+    u = uncertainty(model.embed(x))
+    assert u.max() < 0.5 * u0.min() and last["sigma2"] < 0.5
+
+
+def test_baseline_trains_the_mean_only(data):
+    x, y = data
+    model = _model()
+    s_row = model.head.linear.weight[4].detach().clone(), model.head.linear.bias[4].detach().clone()
+    hist = fit_triplets(model, x, y, _cfg(heteroscedastic=False, weight_decay=0.0), progress=False)
+    assert hist.rows[-1]["loss"] < 0.5 * hist.rows[0]["loss"]
+    assert "sigma2" not in hist.rows[0]
+    assert torch.equal(model.head.linear.weight[4], s_row[0]) and torch.equal(model.head.linear.bias[4], s_row[1])
+
+
+def test_baseline_on_a_point_model(data):
+    x, y = data
+    torch.manual_seed(0)
+    model = build_model("point", n_digits=1, dim=4)
+    hist = fit_triplets(model, x, y, _cfg(heteroscedastic=False, margin=0.5, steps=12), progress=False)
+    assert all(math.isfinite(r["loss"]) for r in hist.rows)
+
+
+def test_semi_hard_and_hard_margin(data):
+    x, y = data
+    hist = fit_triplets(_model(), x, y, _cfg(mining="semi_hard", margin=0.3, steps=12, log_every=1), progress=False)
+    # semi-hard: at most one triplet per anchor-positive pair, 4 x 4 x 3 = 48 in a 4 x 4 batch
+    assert all(0 <= r["triplets"] <= 48 for r in hist.rows) and any(r["triplets"] > 0 for r in hist.rows)
+    assert all(math.isfinite(r["loss"]) for r in hist.rows)
+
+
+def test_same_seed_same_history_and_uint8_images(data):
+    x, y = data
+    x8 = (x * 255).round().to(torch.uint8)
+    runs = [fit_triplets(_model(), x8, y, _cfg(steps=8, log_every=1), seed=3, progress=False) for _ in range(2)]
+    assert [r["loss"] for r in runs[0].rows] == [r["loss"] for r in runs[1].rows]
+    other = fit_triplets(_model(), x8, y, _cfg(steps=8, log_every=1), seed=4, progress=False)
+    assert [r["loss"] for r in other.rows] != [r["loss"] for r in runs[0].rows]
+
+
+def test_default_occlusion_and_custom_augment(data):
+    x, y = data
+    calls = []
+
+    def augment(batch, rng):
+        calls.append(batch.shape)
+        return batch
+
+    fit_triplets(_model(), x, y.numpy(), _cfg(steps=3, occlusion_p=1.0), progress=False, augment=augment)
+    assert calls == [(16, 1, 28, 28)] * 3  # augment replaces the default occlusion
+    grey = torch.full((48, 28, 28), 0.5)  # (N, H, W) images without a single black pixel
+    for p, occluded in ((1.0, True), (0.0, False)):
+        model, seen = _model(), []
+        model.register_forward_pre_hook(lambda mod, args, seen=seen: seen.append(args[0].clone()))
+        hist = fit_triplets(model, grey, y, _cfg(steps=3, occlusion_p=p), progress=False)
+        assert [r["step"] for r in hist.rows] == [0, 2]
+        assert bool((torch.cat(seen) == 0).any()) == occluded  # fresh black boxes only with occlusion_p > 0
+    with pytest.raises(InputError, match=r"occlusion_p > 0 needs one-channel 28 x 28N digit images"):
+        fit_triplets(_model(), torch.rand(16, 1, 28, 30), torch.arange(4).repeat(4), _cfg(occlusion_p=0.2))
+
+
+@pytest.mark.parametrize("field, value", [
+    ("steps", 0), ("P", 1), ("K", 1), ("log_every", 0), ("steps", 2.5), ("lr", 0.0), ("lr", math.nan),
+    ("weight_decay", -1e-4), ("warmup", 1.5), ("occlusion_p", -0.1), ("mining", "hardest"), ("margin", 0.0),
+    ("margin", -1.0), ("semi_hard_margin", math.inf), ("heteroscedastic", "yes"),
+])
+def test_config_errors_name_the_field(field, value):
+    with pytest.raises(InputError, match=rf"TripletConfig\.{field} must"):
+        TripletConfig(**{field: value})
+
+
+def test_bad_training_inputs(data):
+    x, y = data
+    cfg = _cfg(steps=2)
+    with pytest.raises(InputError, match=r"48 images but labels of shape \(47,\)"):
+        fit_triplets(_model(), x, y[:-1], cfg, progress=False)
+    with pytest.raises(InputError, match=r"images must be float in \[0, 1\] or uint8; got torch.int32"):
+        fit_triplets(_model(), x.to(torch.int32), y, cfg, progress=False)
+    bad = x.clone()
+    bad[3, 0, 5, 5] = math.nan
+    with pytest.raises(InputError, match="training images contain NaN or inf"):
+        fit_triplets(_model(), bad, y, cfg, progress=False)
+    with pytest.raises(InputError, match=r"images must be a torch.Tensor"):
+        fit_triplets(_model(), x.numpy(), y, cfg, progress=False)
+    with pytest.raises(InputError, match="P = 5 classes per batch but the labels hold only 4"):
+        fit_triplets(_model(), x, y, _cfg(P=5), progress=False)
+    with pytest.raises(InputError, match=r"K = 13 images per class but class 0 has 12 image\(s\)"):
+        fit_triplets(_model(), x, y, _cfg(K=13), progress=False)
+    with pytest.raises(InputError, match=r"expected images of shape \(B, 1, 28, 56\)"):
+        fit_triplets(build_model("het", n_digits=2, dim=4), x, y, cfg, progress=False)
+    torch.manual_seed(0)
+    with pytest.raises(InputError, match=r"isotropic variance sigma\^2 > 0 per input \(build_model\('het'\)\)"):
+        fit_triplets(build_model("point", n_digits=1, dim=4), x, y, cfg, progress=False)
+
+
+def test_string_labels(data):
+    x, y = data
+    names = np.array(["a", "b", "c", "d"])[y.numpy()]
+    hist = fit_triplets(_model(), x, names, _cfg(steps=2), progress=False)
+    assert hist.rows[0]["triplets"] == 16

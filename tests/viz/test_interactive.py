@@ -1,0 +1,38 @@
+"""hedgekit.viz.interactive: the app's plotly figures are valid and show what they say."""
+from __future__ import annotations
+
+
+import plotly.graph_objects as go
+import pytest
+
+from hedgekit import playground as pg
+from hedgekit.errors import InputError
+from hedgekit.viz import interactive as pi
+
+
+
+# ---------------------------------------------------------------------- plotly figures
+class TestFigures:
+    def test_figures_are_valid_plotly(self, untrained, test_seen):
+        model = untrained(components=2)
+        table = pg.centroid_table(model, [test_seen], per_class=3)
+        a = pg.analyse(model, test_seen.images[0], [[0, 0, 5, 5]], table)
+        trail = pg.update_trail(pg.update_trail([], pg.analyse(model, test_seen.images[0], [], table)), a)
+        layers = pg.map_layers(a, trail, point_xy=[0.0, 0.0])
+        figs = [pi.embedding_map(table, layers, "ones", dark=True), pi.eta_gauge(0.4, 0.1, floor=0.05),
+                pi.image_figure(a.image, a.boxes, pending=[[1, 1, 2, 2]]), pi.top_classes_figure(a.top)]
+        for fig in figs:
+            go.Figure(fig.to_dict())  # plotly's full validation
+        names = [t.name for t in figs[0].data]
+        assert "mixture components" in names and "point model" in names and "1σ ellipse" in names
+        assert len(figs[2].layout.shapes) == 1 + 1 + 1  # box, pending box, digit separator
+        assert figs[2].layout.dragmode == "select"
+
+    def test_bad_arguments(self, untrained, test_seen):
+        model = untrained()
+        table = pg.centroid_table(model, [test_seen], per_class=2)
+        layers = pg.map_layers(pg.analyse(model, test_seen.images[0], [], table))
+        with pytest.raises(InputError, match="color_by"):
+            pi.embedding_map(table, layers, "hundreds")
+        with pytest.raises(InputError, match="finite"):
+            pi.eta_gauge(float("nan"))
