@@ -18,8 +18,13 @@ Choices where the paper is silent (each tested):
 * Known unknowns (Table 2, Figure 5): items are binned by eta into 20 equal-count
   bins. KNN bins use the probe's eta; verification bins use the mean eta of the
   pair. Kendall's tau between bin index and performance, sign inverted.
+
+Gallery cleaning (Taha et al. 2019, sec. 4.2, Table 2): `map_after_removing_uncertain` drops the
+most uncertain (or random) gallery items and measures mAP and top-1 on what is left.
 """
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -104,3 +109,47 @@ def table1_metrics(model: EmbeddingNet, test: NDigitSet, seed: int = 0, n_pairs:
                var_ratio=var_corrupt / var_clean if var_clean > 0 else float("nan"),
                eta_clean=float(es.eta_clean.mean()), eta_corrupt=float(es.eta_corrupt.mean()))
     return {k: float(v) for k, v in out.items()}
+
+
+def map_after_removing_uncertain(query_emb, query_labels, gallery_emb, gallery_labels, gallery_uncertainty,
+                                 fractions: Sequence[float], rng=None, random: bool = False) -> list[dict]:
+    """mAP and top-1 after removing a fraction of the gallery (Taha et al. 2019, Table 2 "cleaning").
+
+    For each fraction f, the ``round(f * G)`` gallery items with the largest uncertainty are removed
+    (equal uncertainties: the lower gallery index goes first), or, with ``random=True``, that many
+    items chosen at random; then every
+    query is ranked against the rest by Euclidean distance (`metrics.retrieval_average_precision`,
+    `metrics.top_k_accuracy`). Random removals are nested: one permutation drawn from ``rng`` serves
+    every fraction, so a larger fraction removes a superset. ``rng`` is a ``numpy.random.Generator``,
+    an int seed, or None (seed 0, so results do not flicker). ``gallery_uncertainty`` is ignored
+    (but still checked) when ``random=True``.
+
+    Returns:
+        One dict per fraction, in the given order: ``fraction``, ``n_removed``, ``map`` (mean AP over
+        queries that still have a relevant gallery item), ``top1``, ``removed`` (int array of removed
+        gallery indices, most uncertain first).
+    """
+    gl = M._int_array(gallery_labels, "gallery_labels")
+    u = M._float_array(gallery_uncertainty, "gallery_uncertainty")
+    g = M._float_array(gallery_emb, "gallery_emb", 2)
+    M._same_length(gallery_emb=g, gallery_labels=gl, gallery_uncertainty=u)
+    fractions = [float(f) for f in np.atleast_1d(np.asarray(fractions, dtype=float))]
+    bad = [f for f in fractions if not 0.0 <= f < 1.0]
+    if not fractions or bad:
+        raise InputError(f"fractions must be a non-empty list of numbers in [0, 1); got {fractions}")
+    if random:
+        gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(0 if rng is None else rng)
+        order = gen.permutation(len(gl))
+    else:
+        order = np.argsort(-u, kind="stable")
+    out = []
+    for f in fractions:
+        n_removed = int(round(f * len(gl)))
+        if n_removed >= len(gl):
+            raise InputError(f"removing fraction {f} of {len(gl)} gallery items leaves none")
+        keep = np.sort(order[n_removed:])
+        out.append({"fraction": f, "n_removed": n_removed,
+                    "map": M.mean_average_precision(query_emb, query_labels, g[keep], gl[keep]),
+                    "top1": M.top_k_accuracy(query_emb, query_labels, g[keep], gl[keep], ks=(1,))[1],
+                    "removed": order[:n_removed].copy()})
+    return out

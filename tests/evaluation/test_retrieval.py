@@ -209,3 +209,66 @@ def test_knn_match_ranking_needs_the_match_function():
         knn(es)
     with pytest.raises(InputError, match="rank"):
         knn(_mog_set(match=None), rank="median")
+
+
+# --------------------------------------------------------------------------- gallery cleaning (Taha et al. Table 2)
+def _naive_ap(q, ql, g, gl):
+    """AP of one query by a plain loop: precision at the rank of every relevant item."""
+    order = sorted(range(len(g)), key=lambda j: (float(np.linalg.norm(q - g[j])), j))
+    hits, precisions = 0, []
+    for rank, j in enumerate(order, start=1):
+        if gl[j] == ql:
+            hits += 1
+            precisions.append(hits / rank)
+    return float(np.mean(precisions)) if precisions else None
+
+
+def _naive_clean(q, ql, g, gl, removed):
+    keep = [j for j in range(len(g)) if j not in set(removed)]
+    aps = [_naive_ap(q[i], ql[i], g[keep], gl[keep]) for i in range(len(q))]
+    aps = [a for a in aps if a is not None]
+    top1 = np.mean([gl[keep][int(np.argmin(np.linalg.norm(g[keep] - q[i], axis=1)))] == ql[i] for i in range(len(q))])
+    return float(np.mean(aps)), float(top1)
+
+
+def test_map_after_removing_uncertain_matches_brute_force():
+    from hedgekit.evaluation.retrieval import map_after_removing_uncertain
+    rng = np.random.default_rng(3)
+    g, gl = rng.normal(size=(40, 3)), rng.integers(0, 4, 40)
+    q, ql = rng.normal(size=(12, 3)), rng.integers(0, 4, 12)
+    u = rng.random(40)
+    fractions = [0.0, 0.1, 0.25, 0.5]
+    out = map_after_removing_uncertain(q, ql, g, gl, u, fractions)
+    worst_first = sorted(range(40), key=lambda j: -u[j])
+    for f, row in zip(fractions, out):
+        n = round(f * 40)
+        assert row["n_removed"] == n and sorted(row["removed"]) == sorted(worst_first[:n])
+        want_map, want_top1 = _naive_clean(q, ql, g, gl, worst_first[:n])
+        assert row["map"] == pytest.approx(want_map) and row["top1"] == pytest.approx(want_top1)
+    rand = map_after_removing_uncertain(q, ql, g, gl, u, fractions, rng=7, random=True)
+    for f, row in zip(fractions, rand):
+        assert row["n_removed"] == round(f * 40)
+        want_map, want_top1 = _naive_clean(q, ql, g, gl, list(row["removed"]))
+        assert row["map"] == pytest.approx(want_map) and row["top1"] == pytest.approx(want_top1)
+    assert set(rand[1]["removed"]) <= set(rand[2]["removed"]) <= set(rand[3]["removed"])  # nested removals
+
+
+def test_removing_mislabelled_gallery_items_lifts_map():
+    # two tight clusters; the two gallery items labelled against their cluster are the uncertain ones
+    from hedgekit.evaluation.retrieval import map_after_removing_uncertain
+    g = np.array([[0.0], [0.1], [0.2], [0.3], [10.0], [10.1], [10.2], [10.3]])
+    gl = np.array([0, 0, 0, 1, 1, 1, 1, 0])
+    u = np.array([0, 0, 0, 1, 0, 0, 0, 1.0])
+    q, ql = np.array([[0.05], [10.05]]), np.array([0, 1])
+    before, after = map_after_removing_uncertain(q, ql, g, gl, u, [0.0, 0.25])
+    assert after["map"] == pytest.approx(1.0) and before["map"] < 1.0
+    assert sorted(after["removed"]) == [3, 7]
+
+
+def test_map_after_removing_uncertain_rejects_bad_input():
+    from hedgekit.evaluation.retrieval import map_after_removing_uncertain
+    g, gl, u = np.zeros((4, 2)), np.array([0, 0, 1, 1]), np.zeros(4)
+    with pytest.raises(InputError, match="fractions"):
+        map_after_removing_uncertain(g, gl, g, gl, u, [1.0])
+    with pytest.raises(InputError, match="length mismatch"):
+        map_after_removing_uncertain(g, gl, g, gl, np.zeros(3), [0.1])
