@@ -1,0 +1,56 @@
+"""InfoNCE: the unsupervised contrastive baseline of URL (Kirchhof et al. 2023, sec. 4.1, App. B.2, eq. 1).
+
+Eq. 1 pulls the unit-norm embeddings of two augmented views e1+, e2+ together and
+pushes them from the rest of the batch:
+    L = -t e1+^T e2+ + log sum_{e-} exp(t e1+^T e-) + log sum_{e-} exp(t e2+^T e-).
+Kit-scale choice (one view per image, class labels given): the positives of image n
+are the other images m of its class in the batch (a class-balanced P x K batch), so
+for every ordered same-class pair (n, m), n != m,
+    l_nm = -t e_n^T e_m + log sum_{k != n} exp(t e_n^T e_k),
+and L = mean over those pairs (:func:`label_info_nce`). Summing over ordered pairs
+gives both log-sum-exp terms of eq. 1. The denominator holds the whole batch but n
+itself, positives included, as in SimCLR.
+u(x) = 1 / ||e(x)||_2 of the embedding before normalisation: the paper uses the norm as a
+heuristic (sec. 4.1) with smaller norms for unfamiliar inputs (App. C.4, "(inverse) norm").
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from hedgekit.errors import InputError
+from hedgekit.methods.upstream import UpstreamMethod, positive, register
+
+
+def label_info_nce(logits: Tensor, labels: Tensor) -> Tensor:
+    """Mean of l_nm over ordered same-class pairs, from (..., B, B) scaled similarities t e_n^T e_k.
+
+    Leading dimensions (e.g. MCInfoNCE's samples) are averaged too.
+    """
+    b = labels.shape[0]
+    eye = torch.eye(b, dtype=torch.bool, device=labels.device)
+    pos = (labels[:, None] == labels[None, :]) & ~eye
+    if not pos.any():
+        raise InputError("InfoNCE needs at least two images of one class in the batch (use a class-balanced sampler)")
+    log_denominator = torch.logsumexp(logits.masked_fill(eye, float("-inf")), dim=-1, keepdim=True)
+    return -(logits - log_denominator)[..., pos].mean()
+
+
+@register
+class InfoNCE(UpstreamMethod):
+    name = "infonce"
+
+    def __init__(self, feat_dim: int, n_classes: int, embed_dim: int = 16, t: float = 16.0):
+        super().__init__(feat_dim, n_classes, embed_dim)
+        self.t = positive("t", t)
+
+    def forward(self, features: Tensor) -> dict[str, Tensor]:
+        raw = self.embed(features)
+        norm = raw.norm(dim=-1)
+        return {"embedding": F.normalize(raw, dim=-1), "uncertainty": 1 / norm.clamp_min(1e-12), "norm": norm}
+
+    def loss(self, out: dict[str, Tensor], labels: Tensor) -> Tensor:
+        self.check_labels(out, labels)
+        e = out["embedding"]
+        return label_info_nce(self.t * e @ e.T, labels)
