@@ -44,7 +44,9 @@ def _drawing(state: AppState) -> None:
 
 def _upload(state: AppState) -> None:
     """The "upload" source: a file uploader; a file that is not a valid image is reported and ignored."""
-    up = st.file_uploader("Upload a 56 x 28 px image (PNG/JPEG, two digits side by side)", key="hk_upload")
+    up = st.file_uploader("Upload an image of two digits side by side (PNG/JPEG, 56 x 28 px or larger)",
+                          key="hk_upload", help="A 56 x 28 image is used as is; a larger one (e.g. a photo of two "
+                          "digits on paper) is cropped, scaled and centred per digit like MNIST.")
     if up is None:
         return
     data = up.getvalue()

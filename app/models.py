@@ -13,7 +13,7 @@ import streamlit as st
 
 from hedgekit import playground as pg
 from hedgekit.data import load_ndigit
-from hedgekit.errors import HedgekitError, InputError
+from hedgekit.errors import DataNotFoundError, HedgekitError, InputError
 from hedgekit.zoo import find_checkpoint
 from state import N_DIGITS
 
@@ -37,18 +37,35 @@ def has_checkpoint(spec) -> bool:
     return find_checkpoint(spec) is not None
 
 
+def stop_without_data(exc: DataNotFoundError) -> None:
+    """Stop the page with the ways to get the missing dataset (the library's message says them)."""
+    st.error("**MNIST is not available**, so the app has no digits to show or train on. Get it one of these "
+             f"ways, then reload the page:\n\n```\n{exc}\n```")
+    st.stop()
+
+
 # ------------------------------------------------------------------ test images
-@st.cache_resource(show_spinner="Loading N-digit MNIST test images…")
 def dataset(split: str):
-    """The N=2 test split (shared read-only by every session)."""
+    """The N=2 test split (shared read-only by every session); stops the page if MNIST is missing."""
+    try:
+        return _dataset(split)
+    except DataNotFoundError as exc:
+        stop_without_data(exc)
+
+
+@st.cache_resource(show_spinner="Loading N-digit MNIST test images…")
+def _dataset(split: str):
     return load_ndigit(N_DIGITS, split)
 
 
-@st.cache_data(show_spinner=False)
 def class_index(split: str) -> dict[int, np.ndarray]:
     """class id -> indices of that class' images in ``split``."""
-    labels = dataset(split).labels
-    return {int(c): np.flatnonzero(labels == c) for c in np.unique(labels)}
+    return _class_index(split, dataset(split).labels)
+
+
+@st.cache_data(show_spinner=False)
+def _class_index(split: str, _labels: np.ndarray) -> dict[int, np.ndarray]:
+    return {int(c): np.flatnonzero(_labels == c) for c in np.unique(_labels)}
 
 
 # ------------------------------------------------------------------ models
@@ -128,6 +145,8 @@ def get_model(spec):
         if not has_checkpoint(spec):
             _train_with_progress(spec)
         return _loaded_model(spec.name, spec)
+    except DataNotFoundError as exc:
+        stop_without_data(exc)
     except (HedgekitError, FileNotFoundError, RuntimeError) as exc:
         st.error(f"Could not load or train model `{spec.name}`: {exc}")
         st.stop()
@@ -138,6 +157,8 @@ def centroids(spec):
     """`CentroidTable` of model ``spec`` over clean seen and unseen test images (call `get_model(spec)` first)."""
     path = find_checkpoint(spec)
     stamp = f"{path}:{path.stat().st_mtime_ns}" if path is not None else "memory"
+    for split in ("test_seen", "test_unseen"):  # a missing MNIST stops the page here, not in the cached function
+        dataset(split)
     return _centroids(spec.name, stamp, spec)
 
 

