@@ -121,3 +121,14 @@ class SphericalMethod(UpstreamMethod):
         raw = self.embed(features)
         kappa = F.softplus(self.kappa_net(raw)).squeeze(-1) + 1e-4
         return {"embedding": F.normalize(raw, dim=-1), "kappa": kappa, "uncertainty": 1 / kappa, "norm": raw.norm(dim=-1)}
+
+
+def log_expected_likelihood(mu: Tensor, kappa: Tensor, nu: Tensor, lam: Tensor) -> Tensor:
+    """log int vMF(z; mu, kappa) vMF(z; nu, lam) dz = log C(kappa) + log C(lam) - log C(||kappa mu + lam nu||).
+
+    The expected likelihood kernel (Jebara & Kondor 2003) between two vMFs, in closed form;
+    shapes broadcast: mu, nu (..., D), kappa, lam (...).
+    """
+    d = mu.shape[-1]
+    joint = (kappa.unsqueeze(-1) * mu + lam.unsqueeze(-1) * nu).norm(dim=-1).clamp_min(1e-6)
+    return log_vmf_normalizer(kappa, d) + log_vmf_normalizer(lam, d) - log_vmf_normalizer(joint, d)

@@ -1,0 +1,49 @@
+"""HIB as re-implemented by URL (Kirchhof et al. 2023, App. B.6, eq. 5).
+
+Posteriors vMF(e(x), kappa(x)) on the unit sphere; S = 16 samples s_{n,i} per image. The
+match probability of images n, m pairs sample i with sample i:
+    p_nm = 1/S sum_i sigmoid(t s_{n,i}^T s_{m,i} + b)
+(the paper writes a sum; the mean keeps p a probability). This is HIB eq. 5 with a cosine
+instead of a Euclidean distance: with d = 1 - s^T s', sigmoid(t s^T s' + b) =
+sigmoid(-a d + b') for a = t, b' = t + b, so the log of the Monte-Carlo mean is
+hedgekit's HIB :func:`~hedgekit.methods.contrastive.log_match` with a fixed
+:class:`~hedgekit.nets.match.SoftMatch` (t in [8, 64] and b in [-8, 8] are hyperparameters).
+Eq. 5, without self-pairs and without HIB's KL prior (URL's changes):
+    L = -mean_{same} log p_nm + mean_{different} log p_nm.
+u(x) = 1 / kappa(x) (the paper's reimplementation; sec. 4.1 writes sigma(x) =: u(x)).
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from hedgekit.errors import InputError
+from hedgekit.methods.contrastive import log_match
+from hedgekit.methods.upstream import register
+from hedgekit.methods.vmf import SphericalMethod, sample_vmf
+from hedgekit.nets.match import SoftMatch
+
+
+def url_hib_loss(samples: Tensor, labels: Tensor, match: SoftMatch) -> Tensor:
+    """Eq. 5 from vMF samples (S, B, D) of a batch with integer labels (B,)."""
+    b = labels.shape[0]
+    log_p, _ = log_match(1 - samples @ samples.transpose(1, 2), match, (0,))  # (B, B)
+    eye = torch.eye(b, dtype=torch.bool, device=labels.device)
+    same = (labels[:, None] == labels[None, :]) & ~eye
+    different = labels[:, None] != labels[None, :]
+    if not same.any() or not different.any():
+        raise InputError("HIB needs same-class and different-class pairs in the batch (use a class-balanced sampler)")
+    return -log_p[same].mean() + log_p[different].mean()
+
+
+@register
+class URLHIB(SphericalMethod):
+    name = "hib"
+
+    def __init__(self, feat_dim: int, n_classes: int, embed_dim: int = 16, b: float = 0.0, **hparams):
+        super().__init__(feat_dim, n_classes, embed_dim, **hparams)
+        self.match = SoftMatch(a=self.t, b=self.t + b).requires_grad_(False)
+
+    def loss(self, out: dict[str, Tensor], labels: Tensor) -> Tensor:
+        self.check_labels(out, labels)
+        return url_hib_loss(sample_vmf(out["embedding"], out["kappa"], self.n_samples), labels, self.match)
