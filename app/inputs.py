@@ -12,6 +12,7 @@ import streamlit as st
 from hedgekit import playground as pg
 from hedgekit.data.occlusion import DIGIT_SIZE
 from hedgekit.errors import InputError
+from hedgekit.viz import interactive as pi
 from models import class_index, dataset
 from state import FULL, N_DIGITS, AppState, Occlusion, widget_value
 
@@ -206,6 +207,15 @@ def on_box_select() -> None:
     state.push_undo()
     state.drawn.append(tuple(map(int, box)))
     state.last = state.occlusion()
+
+
+def image_chart(image: np.ndarray, boxes: np.ndarray, dark: bool) -> None:
+    """The input as the model sees it; dragging a rectangle on it adds an occluding box (`on_box_select`)."""
+    st.plotly_chart(pi.image_figure(image, boxes, dark=dark), key=selection_key(), on_select=on_box_select,
+                    selection_mode="box", width="stretch",
+                    config={"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "toImage"]})
+    st.caption("Drag a rectangle on the image to black it out (several allowed). Orange outlines mark "
+               "what is hidden; the model sees black there.")
 
 
 def current_boxes() -> tuple[np.ndarray, list[str]]:

@@ -43,6 +43,8 @@ def main() -> None:
                 default=True, url_path="playground"),
         st.Page(APP_DIR / "views" / "compare.py", title="Compare models", icon=":material/compare:",
                 url_path="compare"),
+        st.Page(APP_DIR / "views" / "retrieval.py", title="Retrieval", icon=":material/image_search:",
+                url_path="retrieval"),
     ]
     st.navigation(pages).run()
 

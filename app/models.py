@@ -178,3 +178,25 @@ def alignment(src, dst):
 def _alignment(src_name: str, dst_name: str, _src, _dst):
     """Cached per pair of model names (the specs themselves are not hashed)."""
     return pg.align_tables(centroids(_src), centroids(_dst))
+
+
+# ------------------------------------------------------------------ retrieval page
+def gallery(spec, model):
+    """`hedgekit.playground.RetrievalGallery` of the retrieval model ``spec`` (embedded once per server)."""
+    dataset("test_unseen")  # a missing MNIST stops the page here, not in the cached function
+    return _gallery(spec.name, model)
+
+
+@st.cache_resource(show_spinner="Embedding the gallery…", max_entries=4)
+def _gallery(name: str, _model):
+    return pg.retrieval_gallery(_model, _dataset("test_unseen"))
+
+
+def cleaning(spec, model, fractions: tuple[float, ...], random: bool = False) -> list[dict]:
+    """`hedgekit.playground.cleaning_map` of the retrieval gallery, cached per model, fractions and mode."""
+    return _cleaning(spec.name, tuple(float(f) for f in fractions), random, gallery(spec, model))
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _cleaning(name: str, fractions: tuple[float, ...], random: bool, _gallery):
+    return pg.cleaning_map(_gallery, fractions, random=random)

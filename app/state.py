@@ -67,6 +67,7 @@ class AppState:
     dig1_on: bool = False  # the same on the right digit
     dig1_rows: Span = FULL
     dig1_cols: Span = FULL
+    clean_pct: int = 20  # Retrieval page: % of the gallery removed, most uncertain first
 
     # Plain values.
     upload: tuple[str, np.ndarray] | None = None  # (image key, image) of the last valid upload
@@ -82,6 +83,8 @@ class AppState:
     flashes: list[tuple[str, str]] = field(default_factory=list)  # (Streamlit function, message) to show once
     view: dict[str, Any] = field(default_factory=dict)  # what the playground showed last (eta, boxes, top-5...)
     compare: dict[str, dict] = field(default_factory=dict)  # what each compare column showed last
+    retrieval: dict[str, Any] = field(default_factory=dict)  # what the Retrieval page showed last
+    retrieval_visited: bool = False  # its first visit switches the input to the unseen classes (its gallery's)
 
     @classmethod
     def get(cls) -> AppState:

@@ -36,6 +36,13 @@ def notebook_links(*which: str) -> str:
     return "\n".join(lines)
 
 
+def delta(change: float, digits: int = 3, suffix: str = "") -> str | None:
+    """``st.metric``'s delta text for ``change``, or None (no arrow, no colour) when it rounds to zero."""
+    if round(change, digits) == 0:
+        return None
+    return f"{change:+.{digits}f}{suffix}"
+
+
 def show_flashes() -> None:
     """Show the messages queued by `AppState.flash` (once)."""
     for level, message in AppState.get().take_flashes():

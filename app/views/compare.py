@@ -71,7 +71,7 @@ def column(entry: pg.CompareEntry, beta: float, clean, boxes, image_key, color_b
     st.plotly_chart(pi.embedding_map(table, layers, color_by, dark=dark, show_labels=zoom, show_legend=False,
                                      height=360, extent=extent),
                     key=f"hk_cmp_map_{entry.title}", width="stretch", config={"displaylogo": False})
-    st.metric(f"η(x), {entry.title}", f"{a.eta:.3f}", delta=f"{a.eta - eta_clean:+.3f} vs clean",
+    st.metric(f"η(x), {entry.title}", f"{a.eta:.3f}", delta=ui.delta(a.eta - eta_clean, suffix=" vs clean"),
               delta_color="inverse")
     st.markdown("Top-3: " + ", ".join(f"**{c:02d}** ({p:.2f})" for c, p in a.top[:3]))
     if kind == "hib":

@@ -98,11 +98,7 @@ def render() -> None:
     layers = pg.map_layers(analysis, trail if show_trail else (), sigmas=sigmas, point_xy=point_xy)
     dark = ui.is_dark()
     with image_slot:
-        st.plotly_chart(pi.image_figure(analysis.image, analysis.boxes, dark=dark), key=inputs.selection_key(),
-                        on_select=inputs.on_box_select, selection_mode="box", width="stretch",
-                        config={"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "toImage"]})
-        st.caption("Drag a rectangle on the image to black it out (several allowed). Orange outlines mark "
-                   "what is hidden; the model sees black there.")
+        inputs.image_chart(analysis.image, analysis.boxes, dark)
         if analysis.covered >= 0.999:
             st.warning("The whole image is hidden: the model sees an all-black image. What you see is how it "
                        "hedges with no evidence at all. Undo or reset to bring the digits back.")
@@ -129,7 +125,7 @@ def render() -> None:
     with g:
         st.plotly_chart(pi.eta_gauge(analysis.eta, eta_clean, floor=floor, dark=dark), key="hk_gauge", width="stretch")
     with m:
-        st.metric("η(x)", f"{analysis.eta:.3f}", delta=f"{analysis.eta - eta_clean:+.3f} vs clean",
+        st.metric("η(x)", f"{analysis.eta:.3f}", delta=ui.delta(analysis.eta - eta_clean, suffix=" vs clean"),
                   delta_color="inverse", help="HIB eq. 9; the gauge's black tick is the clean image's η")
         st.metric("ellipse size √det Σ", f"{np.sqrt(max(np.linalg.det(analysis.cov_xy), 0.0)):.3g}",
                   help="Square root of the determinant of the (moment-matched) 2D covariance: the 1σ area / π")

