@@ -14,8 +14,6 @@ divergence between ensemble members (sec. 4.1).
 from __future__ import annotations
 
 import math
-from typing import Callable
-
 import torch
 from torch import Tensor, nn
 
@@ -36,10 +34,8 @@ class UpstreamMethod(nn.Module):
 
     def __init__(self, feat_dim: int, n_classes: int, embed_dim: int = 16):
         super().__init__()
-        for what, value, low in (("feat_dim", feat_dim, 1), ("n_classes", n_classes, 2), ("embed_dim", embed_dim, 2)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise InputError(f"{what} must be an integer >= {low}; got {value!r}")
-        self.feat_dim, self.n_classes, self.embed_dim = feat_dim, n_classes, embed_dim
+        self.feat_dim, self.n_classes = count("feat_dim", feat_dim), count("n_classes", n_classes, 2)
+        self.embed_dim = count("embed_dim", embed_dim, 2)
         self.project = nn.Linear(feat_dim, embed_dim)
 
     def embed(self, features: Tensor) -> Tensor:
@@ -120,4 +116,18 @@ def positive(name: str, value: float) -> float:
     return float(value)
 
 
-UNCERTAINTY_KINDS: dict[str, Callable[[Tensor], Tensor]] = {"entropy": lambda p: entropy(p.mean(1)), "js": js_divergence}
+def count(name: str, value: int, low: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise InputError(f"{name} must be an integer >= {low}; got {value!r}")
+    return value
+
+
+def member_uncertainty(member_probs: Tensor, kind: str) -> Tensor:
+    """u(x) of an ensemble's members (B, M, C): "entropy" H(mean_m p_m) or "js" (sec. 4.1, Ensemble/MCDropout)."""
+    return entropy(member_probs.mean(1)) if kind == "entropy" else js_divergence(member_probs)
+
+
+def check_kind(kind: str) -> str:
+    if kind not in ("entropy", "js"):
+        raise InputError(f"u must be 'entropy' (class entropy of the averaged prediction) or 'js' (Jensen-Shannon divergence); got {kind!r}")
+    return kind

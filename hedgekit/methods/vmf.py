@@ -23,7 +23,7 @@ from scipy import special
 from torch import Tensor
 
 from hedgekit.errors import InputError
-from hedgekit.methods.upstream import UpstreamMethod, inverse_softplus, mlp, positive
+from hedgekit.methods.upstream import UpstreamMethod, count, inverse_softplus, mlp, positive
 
 
 class _LogBesselI(torch.autograd.Function):
@@ -110,9 +110,7 @@ class SphericalMethod(UpstreamMethod):
                  kappa_init: float = 16.0, n_samples: int = 16):
         super().__init__(feat_dim, n_classes, embed_dim)
         self.t, self.kappa_init = positive("t", t), positive("kappa_init", kappa_init)
-        if not isinstance(n_samples, int) or n_samples < 1:
-            raise InputError(f"n_samples must be a positive integer; got {n_samples!r}")
-        self.n_samples = n_samples
+        self.n_samples = count("n_samples", n_samples)
         self.kappa_net = mlp(embed_dim, 1)
         with torch.no_grad():
             self.kappa_net[-1].bias.fill_(inverse_softplus(kappa_init))
