@@ -8,6 +8,7 @@
                  playground's per-update latency.
 * ``reproduce`` — run the reproduction notebooks into ``reports/`` with one summary
                  (`hedgekit.repro.reproduce`).
+* ``url-benchmark`` — the URL benchmark at kit scale, cached and resumable (`hedgekit.papers.url.benchmark`).
 """
 from __future__ import annotations
 
@@ -172,6 +173,9 @@ def build_parser() -> argparse.ArgumentParser:
     from hedgekit.repro.reproduce import add_subcommand
 
     add_subcommand(sub)
+    from hedgekit.papers.url.benchmark import add_subcommand as add_url_benchmark
+
+    add_url_benchmark(sub)
     return p
 
 

@@ -1,0 +1,330 @@
+"""The URL benchmark at kit scale: train every method upstream, evaluate zero-shot downstream, rank them.
+
+Kirchhof et al. 2023 (Sec. 3-4) pretrain each of 11 methods on ImageNet and transfer them zero-shot to
+CUB / CARS / SOP. Here (see `hedgekit.papers.url.protocol` for the data and metrics):
+
+* one backbone for all methods, `LeNetBody` on 28x56 two-digit images (120 features), with the method's
+  head (`hedgekit.methods.upstream.build_method`, embedding dimension 16) on top, trained jointly;
+* one budget for all methods (`BUDGETS`): the same steps, batch, learning rate and schedule;
+* every (method, seed, budget) run is cached as JSON (metrics, seconds, config) with its weights beside it
+  under ``cache_path("url", budget)``; a cached run whose config differs from the budget is retrained,
+  so `run_benchmark` resumes where it stopped and a second call trains nothing;
+* `leaderboard`: mean ± std (sample std, ddof = 1) over seeds per method; `write_leaderboard` writes it as
+  CSV and Markdown under the git-ignored data cache.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from hedgekit.errors import InputError
+from hedgekit.papers.url import protocol
+from hedgekit.papers.url.numbers import DISPLAY
+from hedgekit.training.upstream import UpstreamConfig, UpstreamModel, fit_upstream, predict
+
+__all__ = ["Budget", "BUDGETS", "METRICS", "method_registry", "check_methods", "eval_sets", "build_model",
+           "cache_root", "run_path", "run_one", "load_run_model", "run_benchmark", "leaderboard", "leaderboard_markdown",
+           "write_leaderboard", "add_subcommand"]
+
+EMBED_DIM = 16
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Training and evaluation budget shared by every method."""
+
+    name: str
+    train: UpstreamConfig
+    eval_per_class: int  # images per class in each evaluation set (seen, unseen, Fashion pairs)
+
+
+BUDGETS = {
+    # fast: CI and FAST notebooks; 20 steps of 128 images and 6 images per class in each evaluation set
+    # (~5 s per run) -- enough to run every code path, not to rank methods: the numbers are mostly noise
+    "fast": Budget("fast", UpstreamConfig(steps=20, log_every=5), eval_per_class=6),
+    # paper: the full-mode notebook; 200 steps of 128 images (~0.26 epochs of the 100k training images; CE
+    # reaches ~0.8 R@1 on the unseen digits) and 25 images per class (750 unseen-digit, 1750 seen-digit and
+    # 2500 Fashion-pair images) keep 11 methods x 3 seeds within about 30 minutes on 2 shared cores
+    "paper": Budget("paper", UpstreamConfig(steps=200, log_every=25), eval_per_class=25),
+}
+
+# metric -> column title in the leaderboard (in order)
+METRICS = {"down_rauroc": "R-AUROC (down)", "down_r1": "R@1 (down)", "rauroc": "R-AUROC unseen", "r1": "R@1 unseen",
+           "fashion_rauroc": "R-AUROC Fashion", "fashion_r1": "R@1 Fashion", "crop": "crop rate unseen",
+           "up_rauroc": "R-AUROC (up)", "up_r1": "R@1 (up)", "up_acc": "accuracy (up)", "up_crop": "crop rate (up)",
+           "cpu_seconds": "CPU s", "train_seconds": "train s"}
+
+
+def method_registry() -> dict:
+    """name -> method class (`hedgekit.methods.upstream.METHODS`), in the paper's order; every method file of
+    `hedgekit.methods` registers itself when imported, so all of them are imported first."""
+    import importlib
+    import pkgutil
+
+    import hedgekit.methods
+    from hedgekit.methods.upstream import METHODS
+
+    for info in pkgutil.iter_modules(hedgekit.methods.__path__):
+        importlib.import_module(f"hedgekit.methods.{info.name}")
+    order = list(DISPLAY)
+    return dict(sorted(METHODS.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
+
+
+def check_methods(methods) -> list[str]:
+    """A list of known method names from a list or a comma-separated string; InputError names the known ones."""
+    if isinstance(methods, str):
+        methods = [m.strip() for m in methods.split(",") if m.strip()]
+    methods = list(dict.fromkeys(methods))
+    known = method_registry()
+    unknown = [m for m in methods if m not in known]
+    if not methods or unknown:
+        raise InputError(f"unknown method(s) {unknown or methods!r}; choose from {', '.join(known)}")
+    return methods
+
+
+def _budget(budget) -> Budget:
+    if isinstance(budget, Budget):
+        return budget
+    if budget not in BUDGETS:
+        raise InputError(f"budget must be one of {', '.join(BUDGETS)}; got {budget!r}")
+    return BUDGETS[budget]
+
+
+@lru_cache(maxsize=1)
+def _train_data():
+    from hedgekit.data import load_ndigit
+
+    train = load_ndigit(2, "train")
+    classes = np.unique(train.labels)
+    index = np.searchsorted(classes, train.labels)
+    return torch.from_numpy(train.images).unsqueeze(1), torch.from_numpy(index), classes
+
+
+@lru_cache(maxsize=4)
+def eval_sets(per_class: int) -> dict:
+    """The three evaluation sets with ``per_class`` images per class: ``{"up", "unseen", "fashion"}`` -> (x, y)."""
+    from hedgekit.data import load_ndigit
+    from hedgekit.data.ndigit import per_class_subset
+
+    out = {name: per_class_subset(load_ndigit(2, split), per_class, seed=0).tensors()
+           for name, split in (("up", "test_seen"), ("unseen", "test_unseen"))}
+    out["fashion"] = protocol.fashion_pairs(per_class, seed=0)
+    return out
+
+
+def build_model(method: str, seed: int, n_classes: int = 70, **hparams) -> UpstreamModel:
+    """LeNetBody (28x56 input, 120 features) + the method's head, initialised with ``seed``."""
+    from hedgekit.nets.backbones import LeNetBody
+
+    torch.manual_seed(seed)
+    backbone = LeNetBody(1, 28, 56)
+    head = method_registry()[method](backbone.out_features, n_classes, embed_dim=EMBED_DIM, **hparams)
+    return UpstreamModel(backbone, head)
+
+
+def cache_root() -> Path:
+    """``<data cache>/url``: the runs (``<budget>/<method>-s<seed>.json``) and the leaderboards."""
+    from hedgekit.paths import data_dir
+
+    return data_dir() / "url"
+
+
+def run_path(method: str, seed: int, budget) -> Path:
+    """Where the run's JSON lives (its weights: the same path with ``.pt``)."""
+    path = cache_root() / _budget(budget).name / f"{method}-s{seed}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _config(budget: Budget, method: str) -> dict:
+    """What a cached run must match: the budget, and a hash of the method's source (an edited method retrains)."""
+    import hashlib
+    import inspect
+
+    cls = method_registry()[method]
+    try:
+        source = inspect.getsource(inspect.getmodule(cls))
+    except (OSError, TypeError):  # defined interactively: its name is all we have
+        source = cls.__qualname__
+    return {"train": asdict(budget.train), "eval_per_class": budget.eval_per_class, "embed_dim": EMBED_DIM,
+            "method_source": hashlib.sha256(source.encode()).hexdigest()[:12]}
+
+
+def _read(path: Path, budget: Budget, method: str) -> dict | None:
+    try:
+        rec = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return rec if rec.get("config") == _config(budget, method) else None  # a stale budget or method retrains
+
+
+def run_one(method: str, seed: int, budget="fast", retrain: bool = False, progress: bool = False) -> dict:
+    """Train ``method`` upstream with ``seed`` and evaluate it (`protocol.evaluate`), or read the cached result.
+
+    Returns the record: ``method, seed, budget, config, source ("cache" / "trained now")``, every metric of
+    `protocol.evaluate`, ``train_seconds`` (wall), ``cpu_seconds`` (process CPU time of training and
+    evaluation, all threads), ``eval_seconds`` and the loss history.
+    """
+    b = _budget(budget)
+    path = run_path(method, seed, b)
+    if not retrain and path.is_file():
+        rec = _read(path, b, method)
+        if rec is not None:
+            return {**rec, "source": "cache"}
+    x, y, classes = _train_data()
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    model = build_model(method, seed, n_classes=len(classes))
+    from hedgekit.data import random_occlusion
+
+    def to_float(xb, rng):
+        return random_occlusion(b.train.occlusion_p)(xb.float().div_(255.0), rng)
+
+    hist = fit_upstream(model, x, y, b.train, seed=seed, augment=to_float, progress=progress,
+                        desc=f"{DISPLAY.get(method, method)} s{seed}")
+    train_seconds = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    metrics = protocol.evaluate(lambda xs: predict(model, xs), eval_sets(b.eval_per_class),
+                                {int(c): i for i, c in enumerate(classes)}, crop_seed=seed)
+    rec = {"method": method, "seed": seed, "budget": b.name, "config": _config(b, method), **metrics,
+           "train_seconds": train_seconds, "eval_seconds": time.perf_counter() - t1,
+           "cpu_seconds": time.process_time() - cpu0, "threads": torch.get_num_threads(),
+           "history": [{"step": r["step"], "loss": r["loss"]} for r in hist.rows]}
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    torch.save({"state_dict": model.state_dict(), "meta": {k: rec[k] for k in ("method", "seed", "budget", "config")}},
+               path.with_suffix(".pt"))
+    tmp.write_text(json.dumps(rec, indent=1, allow_nan=True))
+    os.replace(tmp, path)  # the JSON last: a run is "done" only when both files are complete
+    return {**rec, "source": "trained now"}
+
+
+def load_run_model(method: str, seed: int, budget="fast") -> UpstreamModel:
+    """The trained model of a cached run (InputError with the command that trains it if there is none)."""
+    b = _budget(budget)
+    path = run_path(method, seed, b).with_suffix(".pt")
+    if not path.is_file() or _read(run_path(method, seed, b), b, method) is None:
+        raise InputError(f"no {b.name} run of {method} with seed {seed} yet; train it with "
+                         f"`python -m hedgekit url-benchmark --methods {method} --seeds {seed + 1}"
+                         f"{' --fast' if b.name == 'fast' else ''}`")
+    ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    model = build_model(method, seed, n_classes=len(_train_data()[2]))
+    model.load_state_dict(ckpt["state_dict"])
+    return model.eval()
+
+
+def run_benchmark(methods, seeds=3, budget="fast", retrain: bool = False, progress: bool = True):
+    """Every (method, seed) run, cached ones read back: a DataFrame with one row per run.
+
+    ``seeds``: a number n (seeds 0..n-1) or a list of seeds. A progress bar counts runs.
+    """
+    import pandas as pd
+    from tqdm.auto import tqdm
+
+    methods = check_methods(methods)
+    b = _budget(budget)
+    seed_list = list(range(seeds)) if isinstance(seeds, (int, np.integer)) else [int(s) for s in seeds]
+    if not seed_list or min(seed_list) < 0:
+        raise InputError(f"seeds must be a positive number or a list of non-negative seeds; got {seeds!r}")
+    jobs = [(m, s) for m in methods for s in seed_list]
+    rows = []
+    bar = tqdm(jobs, desc=f"URL benchmark ({b.name})", disable=not progress)
+    for m, s in bar:
+        bar.set_postfix_str(f"{m} s{s}")
+        rows.append(run_one(m, s, b, retrain=retrain))
+    return pd.DataFrame([{k: v for k, v in r.items() if k not in ("config", "history")} for r in rows])
+
+
+def leaderboard(runs, metrics=None):
+    """Mean and sample std (ddof = 1) over seeds per method, sorted by downstream R-AUROC.
+
+    Columns: ``<title>`` and ``<title> ±`` for each metric of ``METRICS`` present in ``runs``, and ``seeds``.
+    """
+    import pandas as pd
+
+    metrics = [m for m in (metrics or METRICS) if m in runs.columns]
+    if runs.empty:
+        raise InputError("no runs to rank")
+    g = runs.groupby("method", sort=False)
+    out = pd.DataFrame(index=pd.Index(list(g.groups), name="method"))
+    for m in metrics:
+        out[METRICS[m]] = g[m].mean()
+        out[f"{METRICS[m]} ±"] = g[m].std(ddof=1)
+    out["seeds"] = g.size()
+    key = METRICS["down_rauroc"] if "down_rauroc" in metrics else out.columns[0]
+    return out.sort_values(key, ascending=False)
+
+
+def leaderboard_markdown(board, digits: int = 3) -> str:
+    """The leaderboard as Markdown with "mean ± std" cells (method names as the paper writes them)."""
+    head = ["method"] + [c for c in board.columns if not c.endswith(" ±") and c != "seeds"] + ["seeds"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for method, row in board.iterrows():
+        cells = [DISPLAY.get(method, method)]
+        for c in head[1:-1]:
+            mean, std = row[c], row.get(f"{c} ±", math.nan)
+            nd = 0 if c.endswith(" s") else digits
+            cells.append("—" if not math.isfinite(mean) else
+                         f"{mean:.{nd}f}" + (f" ± {std:.{nd}f}" if math.isfinite(std) else ""))
+        cells.append(str(int(row["seeds"])))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def write_leaderboard(board, budget="fast", folder: str | os.PathLike | None = None) -> tuple[Path, Path]:
+    """Write ``leaderboard-<budget>.csv`` and ``.md`` into ``folder`` (default `cache_root`, git-ignored)."""
+    name = _budget(budget).name
+    folder = Path(folder) if folder is not None else cache_root()
+    folder.mkdir(parents=True, exist_ok=True)
+    csv, md = folder / f"leaderboard-{name}.csv", folder / f"leaderboard-{name}.md"
+    board.to_csv(csv)
+    md.write_text(f"# URL benchmark at kit scale ({name} budget)\n\n{leaderboard_markdown(board)}\n")
+    return csv, md
+
+
+def _seeds_arg(text: str) -> int:
+    import argparse
+
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--seeds takes a number of seeds (e.g. 3); got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"--seeds must be >= 1; got {n}")
+    return n
+
+
+def cmd_url_benchmark(a) -> int:
+    """``python -m hedgekit url-benchmark``: run (or read back) every run, print and write the leaderboard."""
+    torch.set_num_threads(a.threads)
+    budget = "fast" if a.fast else "paper"
+    methods = check_methods(a.methods or list(method_registry()))
+    runs = run_benchmark(methods, a.seeds, budget, retrain=a.retrain, progress=not a.quiet)
+    board = leaderboard(runs)
+    csv, md = write_leaderboard(board, budget, a.out)
+    trained = int((runs["source"] == "trained now").sum())
+    print(f"URL benchmark ({budget} budget): {len(runs)} runs, {trained} trained now, {len(runs) - trained} from the "
+          f"cache ({run_path(methods[0], 0, budget).parent})\n")
+    print(leaderboard_markdown(board))
+    print(f"\nleaderboard written to {csv} and {md}")
+    return 0
+
+
+def add_subcommand(sub) -> None:
+    """Register ``url-benchmark`` on the CLI's subparsers (`hedgekit.cli.build_parser`)."""
+    p = sub.add_parser("url-benchmark", help="URL benchmark at kit scale: train methods upstream, rank them "
+                                             "zero-shot downstream (cached, resumable)")
+    p.add_argument("--methods", default="", help=f"comma-separated, from {', '.join(DISPLAY)} (default: all)")
+    p.add_argument("--seeds", type=_seeds_arg, default=3, help="number of seeds per method (0..n-1), default 3")
+    p.add_argument("--fast", action="store_true", help="the fast budget (seconds per run) instead of the paper budget")
+    p.add_argument("--retrain", action="store_true", help="train even when a cached run exists")
+    p.add_argument("--out", default=None, help="folder for leaderboard-<budget>.csv/.md (default: the data cache)")
+    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1: the cores are shared)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(fn=cmd_url_benchmark)

@@ -1,0 +1,112 @@
+"""Kit-scale analogues of URL's main figures (Kirchhof et al. 2023). Every function returns ``(fig, ax)``.
+
+* `ranking` -- Fig. 1: methods ranked by downstream R-AUROC (bars, mean ± std over seeds), with R@1 beside.
+* `r1_vs_rauroc` -- Fig. 2: R-AUROC against R@1, one marker per method (seeds as faint points).
+* `crop_examples` -- the crop of the cropped-image rate (`hedgekit.papers.url.protocol.crop_images`).
+* `correlation_scatter` -- Fig. 4: downstream R-AUROC against upstream R-AUROC (left) and against the
+  upstream cropped-image rate (right), one point per run, Spearman's rho in the titles.
+"""
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.patches import Rectangle
+
+from hedgekit.papers.url import numbers, protocol
+from hedgekit.papers.url.claims import spearman
+from hedgekit.papers.url.numbers import DISPLAY
+from hedgekit.viz.style import TAB10, figure
+
+__all__ = ["method_colours", "crop_examples", "ranking", "r1_vs_rauroc", "correlation_scatter"]
+
+
+def method_colours(methods) -> dict:
+    """One colour per method, fixed by its place in the paper's list (the same in every figure)."""
+    order = list(numbers.METHODS)
+    return {m: TAB10[(order.index(m) if m in order else len(order) + i) % len(TAB10)] for i, m in enumerate(methods)}
+
+
+def ranking(board, title: str = ""):
+    """Fig. 1 analogue: horizontal bars of downstream R-AUROC and R@1 per method, best R-AUROC on top.
+    Methods in the paper's ResNet-50 top 3 (App. C.6) are marked with a star."""
+    b = board.sort_values("R-AUROC (down)")
+    fig, ax = figure(1, 2, figsize=(9, 0.35 * len(b) + 1.5), sharey=True)
+    labels = [DISPLAY.get(m, m) + (" *" if m in numbers.TOP3["ResNet-50"] else "") for m in b.index]
+    colours = [method_colours(b.index)[m] for m in b.index]
+    y = np.arange(len(b))
+    for a, col, ref in ((ax[0], "R-AUROC (down)", 0.5), (ax[1], "R@1 (down)", None)):
+        a.barh(y, b[col], xerr=b[f"{col} ±"].fillna(0), color=colours, alpha=0.85, capsize=2)
+        lo = np.nanmin(b[col] - b[f"{col} ±"].fillna(0))
+        a.set_xlim(max(0.0, lo - 0.05), min(1.0, np.nanmax(b[col] + b[f"{col} ±"].fillna(0)) + 0.03))
+        if ref is not None:
+            a.axvline(ref, color="0.5", lw=0.8, ls="--")
+        a.set_xlabel(col)
+    ax[0].set_yticks(y, labels)
+    ax[0].set_title("uncertainty transfer (R-AUROC)")
+    ax[1].set_title("embedding transfer (R@1)")
+    fig.suptitle(title or "URL at kit scale: zero-shot on unseen digits + Fashion pairs (* = paper's ResNet-50 top 3)",
+                 fontsize=10)
+    fig.tight_layout()
+    return fig, ax
+
+
+def r1_vs_rauroc(runs, x: str = "down_r1", y: str = "down_rauroc"):
+    """Fig. 2 analogue: one marker per method at its mean (R@1, R-AUROC), error bars = std over seeds."""
+    fig, ax = figure(figsize=(5.5, 4.2))
+    colours = method_colours(runs["method"].unique())
+    for m, g in runs.groupby("method", sort=False):
+        ax.scatter(g[x], g[y], color=colours[m], alpha=0.25, s=12)
+        ax.errorbar(g[x].mean(), g[y].mean(), xerr=g[x].std(ddof=1) if len(g) > 1 else None,
+                    yerr=g[y].std(ddof=1) if len(g) > 1 else None, fmt="o", color=colours[m], capsize=2,
+                    label=DISPLAY.get(m, m))
+    ax.axhline(0.5, color="0.5", lw=0.8, ls="--")
+    ax.set_xlabel("R@1 (downstream)")
+    ax.set_ylabel("R-AUROC (downstream)")
+    ax.legend(fontsize=7, ncol=2, frameon=False)
+    ax.set_title("R-AUROC vs R@1 (cf. the paper's Fig. 2)")
+    fig.tight_layout()
+    return fig, ax
+
+
+def correlation_scatter(runs):
+    """Fig. 4 analogue: downstream R-AUROC vs upstream R-AUROC and vs upstream crop rate, one point per run."""
+    fig, ax = figure(1, 2, figsize=(9.5, 4), sharey=True)
+    colours = method_colours(runs["method"].unique())
+    for a, col, key, name in ((ax[0], "up_rauroc", "up_vs_down_rauroc", "upstream R-AUROC"),
+                              (ax[1], "up_crop", "crop_vs_down_rauroc", "upstream cropped-image rate")):
+        for m, g in runs.groupby("method", sort=False):
+            a.scatter(g[col], g["down_rauroc"], color=colours[m], s=18, label=DISPLAY.get(m, m))
+        r = spearman(runs[col], runs["down_rauroc"])
+        a.set_title(f"rho = {r['rho']:.2f} (paper {numbers.CORRELATIONS[key][0]:.2f})")
+        a.set_xlabel(name)
+    ax[0].set_ylabel("downstream R-AUROC")
+    ax[1].legend(fontsize=7, ncol=2, frameon=False)
+    fig.suptitle("What upstream tells about downstream uncertainty (cf. the paper's Fig. 4)", fontsize=10)
+    fig.tight_layout()
+    return fig, ax
+
+
+def crop_examples(sets: dict, n: int = 3, seed: int = 0):
+    """Images of each evaluation set (``{"up", "unseen", "fashion"}`` -> (x, y)) above their crops (the crop of
+    the cropped-image rate, drawn with the same generator as the benchmark's ``crop_seed``)."""
+    names = list(sets)
+    fig, ax = figure(2, n * len(names), figsize=(1.6 * n * len(names), 2.2))
+    rng = np.random.default_rng(seed)
+    for j, name in enumerate(names):
+        x, y = sets[name]
+        idx = rng.choice(len(x), n, replace=False)
+        boxes = protocol.crop_boxes(n, x.shape[-2], x.shape[-1], rng)
+        crops = protocol.crop_images(x[idx], boxes)
+        for k in range(n):
+            a, b = ax[0, j * n + k], ax[1, j * n + k]
+            a.imshow(x[idx[k], 0], cmap="gray_r", vmin=0, vmax=1)
+            top, left, h, w = boxes[k]
+            a.add_patch(Rectangle((left - 0.5, top - 0.5), w, h, fill=False, ec="tab:orange", lw=1))
+            b.imshow(crops[k, 0], cmap="gray_r", vmin=0, vmax=1)
+            a.set_title(f"{name} {int(y[idx[k]])}", fontsize=7)
+            for c in (a, b):
+                c.set_xticks([])
+                c.set_yticks([])
+    ax[0, 0].set_ylabel("image", fontsize=8)
+    ax[1, 0].set_ylabel("crop", fontsize=8)
+    fig.tight_layout()
+    return fig, ax

@@ -1,0 +1,110 @@
+"""Upstream training of a URL method head on a shared backbone (Kirchhof et al. 2023, Sec. 3; App. B).
+
+Every URL method (`hedgekit.methods.upstream`) is a head on the features of one backbone; the benchmark
+trains backbone and head together on labelled seen classes, with the same backbone, optimiser, schedule,
+batch sampler and step budget for every method (the paper: same backbone, 32 epochs, Lamb, warm-up and
+cosine decay; App. A.3). The loop is `hedgekit.training.fit.optimise` (Adam, linear warm-up, cosine decay,
+divergence checks); only the per-step loss is new:
+
+    features = backbone(augment(x_batch));  out = head(features);  loss = head.loss(out, y_batch)
+    optimiser step
+    head.on_step(features, out, y_batch)      # after the step, e.g. SNGP's precision update; most: no-op
+
+Batches are class-balanced (P classes x Q images, `ClassBalancedSampler`) so that contrastive methods
+(InfoNCE, MCInfoNCE, HIB) always find positives in the batch.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from hedgekit.data.samplers import ClassBalancedSampler
+from hedgekit.errors import InputError
+from hedgekit.training.fit import History, optimise, seed_everything
+
+__all__ = ["UpstreamConfig", "UpstreamModel", "fit_upstream", "predict"]
+
+
+@dataclass(frozen=True)
+class UpstreamConfig:
+    """Hyper-parameters of `fit_upstream` (read by `optimise`: steps, lr, weight_decay, warmup, log_every)."""
+
+    steps: int = 1000
+    classes_per_batch: int = 32  # P
+    per_class: int = 4  # Q: B = P * Q = 128 images, the paper's mini-batch of 128 (App. A.3)
+    lr: float = 2e-3
+    weight_decay: float = 0.0
+    warmup: float = 0.05
+    occlusion_p: float = 0.2  # per-digit occlusion at every step (HIB App. A's corruption, the kit's augmentation)
+    log_every: int = 50
+
+    def __post_init__(self) -> None:
+        if self.steps < 1 or not self.lr > 0 or self.classes_per_batch < 2 or self.per_class < 2:
+            raise InputError(f"need steps >= 1, lr > 0, classes_per_batch >= 2 and per_class >= 2; got {self}")
+        if not 0 <= self.occlusion_p <= 1 or not 0 <= self.warmup <= 1:
+            raise InputError(f"occlusion_p and warmup must lie in [0, 1]; got {self}")
+
+
+class UpstreamModel(nn.Module):
+    """A backbone (images -> features) and a method head (features -> {"embedding", "uncertainty", ...})."""
+
+    def __init__(self, backbone: nn.Module, head: nn.Module):
+        super().__init__()
+        self.backbone, self.head = backbone, head
+
+    def forward(self, x: Tensor) -> dict:
+        return self.head(self.backbone(x))
+
+
+def fit_upstream(model: UpstreamModel, x: Tensor, y: Tensor, cfg: UpstreamConfig, seed: int = 0,
+                 augment=None, progress: bool = True, desc: str = "upstream") -> History:
+    """Train ``model`` on images ``x`` (N, 1, H, W) with class indices ``y`` (N,) in 0..C-1.
+
+    ``augment(x_batch, rng) -> x_batch`` (e.g. `hedgekit.data.random_occlusion`) is applied afresh at every
+    step. Returns the `History` (loss every ``cfg.log_every`` steps, seconds).
+    """
+    if x.ndim != 4 or len(x) != len(y):
+        raise InputError(f"x must be (N, C, H, W) with one label per image; got {tuple(x.shape)} and {len(y)} labels")
+    seed_everything(seed)
+    rng = np.random.default_rng(seed)
+    sampler = ClassBalancedSampler(y.numpy(), cfg.classes_per_batch, cfg.per_class, seed=seed)
+    model.train()
+    hook = getattr(model.head, "on_step", None)
+    last: list = []  # the previous step's (features, out, labels), handed to the hook once its update is done
+
+    def step_loss(step: int):
+        if hook is not None and last:
+            hook(*last.pop())  # step_loss(step) starts after step - 1's optimiser step
+        idx = torch.from_numpy(next(sampler))
+        xb, yb = x[idx], y[idx]
+        if augment is not None:
+            xb = augment(xb, rng)
+        features = model.backbone(xb)
+        out = model.head(features)
+        loss = model.head.loss(out, yb)
+        if hook is not None:
+            last.append((features.detach(), {k: v.detach() if isinstance(v, Tensor) else v for k, v in out.items()}, yb))
+        return loss, {}
+
+    hist = optimise(list(model.parameters()), cfg, step_loss, lambda stats: {}, desc, progress=progress)
+    if hook is not None and last:
+        hook(*last.pop())
+    return hist
+
+
+@torch.no_grad()
+def predict(model: UpstreamModel, x: Tensor, batch: int = 1000) -> dict[str, np.ndarray]:
+    """e(x) as ``"embedding"`` (N, D), u(x) as ``"uncertainty"`` (N,) and, for heads that classify, ``"logits"``
+    (N, C): float64 numpy arrays computed in eval mode, ``batch`` images at a time."""
+    model.eval()
+    parts: dict[str, list] = {"embedding": [], "uncertainty": [], "logits": []}
+    for i in range(0, len(x), batch):
+        out = model(x[i:i + batch])
+        parts["embedding"].append(out["embedding"].double())
+        parts["uncertainty"].append(out["uncertainty"].double().reshape(-1))
+        if "logits" in out:
+            parts["logits"].append(out["logits"].double())
+    return {k: torch.cat(v).numpy() for k, v in parts.items() if v}

@@ -1,0 +1,144 @@
+"""Oracles for the URL benchmark runner: leaderboard aggregation against numpy, caching and resume (a second
+run trains nothing; a changed budget retrains), the CLI's argument errors, and a tiny end-to-end run.
+
+The runner tests use a stand-in method (a linear classifier with entropy u(x), defined here) and tiny synthetic
+data, so they take well under a second each; the real-data run is marked slow.
+"""
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from hedgekit import cli
+from hedgekit.papers.url import benchmark
+from hedgekit.training.upstream import UpstreamConfig
+
+
+class StandIn(nn.Module):
+    """The smallest URL head: linear embedding, linear classifier, u(x) = entropy of the softmax."""
+
+    name = "standin"
+
+    def __init__(self, feat_dim, n_classes, embed_dim=16):
+        super().__init__()
+        self.project, self.classifier = nn.Linear(feat_dim, embed_dim), nn.Linear(embed_dim, n_classes)
+
+    def forward(self, features):
+        e = self.project(features)
+        logits = self.classifier(e)
+        p = logits.softmax(-1)
+        return {"embedding": e, "uncertainty": -(p * p.clamp_min(1e-12).log()).sum(-1), "logits": logits}
+
+    def loss(self, out, labels):
+        return F.cross_entropy(out["logits"], labels)
+
+
+TINY = benchmark.Budget("fast", UpstreamConfig(steps=3, classes_per_batch=4, per_class=2, log_every=1), eval_per_class=4)
+
+
+@pytest.fixture
+def tiny(monkeypatch, tmp_path):
+    """Stand-in method, tiny synthetic data, the cache in tmp_path, and a counter of training calls."""
+    g = torch.Generator().manual_seed(0)
+    classes = np.arange(0, 100, 10)  # 10 "seen" classes
+    labels = np.repeat(classes, 6)
+    x = (torch.rand(len(labels), 1, 28, 56, generator=g) * 255).to(torch.uint8)
+    monkeypatch.setattr(benchmark, "_train_data",
+                        lambda: (x, torch.from_numpy(np.searchsorted(classes, labels)), classes))
+
+    def sets(per_class):
+        def one(classes_):
+            y = torch.as_tensor(classes_).repeat_interleave(per_class)
+            return torch.rand(len(y), 1, 28, 56, generator=g), y
+        return {"up": one(classes), "unseen": one(np.arange(1, 6)), "fashion": one(np.arange(200, 206))}
+
+    monkeypatch.setattr(benchmark, "eval_sets", sets)
+    monkeypatch.setattr(benchmark, "method_registry", lambda: {"standin": StandIn, "other": StandIn})
+    monkeypatch.setattr(benchmark, "cache_root", lambda: tmp_path / "url")
+    monkeypatch.setitem(benchmark.BUDGETS, "fast", TINY)
+    calls = []
+    real_fit = benchmark.fit_upstream
+    monkeypatch.setattr(benchmark, "fit_upstream", lambda *a, **k: calls.append(1) or real_fit(*a, **k))
+    return calls
+
+
+def test_leaderboard_mean_and_sample_std_match_numpy():
+    runs = pd.DataFrame({"method": ["a", "a", "a", "b", "b", "b"], "seed": [0, 1, 2] * 2,
+                         "down_rauroc": [0.5, 0.6, 0.7, 0.9, 0.8, 0.85], "down_r1": [0.1, 0.2, 0.6, 0.3, 0.3, 0.3]})
+    board = benchmark.leaderboard(runs)
+    assert list(board.index) == ["b", "a"]  # sorted by downstream R-AUROC
+    assert board.loc["a", "R-AUROC (down)"] == pytest.approx(0.6)
+    assert board.loc["a", "R-AUROC (down) ±"] == pytest.approx(np.std([0.5, 0.6, 0.7], ddof=1))
+    assert board.loc["b", "R@1 (down) ±"] == pytest.approx(0.0)
+    assert board.loc["a", "seeds"] == 3
+    md = benchmark.leaderboard_markdown(board)
+    assert "| a | 0.600 ± 0.100 | 0.300 ± 0.265 | 3 |" in md
+
+
+def test_second_run_trains_nothing_and_a_new_budget_retrains(tiny, tmp_path):
+    runs = benchmark.run_benchmark("standin,other", 2, "fast", progress=False)
+    assert len(tiny) == 4 and (runs["source"] == "trained now").all()
+    assert set(runs.columns) >= set(benchmark.METRICS) - {"up_acc"}
+    again = benchmark.run_benchmark(["standin", "other"], 2, "fast", progress=False)
+    assert len(tiny) == 4 and (again["source"] == "cache").all()  # resumed: nothing trained
+    pd.testing.assert_frame_equal(runs.drop(columns="source"), again.drop(columns="source"))
+    benchmark.run_benchmark(["standin"], 3, "fast", progress=False)
+    assert len(tiny) == 5  # only the new seed
+    # a cached run whose budget config differs is stale: retrained
+    path = benchmark.run_path("standin", 0, "fast")
+    rec = json.loads(path.read_text())
+    rec["config"]["train"]["steps"] = 999
+    path.write_text(json.dumps(rec))
+    assert benchmark.run_one("standin", 0, "fast")["source"] == "trained now" and len(tiny) == 6
+    model = benchmark.load_run_model("standin", 1, "fast")  # the saved weights load back
+    assert isinstance(model.head, StandIn)
+
+
+def test_run_records_are_complete(tiny):
+    rec = benchmark.run_one("standin", 0, "fast")
+    for key in ("up_acc", "up_rauroc", "up_crop", "r1", "rauroc", "crop", "fashion_r1", "fashion_rauroc",
+                "down_r1", "down_rauroc", "train_seconds", "cpu_seconds"):
+        assert key in rec and isinstance(rec[key], float)
+    assert 0 <= rec["up_acc"] <= 1 and 0 <= rec["crop"] <= 1
+    assert rec["down_r1"] == pytest.approx((rec["r1"] + rec["fashion_r1"]) / 2)
+    assert [h["step"] for h in rec["history"]] == [0, 1, 2]
+
+
+def test_cli_runs_resumes_and_writes_the_leaderboard(tiny, tmp_path, capsys):
+    assert cli.main(["url-benchmark", "--methods", "standin", "--seeds", "3", "--fast", "--quiet",
+                     "--out", str(tmp_path / "lb")]) == 0
+    out = capsys.readouterr().out
+    assert "3 runs, 3 trained now" in out and "| standin |" in out
+    assert (tmp_path / "lb" / "leaderboard-fast.csv").is_file() and (tmp_path / "lb" / "leaderboard-fast.md").is_file()
+    assert cli.main(["url-benchmark", "--methods", "standin", "--seeds", "3", "--fast", "--quiet",
+                     "--out", str(tmp_path / "lb")]) == 0
+    assert "3 runs, 0 trained now, 3 from the cache" in capsys.readouterr().out
+
+
+def test_cli_argument_errors(tiny, capsys):
+    assert cli.main(["url-benchmark", "--methods", "standin,nope", "--fast"]) == 2
+    assert "unknown method(s) ['nope']; choose from standin, other" in capsys.readouterr().err
+    for bad in ("0", "three"):
+        with pytest.raises(SystemExit) as exc:
+            cli.main(["url-benchmark", "--seeds", bad])
+        assert exc.value.code == 2
+        assert "--seeds" in capsys.readouterr().err
+    with pytest.raises(benchmark.InputError, match="budget must be one of"):
+        benchmark.run_one("standin", 0, "huge")
+    assert len(tiny) == 0
+
+
+@pytest.mark.slow
+def test_tiny_end_to_end_on_real_data(monkeypatch, tmp_path):
+    """CE on real 2-digit MNIST for 30 steps: every metric is defined and R@1 on unseen digits beats chance."""
+    pytest.importorskip("hedgekit.methods.ce")
+    monkeypatch.setattr(benchmark, "cache_root", lambda: tmp_path / "url")
+    budget = benchmark.Budget("fast", UpstreamConfig(steps=30, log_every=10), eval_per_class=5)
+    rec = benchmark.run_one("ce", 0, budget)
+    assert rec["r1"] > 1 / 30 and rec["up_acc"] > 1 / 70
+    assert all(math.isfinite(rec[k]) for k in ("rauroc", "down_rauroc", "up_rauroc", "crop", "fashion_r1"))
