@@ -1,0 +1,9 @@
+"""Taha et al. 2019, "Unsupervised data uncertainty learning in visual retrieval systems" (heteroscedastic
+triplet retrieval): notebook 08.
+
+``from hedgekit.papers import taha`` gives every part: `taha.numbers`, `taha.experiments`, `taha.protocol`,
+`taha.claims`, `taha.figures`. The method itself is `hedgekit.methods.het_triplet`.
+"""
+from hedgekit.papers.taha import claims, experiments, figures, numbers, protocol
+
+__all__ = ["claims", "experiments", "figures", "numbers", "protocol"]

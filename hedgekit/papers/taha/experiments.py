@@ -1,0 +1,68 @@
+"""Which models notebook 08 (Taha et al. 2019, heteroscedastic triplet retrieval) uses.
+
+Every model is a `hedgekit.zoo.Spec` of kind "triplet" (the vanilla soft-margin triplet loss, the paper's
+"Tri-ResNet") or "het" (eq. 11), loaded or trained by `hedgekit.zoo.load_or_train`; how they are measured
+is `hedgekit.papers.taha.protocol`.
+
+* Table 1 analogue (DukeMTMC-reID -> unseen-class retrieval): 2-digit MNIST, trained on the seen classes,
+  queried on the unseen ones; triplet vs het, each without ("main") and with ("aug") occlusion augmentation.
+* Table 2 analogue (Clothing1M -> Fashion-MNIST with look-alike label noise): the clean subset only
+  (triplet, "clean"), triplet and het on the noisy labels ("noisy").
+* Tables 3/4 analogue (HDD's imbalanced classes): triplet and het on long-tailed Fashion-MNIST ("longtail");
+  Fashion-MNIST rather than N-digit MNIST because per-class mAP of head vs tail classes needs the test
+  classes to be the training classes (N-digit retrieval queries unseen classes).
+
+FAST mode trains the "fast" preset (150 steps) once; full mode the "paper" preset (1,500 steps) over
+`FULL_RUNS` seeds: the paper reports 5 runs, 3 keep the whole notebook within an hour on 2 shared cores.
+"""
+from __future__ import annotations
+
+from hedgekit.zoo import Spec
+
+__all__ = ["DIM", "FULL_RUNS", "FAST_RUNS", "TABLE1_ROWS", "TABLE2_ROWS", "LONGTAIL_ROWS", "runs", "table1_specs",
+           "table2_specs", "longtail_specs", "notebook_specs"]
+
+DIM = 16  # embedding size d (the head emits d + 1 numbers); Hermans et al.'s 128 is more than 10 classes need
+FULL_RUNS = 3  # the paper: 5 runs per row (sec. 5); 3 fit the hour (each paper-preset model ~1-2.5 CPU-minutes)
+FAST_RUNS = 1
+
+# row label -> (kind, recipe), in the order of the paper's tables
+TABLE1_ROWS = {"Tri": ("triplet", "main"), "Tri + Hetero": ("het", "main"),
+               "Tri + Aug": ("triplet", "aug"), "Tri + Aug + Hetero": ("het", "aug")}
+TABLE2_ROWS = {"clean subset only": ("triplet", "clean"), "Tri on noisy": ("triplet", "noisy"),
+               "Tri + Hetero on noisy": ("het", "noisy")}
+LONGTAIL_ROWS = {"Tri": ("triplet", "longtail"), "Tri + Hetero": ("het", "longtail")}
+
+
+def runs(fast: bool) -> int:
+    return FAST_RUNS if fast else FULL_RUNS
+
+
+def _specs(rows: dict, data: str, fast: bool, seed: int) -> dict[str, list[Spec]]:
+    preset = "fast" if fast else "paper"
+    return {label: [Spec(kind=kind, data=data, recipe=recipe, dim=DIM, preset=preset, seed=seed + r)
+                    for r in range(runs(fast))] for label, (kind, recipe) in rows.items()}
+
+
+def table1_specs(fast: bool, seed: int = 0) -> dict[str, list[Spec]]:
+    """Table 1 row -> one Spec per run (2-digit MNIST, batch-hard mining, P x K = 18 x 4 as sec. 5.1)."""
+    return _specs(TABLE1_ROWS, "ndigit", fast, seed)
+
+
+def table2_specs(fast: bool, seed: int = 0) -> dict[str, list[Spec]]:
+    """Table 2 row -> one Spec per run (Fashion-MNIST, semi-hard mining, 10 classes x 10 as sec. 5.2)."""
+    return _specs(TABLE2_ROWS, "fashion", fast, seed)
+
+
+def longtail_specs(fast: bool, seed: int = 0) -> dict[str, list[Spec]]:
+    """Tables 3/4 analogue row -> one Spec per run (long-tailed Fashion-MNIST)."""
+    return _specs(LONGTAIL_ROWS, "fashion", fast, seed)
+
+
+def notebook_specs(notebook: str, fast: bool, seed: int = 0) -> list[Spec]:
+    """Every model notebook 08 loads, the most telling first (Table 2, Table 1, long tail; run by run).
+    Other notebooks: []. Used by ``python -m hedgekit reproduce --list-models``."""
+    if not notebook.startswith("08"):
+        return []
+    groups = [table2_specs(fast, seed), table1_specs(fast, seed), longtail_specs(fast, seed)]
+    return [specs[r] for r in range(runs(fast)) for g in groups for specs in g.values()]
