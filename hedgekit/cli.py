@@ -49,9 +49,13 @@ def _spec(a):
 
 
 def cmd_train(a) -> int:
+    from hedgekit.training.distributed import init_from_env
     from hedgekit.zoo import load_or_train
 
     spec = _spec(a)
+    if not init_from_env(a.device).is_main:  # under torchrun: train with the others, rank 0 reports and saves
+        load_or_train(spec, progress=False, device=a.device, retrain=a.retrain)
+        return 0
     _, meta = load_or_train(spec, device=a.device, retrain=a.retrain)
     how = "trained now" if meta["source"] == "trained now" else f"loaded ({meta['source']})"
     print(f"{spec.name}: {how}; training took {meta['train_seconds']:.0f} s; checkpoint {meta['path'] or '(not saved)'}")
@@ -108,9 +112,9 @@ def cmd_table1(a) -> int:
 
 
 def cmd_bench(a) -> int:
-    from hedgekit.data import load_ndigit, random_occlusion
+    from hedgekit.bench import compare, matmul_gflops, train_flops_per_image
+    from hedgekit.data import load_ndigit
     from hedgekit.nets import build_model
-    from hedgekit.training.fit import TrainConfig, fit
     from hedgekit.uncertainty import self_mismatch
     from hedgekit.zoo import Spec
 
@@ -118,14 +122,20 @@ def cmd_bench(a) -> int:
     test = load_ndigit(2, "test_seen")
     x, y = test.tensors()
     print(f"hedgekit bench — torch {torch.__version__}, {torch.get_num_threads()} thread(s), N=2 (28x56 images)")
+    gflops = matmul_gflops()
+    print(f"machine: {gflops:.1f} GFLOP/s (float32 512x512 matmul); LeNet training FLOPs per image: point "
+          f"{train_flops_per_image(build_model('point', 2, 2)) / 1e6:.2f} M, "
+          f"MoG-1 {train_flops_per_image(build_model('hib', 2, 2)) / 1e6:.2f} M")
+    print(f"medians of {a.repeats} interleaved runs of {a.steps} steps; plain = the same network and loss in a "
+          "minimal torch loop; ceiling = GFLOP/s / FLOPs per image")
+    images = torch.from_numpy(test.images)
     paper = {kind: Spec(kind=kind, preset="paper").train_config() for kind in ("point", "hib")}
     for kind, k in (("point", 1), ("hib", paper["hib"].k), ("hib", 8)):  # the preset's K, then the paper's K = 8
-        model = build_model(kind, 2, 2)
-        cfg = TrainConfig(steps=a.steps, classes_per_batch=32, per_class=8, k=k, log_every=10**9)
-        fit(model, x, y, cfg, progress=False, augment=random_occlusion(0.2))  # warm-up run
-        hist = fit(model, x, y, cfg, progress=False, augment=random_occlusion(0.2))
-        ms = 1000 * hist.seconds / a.steps
-        line = f"train {kind:<5} (K={k}, batch 256, all pairs): {ms:7.1f} ms/step  {256 / ms * 1000:8.0f} images/s"
+        r = compare(kind, k, images, y, gflops, steps=a.steps, repeats=a.repeats)
+        ms = 256 / r.hedgekit * 1000
+        line = (f"train {kind:<5} (K={k}, batch 256, all pairs): {ms:7.1f} ms/step  {r.hedgekit:8.0f} images/s"
+                f" | plain {r.plain:6.0f} /s, ceiling {r.ceiling:6.0f} /s | hedgekit/plain {r.vs_plain:.2f}, "
+                f"hedgekit/ceiling {r.vs_ceiling:.2f}, plain/ceiling {r.plain / r.ceiling:.2f}")
         if kind == "point" or k == paper["hib"].k:
             steps = paper[kind].steps
             line += f"  -> paper preset: {steps} steps = {steps * ms / 60000:.1f} min"
@@ -167,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="training and inference throughput")
     b.add_argument("--steps", type=int, default=30)
     b.add_argument("--threads", type=int, default=2)
+    b.add_argument("--repeats", type=int, default=3, help="interleaved runs per loop; medians are printed")
     b.add_argument("--app", action="store_true", help="also time one playground update")
     b.add_argument("--preset", choices=("fast", "paper"), default="paper")
     b.set_defaults(fn=cmd_bench)

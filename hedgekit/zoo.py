@@ -43,6 +43,7 @@ from hedgekit.evaluation.episodes import evaluate_episodes
 from hedgekit.methods.prototypes import PN, SAMPLERS, SPE
 from hedgekit.nets import EmbeddingNet, model_from_config
 from hedgekit.paths import PACKAGE_DIR, cache_path
+from hedgekit.training import distributed
 from hedgekit.training.episodic import EpisodicConfig, fit_episodic
 from hedgekit.training.fit import History, TrainConfig, fit, seed_everything
 from hedgekit.training.triplets import TripletConfig, fit_triplets
@@ -653,6 +654,7 @@ def load_or_train(spec: Spec, progress: bool = True, device: str = "cpu", retrai
         check_matches(spec, model, meta, path)
         return model, dict(meta, source="shipped" if path.parent == SHIPPED_DIR else "cache", path=str(path))
     model, meta = train_spec(spec, progress=progress, device=device, callback=callback)
+    save = save and distributed.context().is_main  # under torchrun only rank 0 writes
     out = save_checkpoint(cache_path("checkpoints", f"{spec.name}.pt"), model, meta) if save else None
     return model.to(device), dict(meta, source="trained now", path=str(out or ""))
 

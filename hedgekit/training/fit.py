@@ -22,10 +22,13 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 from hedgekit.data.samplers import ClassBalancedSampler, two_stream_pairs
 from hedgekit.methods import contrastive_from_distance, hib_batch_loss, hib_pair_loss
 from hedgekit.nets import EmbeddingNet
+from hedgekit.nets.match import SoftMatch
+from hedgekit.training import distributed
 
 
 @dataclass
@@ -95,9 +98,8 @@ class History:
         return self.rows[-1][key] if self.rows else None
 
 
-def _step_loss(model: EmbeddingNet, x: Tensor, y: Tensor, cfg: TrainConfig, gen, pair_idx=None):
-    """Loss and stats of one step. ``pair_idx`` = (i, j, same) for two-stream pairing."""
-    emb = model(x)
+def _step_loss(emb: Embedding, match: SoftMatch, y: Tensor, cfg: TrainConfig, gen, pair_idx=None):
+    """Loss and stats of one step on the batch's embeddings. ``pair_idx`` = (i, j, same) for two-stream pairing."""
     if cfg.loss == "hard":
         z = emb.mixture_mean()
         if pair_idx is None:
@@ -109,9 +111,9 @@ def _step_loss(model: EmbeddingNet, x: Tensor, y: Tensor, cfg: TrainConfig, gen,
         i, j, same = pair_idx
         return contrastive_from_distance((z[i] - z[j]).norm(dim=-1), same, cfg.margin).mean(), {}
     if pair_idx is None:
-        return hib_batch_loss(emb, y, model.match, cfg.k, cfg.beta, gen)
+        return hib_batch_loss(emb, y, match, cfg.k, cfg.beta, gen)
     i, j, same = pair_idx
-    return hib_pair_loss(emb[i], emb[j], same, model.match, cfg.k, cfg.beta, gen), {}
+    return hib_pair_loss(emb[i], emb[j], same, match, cfg.k, cfg.beta, gen), {}
 
 
 def optimise(params: list, cfg, step_loss: Callable[[int], tuple[Tensor, dict]],
@@ -123,6 +125,8 @@ def optimise(params: list, cfg, step_loss: Callable[[int], tuple[Tensor, dict]],
     ``cfg.lr``, ``cfg.weight_decay``, ``cfg.warmup``); ``step_loss(step) -> (loss, stats)``
     builds one step's loss; every ``cfg.log_every`` steps (and at the last) a history row
     ``{step, loss, lr, **log_row(stats)}`` is recorded and passed to ``callback(step, row)``.
+    Under torch.distributed (`hedgekit.training.distributed`) rows are averaged over the ranks
+    and only rank 0 shows the progress bar and calls ``callback``.
     A non-finite loss or weight, or an `InputError` raised by the model's output checks after
     step 0, stops training with a `FloatingPointError` naming the step.
     """
@@ -130,8 +134,9 @@ def optimise(params: list, cfg, step_loss: Callable[[int], tuple[Tensor, dict]],
 
     opt = torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg.steps, cfg.warmup))
+    ctx = distributed.context()
     hist, t0 = History(), time.perf_counter()
-    bar = tqdm(range(cfg.steps), desc=desc, disable=not progress, leave=False)
+    bar = tqdm(range(cfg.steps), desc=desc, disable=not (progress and ctx.is_main), leave=False)
     for step in bar:
         try:
             loss, stats = step_loss(step)
@@ -148,10 +153,10 @@ def optimise(params: list, cfg, step_loss: Callable[[int], tuple[Tensor, dict]],
         if not all(torch.isfinite(p).all() for p in params):
             raise FloatingPointError(f"training diverged at step {step} (non-finite weights); lower the learning rate")
         if step % cfg.log_every == 0 or step == cfg.steps - 1:
-            row = {"step": step, "loss": loss.item(), "lr": sched.get_last_lr()[0], **log_row(stats)}
+            row = ctx.mean({"step": step, "loss": loss.item(), "lr": sched.get_last_lr()[0], **log_row(stats)})
             hist.rows.append(row)
             bar.set_postfix({k: f"{row[k]:.3f}" for k in ("loss", "acc") if k in row})
-            if callback is not None:
+            if callback is not None and ctx.is_main:
                 callback(step, row)
     hist.seconds = time.perf_counter() - t0
     return hist
@@ -175,6 +180,11 @@ def fit(
             CPU before the forward pass (e.g. fresh occlusion,
             `hedgekit.data.occlusion.random_occlusion`).
         callback: called as ``callback(step, row)`` at every log step.
+
+    Under ``torchrun`` (after `hedgekit.training.distributed.init_from_env`) every rank draws the
+    same global batch and embeds its share of it; the loss is that of the whole batch (see
+    `hedgekit.training.distributed`).
+
     Returns:
         `History` with loss, nll of positive/negative pairs, a, b, lr and the mean
         predicted variance, one row per ``cfg.log_every`` steps.
@@ -192,6 +202,8 @@ def fit(
     labels_np = labels.cpu().numpy()
     sampler = ClassBalancedSampler(labels_np, cfg.classes_per_batch, cfg.per_class, seed) if cfg.pairing == "all" else None
     dev_gen = gen if dev.type == "cpu" else None
+    ctx = distributed.context()
+    net = distributed.wrap(model, ctx, find_unused_parameters=cfg.loss == "hard")  # "hard" leaves a, b unused
 
     def step_loss(step: int):
         if sampler is not None:
@@ -209,7 +221,7 @@ def fit(
         if augment is not None:
             x = augment(x, rng)
         y = labels[torch.as_tensor(idx)].to(dev)
-        return _step_loss(model, x.to(dev), y, cfg, dev_gen, pair_idx)
+        return _step_loss(distributed.embed_share(net, x.to(dev), ctx), model.match, y, cfg, dev_gen, pair_idx)
 
     def log_row(stats: dict) -> dict:
         return {"a": model.match.a.item(), "b": model.match.b.item(), **stats}

@@ -24,6 +24,7 @@ from hedgekit.data.samplers import PKSampler
 from hedgekit.errors import InputError
 from hedgekit.evaluation.embedded import images_to_tensor
 from hedgekit.methods.het_triplet import MININGS, heteroscedastic_triplet_loss, triplet_batch_loss
+from hedgekit.training import distributed
 from hedgekit.training.fit import History, optimise, resolve_device, seed_everything
 
 
@@ -150,13 +151,15 @@ def fit_triplets(
     rng = np.random.default_rng([seed, 1])  # augmentation stream, independent of the batch stream
     all_labels = torch.as_tensor(np.unique(labels_np, return_inverse=True)[1])  # any label dtype -> int codes
     model.to(dev).train()
+    ctx = distributed.context()  # under torchrun: each rank embeds its share of the batch (training.distributed)
+    net = distributed.wrap(model, ctx, find_unused_parameters=True)  # the triplet losses leave a, b unused
 
     def step_loss(step: int):
         idx = torch.as_tensor(next(sampler))
         x = images_to_tensor(images[idx])
         if augment is not None:
             x = augment(x, rng)
-        emb, y = model(x.to(dev)), all_labels[idx].to(dev)
+        emb, y = distributed.embed_share(net, x.to(dev), ctx), all_labels[idx].to(dev)
         if cfg.heteroscedastic:
             return heteroscedastic_triplet_loss(emb, y, cfg.mining, cfg.margin, cfg.semi_hard_margin)
         return triplet_batch_loss(emb.mixture_mean(), y, cfg.mining, cfg.margin, cfg.semi_hard_margin)

@@ -1,0 +1,143 @@
+"""Training throughput beside its floor and its ceiling (`python -m hedgekit bench`).
+
+Three numbers for the same network and batch, measured in the same run so that a busy
+machine slows all of them alike:
+
+* hedgekit's training step: `hedgekit.training.fit.fit` with everything it does per step
+  (class-balanced sampling, fresh occlusion, output checks, logging, the schedule);
+* a plain PyTorch loop: the same LeNet layers, the same all-pairs loss written in a few
+  lines, on a batch already in memory as floats (`plain_step`): the floor anyone would write;
+* the FLOP ceiling: the machine's float32 matmul rate (`matmul_gflops`) divided by the
+  network's training FLOPs per image (`train_flops_per_image`, forward + backward of the
+  convolutions and linear layers; the loss and the optimiser are not counted).
+
+Ratios hedgekit / plain and hedgekit / ceiling say how much of the hardware the kit uses;
+medians over interleaved repeats damp the noise of a shared machine (docs/speed.md).
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from torch.utils.flop_counter import FlopCounterMode
+
+from hedgekit.errors import InputError
+from hedgekit.methods.contrastive import TINY
+from hedgekit.nets import EmbeddingNet, build_model
+from hedgekit.nets.heads import VAR_FLOOR
+
+
+def matmul_gflops(n: int = 512, seconds: float = 0.3) -> float:
+    """float32 GFLOP/s of ``n x n`` matrix products (2 n^3 FLOPs each) on the current threads."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    torch.mm(a, b)  # warm-up
+    count, t0 = 0, time.perf_counter()
+    while (elapsed := time.perf_counter() - t0) < seconds or count < 3:
+        torch.mm(a, b)
+        count += 1
+    return 2 * n**3 * count / elapsed / 1e9
+
+
+def train_flops_per_image(model: EmbeddingNet, batch: int = 32) -> float:
+    """FLOPs of one forward + backward pass of ``model`` per image (convolutions and matmuls)."""
+    x = torch.rand(batch, *model.input_shape)
+    with FlopCounterMode(display=False) as counter:
+        emb = model(x)
+        (emb.mean.sum() + emb.var.sum()).backward()
+    model.zero_grad(set_to_none=True)
+    return counter.get_total_flops() / batch
+
+
+def _plain_forward(model: EmbeddingNet, x: Tensor) -> tuple[Tensor, Tensor | None]:
+    """(mean, var) of a point (var None) or MoG-1 model straight from its layers, no `Embedding`."""
+    h = model.body(x)
+    if model.config["kind"] == "point":
+        return model.head.linear(h), None
+    out = model.head.branches[0](h)
+    d = model.config["dim"]
+    return out[:, :d], F.softplus(out[:, d:]) + VAR_FLOOR
+
+
+def plain_step(model: EmbeddingNet, images: Tensor, labels: Tensor, batch: int, k: int, steps: int,
+               seed: int = 0) -> float:
+    """Seconds per step of a minimal loop: random batch of float images, the all-pairs soft
+    contrastive / HIB loss (eq. 3 / eq. 5 + KL) in plain torch, Adam. Point and MoG-1 models."""
+    if model.config["kind"] not in ("point", "hib") or model.config["components"] != 1:
+        raise InputError("the plain loop covers point and MoG-1 models")
+    gen = torch.Generator().manual_seed(seed)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    a, b = model.match.a_raw, model.match.b
+    iu = torch.triu_indices(batch, batch, 1)
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        idx = torch.randint(len(images), (batch,), generator=gen)
+        x, y = images[idx], labels[idx]
+        mean, var = _plain_forward(model, x)
+        if var is None:
+            z, kk = mean, 1
+        else:
+            z, kk = (mean.unsqueeze(1) + var.sqrt().unsqueeze(1) * torch.randn(batch, k, mean.shape[1])).reshape(
+                batch * k, -1), k
+        logit = (-F.softplus(a) * torch.cdist(z, z) + b).reshape(batch, kk, batch, kk)
+        p = torch.sigmoid(logit).mean((1, 3))[iu[0], iu[1]].clamp_min(TINY).log()
+        q = torch.sigmoid(-logit).mean((1, 3))[iu[0], iu[1]].clamp_min(TINY).log()
+        same = y[iu[0]] == y[iu[1]]
+        loss = -0.5 * (p[same].mean() + q[~same].mean())
+        if var is not None:
+            loss = loss + 2e-4 * 0.5 * (var + mean**2 - 1 - var.log()).sum(1).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return (time.perf_counter() - t0) / steps
+
+
+@dataclass
+class Throughput:
+    """Medians over repeats, in images per second, and the ratios the bench prints."""
+
+    kind: str
+    k: int
+    hedgekit: float
+    plain: float
+    ceiling: float
+    hedgekit_all: list
+    plain_all: list
+
+    @property
+    def vs_plain(self) -> float:
+        return self.hedgekit / self.plain
+
+    @property
+    def vs_ceiling(self) -> float:
+        return self.hedgekit / self.ceiling
+
+
+def compare(kind: str, k: int, images: Tensor, labels: Tensor, gflops: float, steps: int = 30,
+            repeats: int = 3, classes_per_batch: int = 32, per_class: int = 8) -> Throughput:
+    """hedgekit's `fit` and `plain_step` on the same network and batch, interleaved ``repeats`` times.
+
+    ``images``: uint8 (N, 28, 28N) training digits; ``labels`` (N,). A warm-up of both loops
+    comes first. Returns medians (images per second) and the FLOP ceiling for ``gflops``.
+    """
+    from hedgekit.data import random_occlusion
+    from hedgekit.training.fit import TrainConfig, fit
+
+    batch = classes_per_batch * per_class
+    n_digits = images.shape[-1] // 28
+    floats = images.unsqueeze(1).float() / 255.0
+    cfg = TrainConfig(steps=steps, classes_per_batch=classes_per_batch, per_class=per_class, k=k,
+                      log_every=10**9)
+    ours, plain = [], []
+    for r in range(repeats + 1):  # repeat 0 is the warm-up
+        model = build_model(kind, n_digits, 2)
+        hist = fit(model, images, labels, cfg, seed=r, progress=False, augment=random_occlusion(0.2))
+        s_plain = plain_step(build_model(kind, n_digits, 2).train(), floats, labels, batch, k, steps, seed=r)
+        if r:
+            ours.append(batch * steps / hist.seconds)
+            plain.append(batch / s_plain)
+    ceiling = gflops * 1e9 / train_flops_per_image(build_model(kind, n_digits, 2))
+    return Throughput(kind, k, statistics.median(ours), statistics.median(plain), ceiling, ours, plain)
