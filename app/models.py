@@ -14,7 +14,7 @@ import streamlit as st
 from hedgekit import playground as pg
 from hedgekit.data import load_ndigit
 from hedgekit.errors import DataNotFoundError, HedgekitError, InputError
-from hedgekit.zoo import find_checkpoint
+from hedgekit.zoo import find_checkpoint, prototype_head
 from state import N_DIGITS
 
 
@@ -200,3 +200,28 @@ def cleaning(spec, model, fractions: tuple[float, ...], random: bool = False) ->
 @st.cache_data(show_spinner=False, max_entries=256)
 def _cleaning(name: str, fractions: tuple[float, ...], random: bool, _gallery):
     return pg.cleaning_map(_gallery, fractions, random=random)
+
+
+# ------------------------------------------------------------------ SPE (compare page)
+def prototypes(spec, model, meta):
+    """(`hedgekit.playground.PrototypeSet`, SPE head) of the SPE model ``spec``: prototypes from training images."""
+    dataset("test_seen")  # a missing MNIST stops the page here, not in the cached function
+    return _prototypes(spec.name, model, meta)
+
+
+@st.cache_resource(show_spinner="Building SPE class prototypes from training images…", max_entries=4)
+def _prototypes(name: str, _model, _meta):
+    head = prototype_head(_meta)
+    return pg.prototype_set(_model, head, load_ndigit(N_DIGITS, "train")), head
+
+
+def posterior(spec, model, meta, image: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+    """p(y | x, S) of the occluded image under SPE model ``spec`` (`hedgekit.playground.prototype_posterior`)."""
+    protos, head = prototypes(spec, model, meta)
+    boxes = np.asarray(boxes, np.int64).reshape(-1, 4)
+    return _posterior(spec.name, image.tobytes(), boxes.tobytes(), image, boxes, model, head, protos)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _posterior(name: str, image_bytes: bytes, boxes_bytes: bytes, _image, _boxes, _model, _head, _protos):
+    return pg.prototype_posterior(_model, _head, _image, _boxes, _protos)

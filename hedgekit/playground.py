@@ -51,7 +51,8 @@ __all__ = [
     "digit_box", "full_digit_box", "MAX_UPLOAD_BYTES", "MAX_UPLOAD_SIDE", "image_from_bytes", "image_from_drawing",
     "covered_fraction", "analyse", "eta_floor", "update_trail", "map_layers", "focus_extent", "benchmark_update",
     "APP_GALLERY_IMAGES", "trained_or_fast", "retrieval_spec", "RetrievalGallery", "retrieval_gallery", "Retrieval",
-    "retrieve", "cleaning_map",
+    "retrieve", "cleaning_map", "APP_SUPPORT_IMAGES", "spe_spec", "PrototypeSet", "prototype_set",
+    "prototype_posterior",
 ]
 
 # QMC points for eta and the top-k match probabilities in the app: the library default,
@@ -105,21 +106,21 @@ def app_spec(choice: str, preset: str | None = None, beta: float = DEFAULT_BETA,
 
 @dataclass(frozen=True)
 class CompareEntry:
-    """One column of the Compare page: a model choice, or a placeholder for a method still to come."""
+    """One column of the Compare page: a model choice of `APP_MODELS`, or SPE (``choice="spe"``, `spe_spec`)."""
 
     title: str
-    choice: str | None  # APP_MODELS key; None = placeholder
+    choice: str  # APP_MODELS key, or "spe"
     note: str = ""
 
 
 def compare_entries() -> list[CompareEntry]:
-    """The Compare page's columns. HOOK: when `hedgekit.zoo` can train SPE (kind "spe"),
-    add it to `APP_MODELS` and replace the placeholder by ``CompareEntry("SPE", "<its key>")``."""
+    """The Compare page's columns."""
     return [
         CompareEntry("point", POINT_MODEL, "deterministic: a dot, no uncertainty"),
         CompareEntry("HIB, MoG-1", "MoG-1 (HIB), D=2", "one Gaussian per input"),
         CompareEntry("HIB, MoG-2", "MoG-2, D=2", "two Gaussians per input"),
-        CompareEntry("SPE", None, "stochastic prototype embeddings (Scott et al. 2019): not in the model zoo yet"),
+        CompareEntry("SPE", "spe", "stochastic prototype embeddings (Scott et al. 2019): a Gaussian per input, "
+                                   "classes as prototypes"),
     ]
 
 
@@ -780,6 +781,63 @@ def cleaning_map(gallery: RetrievalGallery, fractions: Sequence[float], random: 
 
     return map_after_removing_uncertain(gallery.query_means, gallery.query_labels, gallery.means, gallery.labels,
                                         gallery.sigma2, fractions, random=random)
+
+
+# ----------------------------------------------------------------------- SPE on the compare page (Scott et al. 2019)
+APP_SUPPORT_IMAGES = 20  # training images per class whose embeddings make the SPE class prototypes
+
+
+def spe_spec(preset: str | None = None, n_digits: int = 2):
+    """The SPE model of the compare page (notebook 07's N-digit model, D = 2), via `trained_or_fast`."""
+    from hedgekit.zoo import Spec
+
+    return trained_or_fast(Spec(kind="spe", data="ndigit", n_digits=n_digits, dim=2, preset=preset or app_preset()))
+
+
+@dataclass(frozen=True, eq=False)
+class PrototypeSet:
+    """SPE class prototypes built from training images: the support and its classes.
+
+    ``table`` holds the prototype means mu_y (SPE eq. 5) as a `CentroidTable` (so the map draws them like
+    centroids); ``variances`` (K, D) are sigma_hat_y^2 = sigma_y^2 + sigma_eps^2, the class likelihoods'
+    variances (eq. 6); ``support`` and ``support_classes`` (row -> position in ``table.class_ids``) are
+    what `prototype_posterior` hands to the SPE head.
+    """
+
+    table: CentroidTable
+    variances: np.ndarray
+    support: Embedding
+    support_classes: torch.Tensor
+
+
+@torch.no_grad()
+def prototype_set(model: EmbeddingNet, head, train: NDigitSet, per_class: int = APP_SUPPORT_IMAGES) -> PrototypeSet:
+    """Prototypes of every class of ``train`` from its first ``per_class`` clean images (SPE eq. 5-6)."""
+    ds = train.subset(_first_per_class(train.labels, per_class))
+    x, _ = ds.tensors(corrupt=False)
+    support = model.eval().embed(x)
+    class_ids, classes = np.unique(ds.labels, return_inverse=True)
+    classes = torch.as_tensor(classes, dtype=torch.long)
+    mu, var = head.class_distributions(support, classes, len(class_ids))
+    mu = mu.numpy().astype(np.float32)
+    table = CentroidTable(class_ids.astype(np.int64), mu, np.ones(len(class_ids), dtype=bool),
+                          np.bincount(classes.numpy(), minlength=len(class_ids)), pca_basis(mu), train.n_digits)
+    return PrototypeSet(table, var.numpy().astype(float), support, classes)
+
+
+@torch.no_grad()
+def prototype_posterior(model: EmbeddingNet, head, image, boxes, protos: PrototypeSet, seed: int = 0) -> np.ndarray:
+    """(K,) p(y | x, S) of the occluded ``image`` over the classes of ``protos`` (SPE eq. 7), with the head's
+    evaluation sampler (naive, 200 samples) drawn from a fixed seed, so the numbers never flicker."""
+    shape = tuple(model.input_shape[1:])
+    img = check_image(image, shape)
+    boxes = check_boxes(boxes, shape)
+    seen = occlude(img, boxes) if len(boxes) else img
+    x = torch.from_numpy(seen.astype(np.float32) / 255.0)[None, None]
+    query = model.eval()(x).to("cpu").map(lambda t: t.float())
+    log_p = head.eval().log_posterior(query, protos.support, protos.support_classes, len(protos.table.class_ids),
+                                      generator=torch.Generator().manual_seed(seed))
+    return log_p[0].exp().numpy().astype(float)
 
 
 # ----------------------------------------------------------------------- benchmark

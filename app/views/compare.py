@@ -1,4 +1,4 @@
-"""Compare page: the same occluded input through point, HIB MoG-1 and MoG-2 (SPE to come), side by side."""
+"""Compare page: the same occluded input through point, HIB MoG-1, MoG-2 and SPE, side by side."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,6 +12,8 @@ from hedgekit.data import occlude
 from hedgekit.viz import interactive as pi
 from state import AppState
 
+PER_ROW = 2  # maps per row
+MAP_HEIGHT = 430
 EXPLAINER = """
 **What am I looking at?** The input from the playground (same image, same black
 rectangles) embedded by several models, each in its own 2D space with its own class
@@ -22,6 +24,11 @@ a point model's η is the constant 1 − σ(b), it cannot say "I don't know".
 
 **β** weights the KL term that pulls every embedding towards N(0, I) (HIB eq. 8, App. E):
 β = 0 lets variances collapse, larger β keeps ellipses large and the map more compact.
+
+**SPE** (Scott et al. 2019) also embeds an input as a Gaussian, but classes are *prototypes*: the product of
+the Gaussians of a few training images of the class (SPE eq. 5). Its answer is the class posterior
+p(y | x, S) (eq. 7): when a hidden digit could be several classes, the largest posterior drops and the
+top-3 spread out. SPE is shown with its fast-preset model unless the paper one was trained.
 
 Notebooks:
 """
@@ -46,9 +53,8 @@ def column(entry: pg.CompareEntry, beta: float, clean, boxes, image_key, color_b
     """One model's map, eta and top-3 for the input (or a button to train it first)."""
     st.markdown(f"#### {entry.title}")
     st.caption(entry.note)
-    if entry.choice is None:  # hook for methods not in the zoo yet (SPE)
-        st.info("Coming soon. Hook: `hedgekit.playground.compare_entries()`; add the model to "
-                "`APP_MODELS` once `hedgekit.zoo` can build it.")
+    if entry.choice == "spe":
+        spe_column(entry, clean, boxes, color_by, zoom, dark)
         return
     state = AppState.get()
     kind = pg.APP_MODELS[entry.choice]["kind"]
@@ -68,9 +74,7 @@ def column(entry: pg.CompareEntry, beta: float, clean, boxes, image_key, color_b
     state.trails[name] = trail
     layers = pg.map_layers(a, trail)
     extent = pg.focus_extent(layers, table, a.top_ids[:5]) if zoom else None
-    st.plotly_chart(pi.embedding_map(table, layers, color_by, dark=dark, show_labels=zoom, show_legend=False,
-                                     height=360, extent=extent),
-                    key=f"hk_cmp_map_{entry.title}", width="stretch", config={"displaylogo": False})
+    _map(entry, table, layers, color_by, zoom, extent, dark)
     st.metric(f"η(x), {entry.title}", f"{a.eta:.3f}", delta=ui.delta(a.eta - eta_clean, suffix=" vs clean"),
               delta_color="inverse")
     st.markdown("Top-3: " + ", ".join(f"**{c:02d}** ({p:.2f})" for c, p in a.top[:3]))
@@ -78,6 +82,42 @@ def column(entry: pg.CompareEntry, beta: float, clean, boxes, image_key, color_b
         st.caption(f"ellipse size √det Σ = {np.sqrt(max(np.linalg.det(a.cov_xy), 0)):.3g}")
     state.compare[entry.title] = {
         "model": name, "eta": a.eta, "sqrt_det": float(np.sqrt(max(np.linalg.det(a.cov_xy), 0)))}
+
+
+def _map(entry: pg.CompareEntry, table, layers, color_by, zoom, extent, dark) -> None:
+    """One column's map: large, no toolbar over it (scroll to zoom, drag to pan, double-click to reset)."""
+    st.plotly_chart(pi.embedding_map(table, layers, color_by, dark=dark, show_labels=zoom, show_legend=False,
+                                     height=MAP_HEIGHT, extent=extent),
+                    key=f"hk_cmp_map_{entry.title}", width="stretch",
+                    config={"displaylogo": False, "displayModeBar": False, "scrollZoom": True})
+
+
+def spe_column(entry: pg.CompareEntry, clean, boxes, color_by, zoom, dark) -> None:
+    """SPE: the input's Gaussian among the class prototypes, and its class posterior p(y | x, S) (SPE eq. 7)."""
+    state = AppState.get()
+    spec = pg.spe_spec(models.preset_or_stop())
+    model, meta = models.get_model(spec)
+    protos, _ = models.prototypes(spec, model, meta)
+    a = pg.analyse(model, clean, boxes, protos.table)  # the Gaussian's geometry; SPE's classes are its posterior
+    post = models.posterior(spec, model, meta, clean, boxes)
+    post_clean = float(models.posterior(spec, model, meta, clean, np.zeros((0, 4), np.int64)).max())
+    trail = pg.update_trail(state.trails.get(spec.name, []), a)
+    state.trails[spec.name] = trail
+    layers = pg.map_layers(a, trail)
+    order = np.argsort(-post, kind="stable")
+    top_ids = protos.table.class_ids[order[:5]]
+    extent = pg.focus_extent(layers, protos.table, top_ids) if zoom else None
+    _map(entry, protos.table, layers, color_by, zoom, extent, dark)
+    st.metric(f"max p(y | x, S), {entry.title}", f"{post[order[0]]:.3f}",
+              delta=ui.delta(post[order[0]] - post_clean, suffix=" vs clean"),
+              help="The largest class posterior (SPE eq. 7, naive sampler, 200 samples, fixed seed): it drops "
+                   "when the input could be several classes")
+    st.markdown("Top-3: " + ", ".join(f"**{protos.table.class_ids[i]:02d}** ({post[i]:.2f})" for i in order[:3]))
+    st.caption(f"ellipse size √det Σ = {np.sqrt(max(np.linalg.det(a.cov_xy), 0)):.3g}; dots are the prototypes "
+               f"of the {len(protos.table.class_ids)} training classes ({pg.APP_SUPPORT_IMAGES} training images "
+               f"each, SPE eq. 5); model `{spec.name}`")
+    state.compare[entry.title] = {"model": spec.name, "p_max": float(post[order[0]]), "top": int(top_ids[0]),
+                                  "sqrt_det": float(np.sqrt(max(np.linalg.det(a.cov_xy), 0)))}
 
 
 def render() -> None:
@@ -113,9 +153,11 @@ def render() -> None:
     st.caption("Each map is its own model's 2D space. ★ = this input (mean), ellipses = 1σ/2σ/3σ, ◆ = mixture "
                "components, filled dots = seen classes, hollow dots = unseen classes, grey line = the trail.")
     entries = pg.compare_entries()
-    cols = st.columns(len(entries), gap="medium")
-    for col, entry in zip(cols, entries):
-        with col:
-            column(entry, beta, clean, boxes, image_key, state.color, state.map_view == "zoom on input", ui.is_dark())
+    for row in range(0, len(entries), PER_ROW):  # two maps per row: large enough to read at 1280 px
+        cols = st.columns(PER_ROW, gap="large")
+        for col, entry in zip(cols, entries[row: row + PER_ROW]):
+            with col:
+                column(entry, beta, clean, boxes, image_key, state.color, state.map_view == "zoom on input",
+                       ui.is_dark())
 
 render()

@@ -214,9 +214,10 @@ class TestApp:
         app.switch_page("views/compare.py").run()
         assert not app.exception
         shown = {m.label: m.value for m in app.metric}
-        assert set(shown) == {"η(x), point", "η(x), HIB, MoG-1", "η(x), HIB, MoG-2"}
+        assert set(shown) == {"η(x), point", "η(x), HIB, MoG-1", "η(x), HIB, MoG-2", "max p(y | x, S), SPE"}
         assert shown["η(x), HIB, MoG-1"] == f"{eta:.3f}"  # the same occluded input
-        assert any("Coming soon" in i.value for i in app.info)  # the SPE hook
+        spe = _state(app).compare["SPE"]
+        assert spe["model"] == "spe-n2-d2-intersection1-fast-s0" and shown["max p(y | x, S), SPE"] == f"{spe['p_max']:.3f}"
         assert _state(app).compare["HIB, MoG-1"]["eta"] == eta
         app.switch_page("views/playground.py").run()
         assert not app.exception
