@@ -22,6 +22,7 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
+from hedgekit.checks import check_count, check_memory
 from hedgekit.errors import InputError
 
 
@@ -183,8 +184,10 @@ class Embedding:
             eps: optional fixed standard-normal noise of shape (k, D) or (B, k, D)
                 (used for deterministic evaluation).
         """
-        if k < 1:
-            raise InputError(f"k must be >= 1; got {k}")
+        k = check_count(k, "k (samples per input)")
+        check_memory(self.batch_size * k * self.dim, f"{k} samples of {self.batch_size} {self.dim}-D embeddings",
+                     "draw fewer samples per input, or sample a smaller batch at a time",
+                     self.mean.element_size())
         comp = self.component_schedule(k)  # (B, k)
         gather = comp.unsqueeze(-1).expand(-1, -1, self.dim)
         mu = self.mean.gather(1, gather)

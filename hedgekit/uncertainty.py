@@ -23,6 +23,7 @@ from functools import lru_cache
 import torch
 from torch import Tensor
 
+from hedgekit.checks import check_count, check_memory
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 from hedgekit.nets.match import SoftMatch
@@ -54,9 +55,13 @@ def match_probability(e1: Embedding, e2: Embedding, match: SoftMatch,
 
     Point embeddings are handled exactly (zero variance: every point gives the same distance).
     """
+    _check_args(e1, e2, match, n_points)
+    chunk = check_count(chunk, "chunk")
     if len(e1) != len(e2) or e1.dim != e2.dim:
         raise InputError(f"need two batches of equal size and dimension; got {len(e1)}x{e1.dim} and {len(e2)}x{e2.dim}")
     b, c = len(e1), e1.n_components * e2.n_components
+    check_memory(min(b, chunk) * c * n_points * e1.dim, f"eta / p(m) with n_points={n_points}",
+                 f"use fewer n_points (default {DEFAULT_POINTS}) or a smaller chunk")
     mu = (e1.mean.unsqueeze(2) - e2.mean.unsqueeze(1)).reshape(b, c, e1.dim)  # component (i, j) of u = z1 - z2
     var = (e1.var.unsqueeze(2) + e2.var.unsqueeze(1)).reshape(b, c, e1.dim)
     w = (e1.weights.unsqueeze(2) * e2.weights.unsqueeze(1)).reshape(b, c)
@@ -76,13 +81,26 @@ def match_probability_matrix(probe: Embedding, gallery: Embedding, match: SoftMa
     points suffice: on N=2, D=2 MoG-1/MoG-2 KNN accuracies with 16 and 64 points differ by
     at most 0.002 (measured); hence the small default.
     """
+    _check_args(probe, gallery, match, n_points)
     if probe.dim != gallery.dim:
         raise InputError(f"probe has D={probe.dim} but gallery has D={gallery.dim}")
     p, g, c, dim = len(probe), len(gallery), probe.n_components * gallery.n_components, probe.dim
+    check_memory(p * g * c * n_points * dim, f"the {p} x {g} match-probability matrix with n_points={n_points}",
+                 "score fewer probes at a time or use fewer n_points")
     mu = (probe.mean[:, None, :, None] - gallery.mean[None, :, None]).reshape(p, g, c, dim)
     var = (probe.var[:, None, :, None] + gallery.var[None, :, None]).reshape(p, g, c, dim)
     w = (probe.weights[:, None, :, None] * gallery.weights[None, :, None]).reshape(p, g, c)
     return _expected_match(mu, var, w, match, qmc_normal(n_points, dim).to(mu))
+
+
+def _check_args(e1, e2, match, n_points) -> None:
+    """Embeddings, a SoftMatch and a positive integer number of QMC points, or an InputError."""
+    for name, e in (("embedding", e1), ("second embedding", e2)):
+        if not isinstance(e, Embedding):
+            raise InputError(f"{name} must be a hedgekit Embedding (the output of model(x)); got {type(e).__name__}")
+    if not isinstance(match, SoftMatch):
+        raise InputError(f"match must be the model's SoftMatch (model.match); got {type(match).__name__}")
+    check_count(n_points, "n_points")
 
 
 def self_mismatch(emb: Embedding, match: SoftMatch, n_points: int = DEFAULT_POINTS) -> Tensor:

@@ -69,3 +69,43 @@ def tiny_ndigit():
 
 
     return tiny_ndigit
+
+
+@pytest.fixture(scope="session")
+def bad_images():
+    """``bad_images(shape=(1, 28, 56), n=3)``: (name, what, images, message regex) for every kind of bad image batch
+    a public entry point must refuse (issue 14): ``what`` is "range", "finite", "dtype", "shape", "type" or "empty"."""
+    def make(shape=(1, 28, 56), n=3):
+        ok = torch.rand(n, *shape, generator=torch.Generator().manual_seed(0))
+
+        def poke(value, dtype=torch.float32):
+            x = ok.clone().to(dtype)
+            x[n - 1, 0, shape[1] // 2, shape[2] // 2] = value
+            return x
+
+        rng_msg, fin_msg, dt_msg = r"float pixels in \[0, 1\]; got values in", "NaN or inf pixels", "must be float in"
+        shp_msg = r"expected .*of shape \(B, " + ", ".join(map(str, shape)) + r"\)"
+        return [
+            ("0..255 floats", "range", ok * 255, rng_msg + r".*0\.\.255"),
+            ("1e30", "range", poke(1e30), rng_msg),
+            ("slightly above 1", "range", poke(1.0001), rng_msg),
+            ("negative", "range", poke(-1e-3), rng_msg),
+            ("float64 -5", "range", poke(-5.0, torch.float64), rng_msg),
+            ("float16 2", "range", poke(2.0, torch.float16), rng_msg),
+            ("nan", "finite", poke(float("nan")), fin_msg),
+            ("+inf", "finite", poke(float("inf")), fin_msg),
+            ("-inf", "finite", poke(float("-inf")), fin_msg),
+            ("int64 0..255", "dtype", (ok * 255).long(), dt_msg),
+            ("int32", "dtype", (ok > 0.5).int(), dt_msg),
+            ("bool", "dtype", ok > 0.5, dt_msg),
+            ("complex", "dtype", ok.to(torch.complex64), dt_msg),
+            ("wrong width", "shape", ok[..., : shape[2] // 2], shp_msg),
+            ("wrong channels", "shape", ok.expand(n, 3, *shape[1:]), shp_msg),
+            ("one 2-D image", "shape", ok[0, 0], shp_msg),
+            ("5-D", "shape", ok[None], shp_msg),
+            ("numpy array", "type", ok.numpy(), "torch.Tensor"),
+            ("list", "type", ok.tolist(), "torch.Tensor"),
+            ("empty batch", "empty", ok[:0], "empty batch"),
+        ]
+
+    return make

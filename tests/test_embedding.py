@@ -119,7 +119,7 @@ def test_bad_weights_rejected(w):
 
 def test_sample_k_must_be_positive():
     e = _random_mixture()
-    with pytest.raises(InputError, match="k must be >= 1"):
+    with pytest.raises(InputError, match=r"k \(samples per input\) must be an integer >= 1; got 0"):
         e.sample(0)
 
 
@@ -304,3 +304,14 @@ def test_out_of_range_index_raises():
     e = _random_mixture(b=4)
     with pytest.raises(IndexError):
         e[10]
+
+
+@pytest.mark.parametrize("k", [-3, 2.0, True, None, "4"], ids=repr)
+def test_sample_k_must_be_an_integer(k):
+    with pytest.raises(InputError, match=r"k \(samples per input\) must be an integer >= 1"):
+        _random_mixture().sample(k)
+
+
+def test_sample_refuses_more_than_memory_before_allocating():
+    with pytest.raises(InputError, match=r"10000000000000 samples of 3 2-D embeddings would take .*draw fewer"):
+        _random_mixture().sample(10**13)

@@ -202,3 +202,30 @@ def test_match_probability_matrix_equals_pairwise_values():
             assert mat[i, j].item() == pytest.approx(match_probability(probe[i], gallery[j], m, 32).item(), abs=1e-6)
     with pytest.raises(InputError, match="D="):
         match_probability_matrix(probe, Embedding.point(torch.zeros(2, 2)), m)
+
+
+BAD_COUNTS = [0, -1, 2.5, 8.0, True, None, "64"]
+
+
+@pytest.mark.parametrize("n_points", BAD_COUNTS, ids=repr)
+def test_eta_refuses_bad_numbers_of_points(n_points):
+    emb = Embedding.gaussian(torch.zeros(2, 2), torch.ones(2, 2))
+    with pytest.raises(InputError, match="n_points must be an integer >= 1"):
+        self_mismatch(emb, SoftMatch(), n_points)
+    with pytest.raises(InputError, match="n_points must be an integer >= 1"):
+        match_probability(emb, emb, SoftMatch(), n_points)
+
+
+def test_eta_refuses_a_huge_number_of_points_before_allocating():
+    emb = Embedding.gaussian(torch.zeros(300, 2), torch.ones(300, 2))
+    with pytest.raises(InputError, match=r"n_points=10000000000 would take .* TB, more than .* allowed.*fewer n_points"):
+        self_mismatch(emb, SoftMatch(), 10**10)
+
+
+@pytest.mark.parametrize("emb", [torch.zeros(2, 1, 2), None, "emb"], ids=["tensor", "None", "str"])
+def test_eta_needs_an_embedding_and_a_soft_match(emb):
+    with pytest.raises(InputError, match="must be a hedgekit Embedding"):
+        self_mismatch(emb, SoftMatch())
+    good = Embedding.gaussian(torch.zeros(2, 2), torch.ones(2, 2))
+    with pytest.raises(InputError, match=r"match must be the model's SoftMatch \(model.match\)"):
+        self_mismatch(good, lambda d: d)

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from hedgekit.checks import check_images
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 from hedgekit.nets.match import SoftMatch
@@ -47,10 +48,16 @@ class EmbeddedSet:
 
 
 def images_to_tensor(images) -> Tensor:
-    """uint8 or float images (N, H, W) / (N, C, H, W), numpy or torch -> float (N, C, H, W) in [0, 1]."""
-    x = torch.as_tensor(images)
-    x = x.float().div_(255.0) if x.dtype == torch.uint8 else x.float()
-    return x.unsqueeze(1) if x.ndim == 3 else x
+    """uint8 or float images (N, H, W) / (N, C, H, W) in [0, 1], numpy or torch -> float (N, C, H, W) in [0, 1].
+
+    Anything else (other dtypes, values outside [0, 1], NaN, an empty set) is an InputError
+    (`hedgekit.checks.check_images`).
+    """
+    try:
+        x = torch.as_tensor(images)
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise InputError(f"images could not be read as an array of pixels: {exc}") from exc
+    return check_images(x)
 
 
 def embed_set(model, dataset, eta: bool = True, batch_size: int = 1024) -> EmbeddedSet:

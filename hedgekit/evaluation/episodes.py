@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from hedgekit.checks import check_count
 from hedgekit.errors import InputError
 from hedgekit.data.samplers import EpisodeSampler
 from hedgekit.evaluation.embedded import EmbeddedSet, embed_set
@@ -61,8 +62,7 @@ def evaluate_episodes(
     """
     from hedgekit.methods.prototypes import PN
 
-    if n_episodes < 1:
-        raise InputError(f"n_episodes must be >= 1; got {n_episodes}")
+    n_episodes = check_count(n_episodes, "n_episodes")
     data = dataset if isinstance(dataset, EmbeddedSet) else embed_set(model, dataset, eta=False)
     if (support_corrupt or query_corrupt) and data.corrupt is None:
         raise InputError("this dataset has no corrupt twin (`corrupt` is None), so support_corrupt / "

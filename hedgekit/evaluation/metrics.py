@@ -41,6 +41,7 @@ import torch
 from scipy import stats
 from sklearn.metrics import average_precision_score, roc_auc_score
 
+from hedgekit.checks import check_count
 from hedgekit.errors import InputError
 
 __all__ = [
@@ -136,11 +137,7 @@ def _same_length(**arrays: np.ndarray) -> None:
 
 
 def _positive_int(value, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise InputError(f"{name} must be an int, got {value!r}")
-    if value < minimum:
-        raise InputError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
+    return check_count(value, name, minimum)
 
 
 # ----------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from hedgekit.checks import check_count, check_memory
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 from hedgekit.nets.match import SoftMatch
@@ -34,6 +35,19 @@ def kl_to_standard_normal(emb: Embedding) -> Tensor:
         raise InputError("the KL term needs strictly positive variances (point embeddings have none)")
     kl_c = 0.5 * (v + mu**2 - 1.0 - v.log()).sum(-1)  # (B, C)
     return (emb.weights * kl_c).sum(-1)
+
+
+# d, the logits, their two sigmoids and the negated logits: tensors of the pair matrix's size alive at once.
+_PAIR_COPIES = 5
+
+
+def _check_k(emb: Embedding, k, n_pair_elements) -> int:
+    """K as an int >= 1, if the (B, K, K) / (BK, BK) pair distances fit the memory budget (`hedgekit.checks`)."""
+    k = check_count(k, "k (Monte-Carlo samples per input)")
+    kk = 1 if emb.n_components == 1 and emb.is_point else k
+    check_memory(_PAIR_COPIES * n_pair_elements(kk), f"the HIB loss with K={k} on a batch of {len(emb)}",
+                 "use a smaller K (the paper uses K = 8) or a smaller batch")
+    return k
 
 
 def _samples(emb: Embedding, k: int, generator: torch.Generator | None) -> Tensor:
@@ -56,6 +70,7 @@ def hib_pair_loss(
     """Eq. 8 on explicit pairs: mean NLL of m_hat under eq. 5 + beta * (KL(x1) + KL(x2))."""
     if len(e1) != len(e2) or same.shape != (len(e1),):
         raise InputError(f"need equal batch sizes and same of shape ({len(e1)},)")
+    k = _check_k(e1, k, lambda kk: len(e1) * kk * kk)
     s1, s2 = _samples(e1, k, generator), _samples(e2, k, generator)  # (B, K, D)
     d = torch.cdist(s1, s2)  # (B, K1, K2)
     log_p, log_q = log_match(d, match, (-2, -1))
@@ -75,6 +90,7 @@ def hib_batch_loss(
     b = len(emb)
     if labels.shape != (b,):
         raise InputError(f"labels must have shape ({b},); got {tuple(labels.shape)}")
+    k = _check_k(emb, k, lambda kk: (b * kk) ** 2)
     s = _samples(emb, k, generator)  # (B, K, D)
     kk = s.shape[1]
     d = torch.cdist(s.reshape(b * kk, -1), s.reshape(b * kk, -1)).reshape(b, kk, b, kk)

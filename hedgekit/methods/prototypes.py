@@ -42,6 +42,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from hedgekit.embedding import Embedding
+from hedgekit.checks import check_count
 from hedgekit.errors import InputError
 
 SAMPLERS = ("naive", "intersection")
@@ -93,8 +94,7 @@ def _single_gaussian(name: str, emb: Embedding) -> tuple[Tensor, Tensor]:
 def _check_sampler(sampler: str, n_samples: int) -> None:
     if sampler not in SAMPLERS:
         raise InputError(f"sampler must be one of {SAMPLERS}; got {sampler!r}")
-    if not isinstance(n_samples, int) or n_samples < 1:
-        raise InputError(f"n_samples must be an integer >= 1; got {n_samples!r}")
+    check_count(n_samples, "n_samples")
 
 
 def _chunks(n_query: int, per_query: int):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from hedgekit.checks import check_count, check_images
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 from hedgekit.nets.backbones import LSHAPE_BLOCKS, ConvBody, LeNetBody
@@ -27,25 +28,22 @@ class EmbeddingNet(nn.Module):
         return (c["in_channels"], c["height"], c["width"])
 
     def check_input(self, x: Tensor) -> Tensor:
-        """Validate a batch of images: (B, C, H, W) or (B, H, W) for one channel; finite values."""
-        if not isinstance(x, Tensor):
-            raise InputError(f"expected a torch.Tensor of images; got {type(x).__name__}")
-        if x.ndim == 3 and self.input_shape[0] == 1:
-            x = x.unsqueeze(1)
-        if x.ndim != 4 or tuple(x.shape[1:]) != self.input_shape:
-            raise InputError(
-                f"expected images of shape (B, {', '.join(map(str, self.input_shape))}); got {tuple(x.shape)}"
-            )
-        if not torch.isfinite(x).all():
-            raise InputError("input images contain NaN or inf pixels")
-        return x.float()
+        """Validate a batch of images (`hedgekit.checks.check_images`): (B, C, H, W), or (B, H, W) for one
+        channel, uint8 or float pixels in [0, 1], B >= 1; returns float32 in [0, 1]."""
+        return check_images(x, self.input_shape)
 
     def forward(self, x: Tensor) -> Embedding:
         return self.head(self.body(self.check_input(x)))
 
     @torch.no_grad()
     def embed(self, x: Tensor, batch_size: int = 2048) -> Embedding:
-        """Embed many images in eval mode, in chunks, on the model's device; result on CPU."""
+        """Embed many images in eval mode, in chunks, on the model's device; result on CPU.
+
+        Images as for `forward`; an empty batch is an InputError (nothing to embed), as is a
+        ``batch_size`` that is not an integer >= 1.
+        """
+        batch_size = check_count(batch_size, "batch_size")
+        check_images(x[:1] if isinstance(x, Tensor) else x, self.input_shape)  # type, dtype, shape, B >= 1 up front
         was_training = self.training
         self.eval()
         device = next(self.parameters()).device
@@ -76,8 +74,8 @@ def build_model(
     """
     if kind not in KINDS:
         raise InputError(f"kind must be one of {KINDS}; got {kind!r}")
-    if dim < 1 or components < 1 or n_digits < 1:
-        raise InputError(f"dim, components and n_digits must be >= 1; got {dim}, {components}, {n_digits}")
+    dim, components, n_digits = (check_count(v, n) for v, n in ((dim, "dim"), (components, "components"),
+                                                                 (n_digits, "n_digits")))
     if kind in ("point", "het") and components != 1:
         raise InputError(f"{kind} models have exactly one component; got components={components}")
     width = 28 * n_digits if width is None else width
@@ -121,8 +119,7 @@ def build_conv_model(
     """
     if kind not in KINDS:
         raise InputError(f"kind must be one of {KINDS}; got {kind!r}")
-    if dim < 1 or components < 1:
-        raise InputError(f"dim and components must be >= 1; got {dim}, {components}")
+    dim, components = check_count(dim, "dim"), check_count(components, "components")
     if kind in ("point", "het") and components != 1:
         raise InputError(f"{kind} models have exactly one component; got components={components}")
     body = ConvBody(in_channels, height, width, blocks, channels)

@@ -23,7 +23,7 @@ from torch import Tensor
 
 from hedgekit.data.samplers import EpisodeSampler
 from hedgekit.evaluation.embedded import images_to_tensor
-from hedgekit.errors import InputError
+from hedgekit.checks import check_fields, check_training_set
 from hedgekit.methods.prototypes import PN, SAMPLERS, SPE
 from hedgekit.training.fit import History, optimise, resolve_device, seed_everything
 
@@ -46,12 +46,9 @@ class EpisodicConfig:
     log_every: int = 50
 
     def __post_init__(self) -> None:
-        if self.sampler not in SAMPLERS:
-            raise InputError(f"sampler must be one of {SAMPLERS}; got {self.sampler!r}")
-        if self.steps < 1 or self.lr <= 0 or self.samples < 1 or self.n_classes < 2:
-            raise InputError("steps, lr and samples must be positive and n_classes >= 2")
-        if self.k_support < 1 or self.query_per_class < 1 or self.log_every < 1:
-            raise InputError("k_support, query_per_class and log_every must be >= 1")
+        check_fields(self, counts=dict(steps=1, n_classes=2, k_support=1, query_per_class=1, samples=1, log_every=1),
+                     positive=("lr",), non_negative=("weight_decay",), fractions=("warmup",),
+                     choices=dict(sampler=SAMPLERS))
 
 
 def fit_episodic(
@@ -80,12 +77,9 @@ def fit_episodic(
         var (mean embedding variance) and, for SPE, sigma_eps2.
     """
     cfg = EpisodicConfig() if cfg is None else cfg
-    if len(images) != len(labels):
-        raise InputError(f"{len(images)} images but {len(labels)} labels")
     if not isinstance(images, Tensor):
         images = torch.as_tensor(images)
-    if not torch.is_floating_point(images) and images.dtype != torch.uint8:
-        raise InputError(f"images must be float in [0, 1] or uint8; got {images.dtype}")
+    check_training_set(images, labels, model)
     head = PN() if head is None else head
     is_spe = isinstance(head, SPE)
     dev = resolve_device(device)

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from hedgekit.checks import check_device, check_fields, check_training_set
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 from hedgekit.data.samplers import ClassBalancedSampler, two_stream_pairs
@@ -51,25 +52,20 @@ class TrainConfig:
     log_every: int = 50
 
     def __post_init__(self) -> None:
-        if self.loss not in ("soft", "hard"):
-            raise InputError(f"loss must be 'soft' or 'hard'; got {self.loss!r}")
-        if self.pairing not in ("all", "two_stream"):
-            raise InputError(f"pairing must be 'all' or 'two_stream'; got {self.pairing!r}")
-        if self.steps < 1 or not (math.isfinite(self.lr) and self.lr > 0) or self.k < 1 or not self.beta >= 0:
-            raise InputError("steps, lr and k must be positive (lr finite) and beta non-negative")
-        if self.log_every < 1 or self.classes_per_batch < 1 or self.per_class < 2 or not 0 <= self.warmup <= 1:
-            raise InputError("need log_every >= 1, classes_per_batch >= 1, per_class >= 2 and 0 <= warmup <= 1")
+        check_fields(self, counts=dict(steps=1, classes_per_batch=1, per_class=2, k=1, pairs_per_batch=1, log_every=1),
+                     positive=("lr", "margin"), non_negative=("weight_decay", "beta"), fractions=("warmup", "occlusion_p"),
+                     choices=dict(loss=("soft", "hard"), pairing=("all", "two_stream")))
 
 
 def resolve_device(device: str | torch.device | None = None) -> torch.device:
-    """'auto'/None picks cuda, then mps, then cpu; anything else is passed to torch."""
+    """'auto'/None picks cuda, then mps, then cpu; anything else must exist here (`hedgekit.checks.check_device`)."""
     if device in (None, "auto"):
         if torch.cuda.is_available():
             return torch.device("cuda")
         if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
             return torch.device("mps")
         return torch.device("cpu")
-    return torch.device(device)
+    return check_device(device)
 
 
 def seed_everything(seed: int) -> torch.Generator:
@@ -189,12 +185,7 @@ def fit(
         `History` with loss, nll of positive/negative pairs, a, b, lr and the mean
         predicted variance, one row per ``cfg.log_every`` steps.
     """
-    if len(images) != len(labels):
-        raise InputError(f"{len(images)} images but {len(labels)} labels")
-    if not torch.is_floating_point(images) and images.dtype != torch.uint8:
-        raise InputError(f"images must be float in [0, 1] or uint8; got {images.dtype}")
-    if torch.is_floating_point(images) and not torch.isfinite(images).all():
-        raise InputError("training images contain NaN or inf pixels")
+    check_training_set(images, labels, model)
     dev = resolve_device(device)
     gen = seed_everything(seed)
     rng = np.random.default_rng(seed)

@@ -21,6 +21,7 @@ from torch import Tensor
 
 from hedgekit.data.occlusion import DIGIT_SIZE, random_occlusion
 from hedgekit.data.samplers import PKSampler
+from hedgekit.checks import check_training_set
 from hedgekit.errors import InputError
 from hedgekit.evaluation.embedded import images_to_tensor
 from hedgekit.methods.het_triplet import MININGS, heteroscedastic_triplet_loss, triplet_batch_loss
@@ -92,17 +93,10 @@ def _finite(x) -> bool:
     return not isinstance(x, bool) and isinstance(x, (int, float)) and math.isfinite(x)
 
 
-def _check_data(images: Tensor, labels) -> np.ndarray:
+def _check_data(model, images: Tensor, labels) -> np.ndarray:
     """Validate training images and labels as `hedgekit.training.fit.fit` does; return the labels as numpy."""
-    if not isinstance(images, Tensor):
-        raise InputError(f"images must be a torch.Tensor (N, [C,] H, W); got {type(images).__name__}")
     labels = np.asarray(labels.cpu() if isinstance(labels, Tensor) else labels)
-    if labels.ndim != 1 or len(images) != len(labels):
-        raise InputError(f"{len(images)} images but labels of shape {labels.shape}; need one label per image")
-    if not torch.is_floating_point(images) and images.dtype != torch.uint8:
-        raise InputError(f"images must be float in [0, 1] or uint8; got {images.dtype}")
-    if torch.is_floating_point(images) and not torch.isfinite(images).all():
-        raise InputError("training images contain NaN or inf pixels")
+    check_training_set(images, labels, model)
     return labels
 
 
@@ -143,7 +137,7 @@ def fit_triplets(
         triplets), triplets (how many were mined) and, for eq. 11, sigma2 (mean e^s of the batch).
     """
     cfg = TripletConfig() if cfg is None else cfg
-    labels_np = _check_data(images, labels)
+    labels_np = _check_data(model, images, labels)
     sampler = PKSampler(labels_np, cfg.P, cfg.K, seed)
     augment = _default_augment(images, cfg.occlusion_p) if augment is None else augment
     dev = resolve_device(device)

@@ -21,3 +21,24 @@ def test_embed_set_shapes_and_eta(tiny_ndigit):
     assert es.eta_clean.shape == es.eta_corrupt.shape == (40,)
     np.testing.assert_allclose(es.eta_corrupt, self_mismatch(es.corrupt, model.match).numpy())
     assert es.side(True)[0] is es.corrupt and es.side(False)[1] is es.eta_clean
+
+
+def test_embed_set_refuses_every_kind_of_bad_images(bad_images):
+    """Issue 14: numpy arrays and lists of pixels are accepted (data sets are numpy); the rest is refused,
+    including an empty set (nothing to embed: an InputError rather than an empty EmbeddedSet)."""
+    from types import SimpleNamespace
+
+    from hedgekit.errors import InputError
+
+    model = build_model("hib", n_digits=2)
+    for name, what, x, match in bad_images((1, 28, 56)):
+        if what == "type":
+            continue
+        match = "of shape" if what == "shape" else match  # (B, C, H, W) or the model's (B, 1, 28, 56)
+        labels = np.zeros(len(x), dtype=np.int64)
+        with pytest.raises(InputError, match=match):
+            embed_set(model, SimpleNamespace(images=x, labels=labels))
+        with pytest.raises(InputError, match=match):  # the corrupt twin is checked too
+            embed_set(model, SimpleNamespace(images=torch.rand(len(x), 1, 28, 56), corrupt=x, labels=labels))
+    es = embed_set(model, SimpleNamespace(images=np.zeros((2, 28, 56), np.uint8), labels=np.zeros(2)), eta=False)
+    assert len(es.clean) == 2

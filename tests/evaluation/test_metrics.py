@@ -179,7 +179,7 @@ def test_topk_neighbours_errors(rng):
     S_inf[33, 2] = np.inf
     with pytest.raises(InputError, match="NaN or inf"):
         M.topk_neighbours(_matrix_score_fn(S_inf), 40, 30, 3, chunk=8)
-    with pytest.raises(InputError, match="k must be >= 1"):
+    with pytest.raises(InputError, match="k must be an integer >= 1"):
         M.topk_neighbours(fn, 4, 3, 0)
     with pytest.raises(InputError, match="D=3 but gallery has D=2"):
         M.euclidean_score_fn(np.zeros((2, 3)), np.zeros((2, 2)))
@@ -466,3 +466,13 @@ def test_adjacency_errors():
         M.mean_run_length([0.0, 1.0, 2.0], [5, 6])
     with pytest.raises(InputError, match="NaN or inf"):
         M.adjacency_score([0.0, np.nan], [5, 6])
+
+
+@pytest.mark.parametrize("k", [-1, 0, 2.5, 3.0, True, None, "3", 31], ids=repr)
+def test_topk_neighbours_refuses_bad_k(k):
+    """Issue 14: top_k = -1 used to return n - 1 rows; any k that is not an integer in [1, n_gallery] is refused."""
+    score = _matrix_score_fn(np.random.default_rng(0).normal(size=(5, 30)))
+    with pytest.raises(InputError, match="k must be an integer >= 1|k=31 is larger than the gallery"):
+        M.topk_neighbours(score, 5, 30, k)
+    with pytest.raises(InputError, match="k must be an integer >= 1|k = 31 exceeds the gallery size 30"):
+        M.top_k_accuracy(np.zeros((5, 2)), np.arange(5), np.zeros((30, 2)), np.arange(30), ks=(1, k))

@@ -310,3 +310,30 @@ def test_losses_have_finite_gradients_at_coincident_embeddings():
         z = torch.zeros(4, 2, requires_grad=True)
         loss_fn(z).backward()
         assert torch.isfinite(z.grad).all()
+
+
+@pytest.mark.parametrize("k", [0, -1, 2.5, 8.0, True, None, "8"], ids=repr)
+def test_hib_losses_refuse_bad_k(k):
+    emb = Embedding.gaussian(torch.zeros(4, 2), torch.ones(4, 2))
+    with pytest.raises(InputError, match=r"k \(Monte-Carlo samples per input\) must be an integer >= 1"):
+        hib_batch_loss(emb, torch.tensor([0, 0, 1, 1]), _match(), k)
+    with pytest.raises(InputError, match=r"k \(Monte-Carlo samples per input\) must be an integer >= 1"):
+        hib_pair_loss(emb, emb, torch.tensor([True, False, True, False]), _match(), k)
+
+
+@pytest.mark.parametrize("k", [10**5, 10**7])
+def test_hib_losses_refuse_a_pair_matrix_larger_than_memory_before_allocating(k):
+    """K x K pairs of B inputs: (BK)^2 distances; K = 1e7 would need petabytes. Refused up front, with the advice."""
+    emb = Embedding.gaussian(torch.zeros(256, 2), torch.ones(256, 2))
+    with pytest.raises(InputError, match=rf"HIB loss with K={k} on a batch of 256 would take .*smaller K"):
+        hib_batch_loss(emb, torch.arange(256) % 2, _match(), k)
+    with pytest.raises(InputError, match=rf"HIB loss with K={k}"):
+        hib_pair_loss(emb[:8] if k > 10**6 else emb, emb[:8] if k > 10**6 else emb,
+                      torch.ones(8 if k > 10**6 else 256, dtype=torch.bool), _match(), k)
+
+
+def test_point_embeddings_use_one_sample_whatever_k():
+    """A point embedding is its own sample (K = 1), so a large K costs nothing and is not refused."""
+    emb = Embedding.point(torch.randn(64, 2, generator=torch.Generator().manual_seed(0)))
+    labels = torch.arange(64) % 4
+    torch.testing.assert_close(hib_batch_loss(emb, labels, _match(), 10**6)[0], hib_batch_loss(emb, labels, _match(), 1)[0])

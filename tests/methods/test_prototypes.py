@@ -292,7 +292,8 @@ def blobs(n_per_class, n_cls=12, features=10, seed=0, centre_seed=0):
     x = centres[labels] + rng.normal(0, 0.6, (len(labels), features))
     corrupt = x.copy()
     corrupt[:, : features // 2] = 0  # "occlude" half of the features
-    as_img = lambda a: torch.tensor(a, dtype=torch.float32).reshape(len(a), 1, 1, features)
+    # squashed into [0, 1]: EmbeddingNet takes images (pixels in [0, 1]) only
+    as_img = lambda a: torch.sigmoid(torch.tensor(a, dtype=torch.float32)).reshape(len(a), 1, 1, features)
     return SimpleNamespace(images=as_img(x), corrupt=as_img(corrupt), labels=labels)
 
 

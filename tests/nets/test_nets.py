@@ -68,7 +68,7 @@ def test_point_head_is_linear():
         (torch.rand(28, 56), r"expected images of shape"),
         (torch.rand(2, 1, 1, 28, 56), r"expected images of shape"),
         (torch.rand(2, 28, 28), r"expected images of shape"),
-        (np.zeros((2, 1, 28, 56), dtype=np.float32), "expected a torch.Tensor of images; got ndarray"),
+        (np.zeros((2, 1, 28, 56), dtype=np.float32), r"expected a torch.Tensor of images, shape \(B, C, H, W\); got ndarray"),
     ],
     ids=["width", "channels", "2d", "5d", "3d_wrong_width", "numpy"],
 )
@@ -91,11 +91,11 @@ def test_non_finite_pixels_rejected(bad):
 
 def test_uint8_and_double_inputs_are_converted():
     model = build_model("hib", n_digits=1).eval()
-    x = torch.randint(0, 2, (2, 1, 28, 28)).float()
+    x = torch.randint(0, 256, (2, 1, 28, 28)).float() / 255  # uint8 pixels are 0..255, divided by 255
     with torch.no_grad():
         a = model(x)
         b = model(x.double())
-        c = model(x.to(torch.uint8))
+        c = model((x * 255).round().to(torch.uint8))
     assert torch.equal(a.mean, b.mean) and torch.equal(a.mean, c.mean)
 
 
@@ -104,9 +104,9 @@ def test_uint8_and_double_inputs_are_converted():
     [
         (dict(kind="gaussian"), "kind must be one of"),
         (dict(kind="point", components=2), "point models have exactly one component"),
-        (dict(dim=0), "must be >= 1"),
-        (dict(components=0), "must be >= 1"),
-        (dict(n_digits=0), "must be >= 1"),
+        (dict(dim=0), "must be an integer >= 1"),
+        (dict(components=0), "must be an integer >= 1"),
+        (dict(n_digits=0), "must be an integer >= 1"),
     ],
 )
 def test_build_model_errors(kwargs, match):
@@ -207,3 +207,26 @@ def test_gradients_flow_to_body_head_and_match():
     for name, p in model.named_parameters():
         assert p.grad is not None, name
     assert isinstance(model, EmbeddingNet)
+
+
+def test_forward_and_embed_refuse_every_kind_of_bad_image_batch(bad_images):
+    """Issue 14: 0..255 floats, 1e30, NaN/inf, wrong dtypes and shapes, an empty batch: a clear InputError."""
+    model = build_model("hib", n_digits=2)
+    for name, _what, x, match in bad_images((1, 28, 56)):
+        with pytest.raises(InputError, match=match):
+            model(x)
+        with pytest.raises(InputError, match=match):
+            model.embed(x)
+
+
+@pytest.mark.parametrize("batch_size", [0, -1, 2.5, True, None])
+def test_embed_refuses_bad_batch_sizes(batch_size):
+    with pytest.raises(InputError, match="batch_size must be an integer >= 1"):
+        build_model("point", n_digits=1).embed(torch.rand(2, 1, 28, 28), batch_size)
+
+
+@pytest.mark.parametrize("field, value", [("dim", 0), ("dim", 2.5), ("components", True), ("n_digits", -1),
+                                          ("n_digits", "2")])
+def test_build_model_names_the_bad_field(field, value):
+    with pytest.raises(InputError, match=f"{field} must be an integer >= 1"):
+        build_model("hib", **{field: value})

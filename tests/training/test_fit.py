@@ -174,13 +174,27 @@ def test_divergence_through_weights_raises_floating_point_error(data):
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        (dict(loss="triplet"), "loss must be 'soft' or 'hard'"),
-        (dict(pairing="random"), "pairing must be 'all' or 'two_stream'"),
-        (dict(steps=0), "steps, lr and k must be positive"),
-        (dict(lr=0.0), "steps, lr and k must be positive"),
-        (dict(lr=-1e-3), "steps, lr and k must be positive"),
-        (dict(k=0), "steps, lr and k must be positive"),
-        (dict(beta=-1e-4), "beta non-negative"),
+        (dict(loss="triplet"), r"TrainConfig.loss must be one of \('soft', 'hard'\)"),
+        (dict(pairing="random"), r"TrainConfig.pairing must be one of \('all', 'two_stream'\)"),
+        (dict(steps=0), "TrainConfig.steps must be an integer >= 1; got 0"),
+        (dict(steps=10.0), "TrainConfig.steps must be an integer >= 1; got 10.0"),
+        (dict(lr=0.0), "TrainConfig.lr must be > 0"),
+        (dict(lr=-1e-3), "TrainConfig.lr must be > 0"),
+        (dict(lr=float("inf")), "TrainConfig.lr must be a finite number"),
+        (dict(lr="3e-3"), "TrainConfig.lr must be a finite number"),
+        (dict(k=0), "TrainConfig.k must be an integer >= 1"),
+        (dict(k=True), "TrainConfig.k must be an integer >= 1"),
+        (dict(k=8.0), "TrainConfig.k must be an integer >= 1"),
+        (dict(beta=-1e-4), "TrainConfig.beta must be >= 0"),
+        (dict(beta=float("nan")), "TrainConfig.beta must be a finite number"),
+        (dict(beta=float("inf")), "TrainConfig.beta must be a finite number"),
+        (dict(per_class=1), "TrainConfig.per_class must be an integer >= 2"),
+        (dict(classes_per_batch=-2), "TrainConfig.classes_per_batch must be an integer >= 1"),
+        (dict(pairs_per_batch=0), "TrainConfig.pairs_per_batch must be an integer >= 1"),
+        (dict(warmup=1.5), "TrainConfig.warmup must be <= 1"),
+        (dict(occlusion_p=-0.1), "TrainConfig.occlusion_p must be >= 0"),
+        (dict(margin=0.0), "TrainConfig.margin must be > 0"),
+        (dict(weight_decay=-1.0), "TrainConfig.weight_decay must be >= 0"),
     ],
 )
 def test_train_config_rejects_bad_values(kwargs, match):
@@ -225,3 +239,20 @@ def test_bench_reports_the_preset_budget(capsys):
     assert "train point (K=1" in out and "-> paper preset: 12000 steps" in out
     assert "train hib   (K=4" in out and "-> paper preset: 9000 steps" in out and "train hib   (K=8" in out
     assert "embeddings" in out and "eta" in out
+
+
+def test_fit_refuses_every_kind_of_bad_training_images(data, bad_images):
+    """Issue 14: `fit` checks the whole training set before the first step (0..255 floats would train)."""
+    model = build_model("point", n_digits=2)
+    cfg = TrainConfig(steps=1, classes_per_batch=2, per_class=2)
+    for name, _what, x, match in bad_images((1, 28, 56), n=4):
+        with pytest.raises(InputError, match=match):
+            fit(model, x, torch.arange(len(x)) % 2, cfg, progress=False)
+
+
+@pytest.mark.parametrize("device", ["banana", "cuda:99", "meta", 3.5])
+def test_resolve_device_refuses_devices_that_do_not_exist_here(device):
+    if device == "cuda:99" and torch.cuda.device_count() > 99:
+        pytest.skip("a machine with 100 GPUs")
+    with pytest.raises(InputError, match="device|CUDA"):
+        resolve_device(device)

@@ -118,7 +118,8 @@ def test_default_occlusion_and_custom_augment(data):
         assert [r["step"] for r in hist.rows] == [0, 2]
         assert bool((torch.cat(seen) == 0).any()) == occluded  # fresh black boxes only with occlusion_p > 0
     with pytest.raises(InputError, match=r"occlusion_p > 0 needs one-channel 28 x 28N digit images"):
-        fit_triplets(_model(), torch.rand(16, 1, 28, 30), torch.arange(4).repeat(4), _cfg(occlusion_p=0.2))
+        fit_triplets(build_model("het", n_digits=1, dim=4, width=30), torch.rand(16, 1, 28, 30),
+                     torch.arange(4).repeat(4), _cfg(occlusion_p=0.2))
 
 
 @pytest.mark.parametrize("field, value", [
@@ -134,21 +135,21 @@ def test_config_errors_name_the_field(field, value):
 def test_bad_training_inputs(data):
     x, y = data
     cfg = _cfg(steps=2)
-    with pytest.raises(InputError, match=r"48 images but labels of shape \(47,\)"):
+    with pytest.raises(InputError, match=r"48 images but 47 labels"):
         fit_triplets(_model(), x, y[:-1], cfg, progress=False)
-    with pytest.raises(InputError, match=r"images must be float in \[0, 1\] or uint8; got torch.int32"):
+    with pytest.raises(InputError, match=r"images must be float in \[0, 1\] or uint8 \(0..255\); got dtype torch.int32"):
         fit_triplets(_model(), x.to(torch.int32), y, cfg, progress=False)
     bad = x.clone()
     bad[3, 0, 5, 5] = math.nan
     with pytest.raises(InputError, match="training images contain NaN or inf"):
         fit_triplets(_model(), bad, y, cfg, progress=False)
-    with pytest.raises(InputError, match=r"images must be a torch.Tensor"):
+    with pytest.raises(InputError, match=r"expected a torch.Tensor of training images"):
         fit_triplets(_model(), x.numpy(), y, cfg, progress=False)
     with pytest.raises(InputError, match="P = 5 classes per batch but the labels hold only 4"):
         fit_triplets(_model(), x, y, _cfg(P=5), progress=False)
     with pytest.raises(InputError, match=r"K = 13 images per class but class 0 has 12 image\(s\)"):
         fit_triplets(_model(), x, y, _cfg(K=13), progress=False)
-    with pytest.raises(InputError, match=r"expected images of shape \(B, 1, 28, 56\)"):
+    with pytest.raises(InputError, match=r"expected training images of shape \(B, 1, 28, 56\)"):
         fit_triplets(build_model("het", n_digits=2, dim=4), x, y, cfg, progress=False)
     torch.manual_seed(0)
     with pytest.raises(InputError, match=r"isotropic variance sigma\^2 > 0 per input \(build_model\('het'\)\)"):
@@ -160,3 +161,9 @@ def test_string_labels(data):
     names = np.array(["a", "b", "c", "d"])[y.numpy()]
     hist = fit_triplets(_model(), x, names, _cfg(steps=2), progress=False)
     assert hist.rows[0]["triplets"] == 16
+
+
+def test_fit_triplets_refuses_every_kind_of_bad_training_images(bad_images):
+    for name, _what, x, match in bad_images((1, 28, 28), n=4):
+        with pytest.raises(InputError, match=match):
+            fit_triplets(_model(), x, torch.arange(len(x)) % 2, _cfg(steps=1), progress=False)

@@ -1,0 +1,251 @@
+"""The checks every public entry point shares: images, counts, memory budgets, atomic files.
+
+Each raises :class:`hedgekit.errors.InputError` with a message that says what was expected.
+
+* `check_images`: a batch of images is a tensor of uint8 or float pixels in [0, 1], of the expected
+  shape, non-empty; one min/max pass per batch (a NaN or inf fails the same comparison).
+* `check_count`: K, n_samples, n_points, top_k, batch sizes ...: a true integer (not a bool, not
+  8.0) within bounds.
+* `check_memory`: refuse a tensor that would not fit `memory_budget()` (a quarter of this
+  machine's RAM) before allocating it, e.g. HIB's (BK) x (BK) pair matrix for a huge K.
+* `atomic_write`: write a file through a temporary twin that is renamed into place, or removed
+  if anything fails; a path that is a directory is refused up front.
+* `array_checksum`: SHA-256 of named arrays (name, dtype, shape, bytes), stored inside dataset
+  caches so that a well-formed but edited cache is detected and rebuilt.
+* `check_device`; `count_arg`, `number_arg`, `device_arg`: the same checks as argparse types for the
+  command line, whose errors name the flag.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import math
+import numbers
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from hedgekit.errors import InputError
+
+FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+def check_images(x, shape: tuple[int, ...] | None = None, name: str = "images", convert: bool = True) -> Tensor:
+    """A batch of images as float32 (B, C, H, W) in [0, 1].
+
+    Args:
+        x: a torch.Tensor of uint8 pixels (0..255, divided by 255 here) or float pixels in [0, 1],
+            of shape (B, C, H, W), or (B, H, W) for one channel.
+        shape: the expected (C, H, W); None accepts any.
+        name: names ``x`` in the error messages.
+        convert: False only validates and returns ``x`` itself (no float copy of a whole data set).
+    """
+    if not isinstance(x, Tensor):
+        raise InputError(f"expected a torch.Tensor of {name}, shape (B, C, H, W); got {type(x).__name__}")
+    want = "(B, " + ", ".join(map(str, shape)) + ")" if shape is not None else "(B, C, H, W)"
+    if x.dtype != torch.uint8 and x.dtype not in FLOAT_DTYPES:
+        raise InputError(f"{name} must be float in [0, 1] or uint8 (0..255); got dtype {x.dtype}")
+    if x.ndim == 3 and (shape is None or shape[0] == 1):
+        x = x.unsqueeze(1)
+    if x.ndim != 4 or (shape is not None and tuple(x.shape[1:]) != tuple(shape)):
+        raise InputError(f"expected {name} of shape {want}; got {tuple(x.shape)}")
+    if len(x) == 0:
+        raise InputError(f"{name} is an empty batch (0 images); pass at least one image of shape {want}")
+    if x.dtype == torch.uint8:
+        return x.float().div_(255.0) if convert else x
+    lo, hi = torch.aminmax(x.detach().float() if x.dtype in (torch.float16, torch.bfloat16) else x.detach())
+    if not (lo >= 0 and hi <= 1):  # also False for NaN
+        if not torch.isfinite(x).all():
+            raise InputError(f"{name} contain NaN or inf pixels; expected float pixels in [0, 1]")
+        hint = " (0..255 pixels? divide by 255 or pass uint8)" if hi <= 255 and lo >= 0 else ""
+        raise InputError(f"{name} must be float pixels in [0, 1]; got values in [{lo.item():.4g}, {hi.item():.4g}]{hint}")
+    return x.float() if convert else x
+
+
+def check_training_set(images, labels, model=None) -> None:
+    """The one check of every trainer (`fit`, `fit_episodic`, `fit_triplets`): ``images`` pass `check_images`
+    (shaped like ``model.input_shape`` if the model has one) and there is one label per image."""
+    check_images(images, getattr(model, "input_shape", None), "training images", convert=False)
+    if getattr(labels, "ndim", 1) != 1 or not hasattr(labels, "__len__"):
+        raise InputError(f"labels must be one class label per image, shape (N,); got {getattr(labels, 'shape', labels)!r}")
+    if len(labels) != len(images):
+        raise InputError(f"{len(images)} images but {len(labels)} labels; need one label per image")
+
+
+def check_count(value, name: str, minimum: int = 1, maximum: int | None = None, why: str = "") -> int:
+    """``value`` as an int, if it is an integer (not bool, not float) in [minimum, maximum]."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InputError(f"{name} must be an integer >= {minimum}; got {value!r} ({type(value).__name__})")
+    value = int(value)
+    if value < minimum:
+        raise InputError(f"{name} must be an integer >= {minimum}; got {value}")
+    if maximum is not None and value > maximum:
+        raise InputError(f"{name} must be at most {maximum}{why}; got {value}")
+    return value
+
+
+def check_number(value, name: str, minimum: float | None = None, maximum: float | None = None,
+                 above: bool = False) -> float:
+    """``value`` as a float, if it is a finite real number (not a bool) >= ``minimum`` (> if ``above``), <= ``maximum``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise InputError(f"{name} must be a finite number; got {value!r}")
+    if minimum is not None and (value <= minimum if above else value < minimum):
+        raise InputError(f"{name} must be {'>' if above else '>='} {minimum:g}; got {value!r}")
+    if maximum is not None and value > maximum:
+        raise InputError(f"{name} must be <= {maximum:g}; got {value!r}")
+    return float(value)
+
+
+def check_fields(config, counts: Mapping[str, int] = {}, positive: tuple[str, ...] = (),
+                 non_negative: tuple[str, ...] = (), fractions: tuple[str, ...] = (),
+                 choices: Mapping[str, tuple] = {}) -> None:
+    """Check a config dataclass field by field; the error names the field, e.g. ``TrainConfig.k must be ...``.
+
+    counts: field -> minimum integer; positive / non_negative: finite numbers > 0 / >= 0; fractions: in [0, 1];
+    choices: field -> allowed values.
+    """
+    cls = type(config).__name__
+    for name, allowed in choices.items():
+        if getattr(config, name) not in allowed:
+            raise InputError(f"{cls}.{name} must be one of {allowed}; got {getattr(config, name)!r}")
+    for name, minimum in counts.items():
+        check_count(getattr(config, name), f"{cls}.{name}", minimum)
+    for name in positive:
+        check_number(getattr(config, name), f"{cls}.{name}", 0.0, above=True)
+    for name in non_negative:
+        check_number(getattr(config, name), f"{cls}.{name}", 0.0)
+    for name in fractions:
+        check_number(getattr(config, name), f"{cls}.{name}", 0.0, 1.0)
+
+
+def memory_budget() -> int:
+    """Bytes one tensor may take: a quarter of the physical RAM (4 GiB if it cannot be read)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
+    except (ValueError, OSError, AttributeError):
+        return 4 * 2**30
+
+
+def check_memory(n_elements: int, what: str, hint: str, element_size: int = 4) -> None:
+    """InputError if ``n_elements`` values of ``element_size`` bytes exceed `memory_budget`."""
+    need, budget = n_elements * element_size, memory_budget()
+    if need > budget:
+        raise InputError(f"{what} would take {_human(need)}, more than the {_human(budget)} allowed "
+                         f"(a quarter of this machine's RAM); {hint}")
+
+
+def _human(n_bytes: float) -> str:
+    units = ("B", "KB", "MB", "GB", "TB", "PB", "EB")
+    i = min(len(units) - 1, int(math.log(max(n_bytes, 1), 1024)))
+    return f"{n_bytes} B" if i == 0 else f"{n_bytes / 1024**i:.3g} {units[i]}"
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike) -> Iterator[Path]:
+    """``with atomic_write(path) as tmp: write(tmp)``: ``tmp`` replaces ``path`` only if the block succeeds.
+
+    The temporary file (``<name>.<pid>.tmp`` beside ``path``) is removed on any failure, so no ``.tmp``
+    is left behind. A ``path`` that is a directory is refused with an InputError before anything is written.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"cannot write {path}: it is a directory; remove it or choose a file path")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def array_checksum(arrays: Mapping[str, np.ndarray]) -> str:
+    """SHA-256 hex digest of named arrays: each name, dtype, shape and bytes, in sorted name order."""
+    h = hashlib.sha256()
+    for key in sorted(arrays):
+        a = np.ascontiguousarray(arrays[key])
+        h.update(f"{key}|{a.dtype.str}|{a.shape}|".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def save_checked_npz(path: str | os.PathLike, compressed: bool = True, **arrays: np.ndarray) -> None:
+    """Write ``arrays`` to an ``.npz`` cache atomically, with their `array_checksum` stored inside."""
+    save = np.savez_compressed if compressed else np.savez
+    with atomic_write(path) as tmp, open(tmp, "wb") as f:
+        save(f, checksum=np.array(array_checksum(arrays)), **arrays)
+
+
+def load_checked_npz(path: str | os.PathLike, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """The arrays ``keys`` of a cache written by `save_checked_npz`; InputError if its checksum does not match
+    (the file was edited, or written by an older version without a checksum)."""
+    with np.load(path) as f:
+        arrays = {k: f[k] for k in keys}
+        stored = str(f["checksum"]) if "checksum" in f.files else None
+    if stored is None:
+        raise InputError("it has no checksum (written by an older version)")
+    if stored != array_checksum(arrays):
+        raise InputError("its contents do not match their checksum (the file was modified)")
+    return arrays
+
+
+def check_device(device) -> torch.device:
+    """``device`` ("cpu", "cuda", "cuda:1", "mps", a torch.device) as a torch.device that exists on this machine."""
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError, ValueError) as exc:
+        raise InputError(f"{device!r} is not a device; use cpu, cuda, cuda:N, mps or auto") from exc
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise InputError(f"device {device!r}: CUDA is not available on this machine (no NVIDIA GPU, or a CPU-only "
+                             "torch build); use cpu (or auto, which picks the best available)")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise InputError(f"device {device!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+    elif dev.type == "mps":
+        if getattr(torch.backends, "mps", None) is None or not torch.backends.mps.is_available():
+            raise InputError(f"device {device!r}: Apple's MPS is not available on this machine; use cpu or auto")
+    elif dev.type != "cpu":
+        raise InputError(f"device {device!r} is not supported; use cpu, cuda, cuda:N, mps or auto")
+    return dev
+
+
+def count_arg(minimum: int = 1):
+    """An argparse ``type=``: an integer >= ``minimum``; argparse names the flag in its error."""
+    def parse(text: str) -> int:
+        try:
+            return check_count(int(text), "the value", minimum)
+        except ValueError as exc:  # int("1.5"), int("x"), and InputError (a ValueError) below the minimum
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}; got {text!r}") from exc
+
+    parse.__name__ = f"integer >= {minimum}"
+    return parse
+
+
+def number_arg(minimum: float = 0.0):
+    """An argparse ``type=``: a finite number >= ``minimum`` (not nan, not inf)."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"expected a number; got {text!r}") from exc
+        if not math.isfinite(value) or value < minimum:
+            raise argparse.ArgumentTypeError(f"expected a finite number >= {minimum:g}; got {text!r}")
+        return value
+
+    parse.__name__ = f"number >= {minimum:g}"
+    return parse
+
+
+def device_arg(text: str) -> str:
+    """An argparse ``type=``: "auto" or a device that exists here (`check_device`)."""
+    if text != "auto":
+        try:
+            check_device(text)
+        except InputError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from exc
+    return text
