@@ -16,7 +16,8 @@ clothing in ten classes (`CLASS_NAMES`), 60,000 for training and 10,000 for test
 
 Decoded splits are cached as `.npz` under `cache_path('fashion-mnist')`, named by a
 hash of the source files' bytes, so changed or different files never reuse a stale
-cache; an unreadable cache file is rebuilt with a warning.
+cache; an unreadable or edited cache file (its arrays no longer match the checksum stored
+inside, `hedgekit.checks.save_checked_npz`) is rebuilt with a warning.
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from hedgekit.checks import load_checked_npz, save_checked_npz
 from hedgekit.data.mnist import IDX_FILES, check_images_and_labels, find_idx_file, read_idx
 from hedgekit.errors import DataNotFoundError, InputError
 from hedgekit.paths import cache_path
@@ -152,16 +154,12 @@ def _checked(images: np.ndarray, labels: np.ndarray, split: str, expected_count:
 
 def _read_cache(path: Path, split: str, expected_count: int | None) -> FashionSet:
     """The FashionSet stored at `path` by `_write_cache`; raises (e.g. InputError, OSError) if it is unusable."""
-    with np.load(path) as f:
-        images, labels = f["images"], f["labels"]
+    images, labels = load_checked_npz(path, ("images", "labels")).values()
     if images.dtype != np.uint8 or labels.dtype != np.int64:
         raise InputError(f"it holds {images.dtype} images and {labels.dtype} labels, expected uint8 and int64")
     return _checked(images, labels, split, expected_count, "the cache")
 
 
 def _write_cache(path: Path, dataset: FashionSet) -> None:
-    """Write atomically (temporary file + rename), so readers never see half a file."""
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-        np.savez(f, images=dataset.images, labels=dataset.labels)
-    os.replace(tmp, path)
+    """Write atomically with a checksum (`hedgekit.checks.save_checked_npz`): readers never see half a file."""
+    save_checked_npz(path, compressed=False, images=dataset.images, labels=dataset.labels)

@@ -109,7 +109,7 @@ Monte Carlo with the same sampler that generates the images.
 from __future__ import annotations
 
 import hashlib
-import os
+import zipfile
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,6 +117,7 @@ import numpy as np
 from scipy import integrate
 from scipy.special import logsumexp, ndtr
 
+from hedgekit.checks import load_checked_npz, save_checked_npz
 from hedgekit.errors import InputError
 from hedgekit.paths import cache_path
 
@@ -552,19 +553,16 @@ def make_lshapes(n: int, seed: int = 0, train: bool = True, *, size: int = IMAGE
         path = cache_path("lshapes", f"{'train' if train else 'test'}_n{n}_seed{seed}_{key}.npz")
         if path.is_file():
             try:
-                with np.load(path) as z:
-                    images = z["images"]
-                    if images.shape == (n, 3, size, size) and np.array_equal(z["labels"], factors["labels"]):
-                        return LShapes(images=images, seed=seed, train=bool(train), size=size,
-                                       antialias=bool(antialias), config=config, **factors)
-            except (OSError, ValueError, KeyError):
-                pass  # unreadable / stale cache: regenerate below
+                z = load_checked_npz(path, ("images", *factors))
+                if z["images"].shape == (n, 3, size, size) and all(np.array_equal(z[k], v) for k, v in factors.items()):
+                    return LShapes(images=z["images"], seed=seed, train=bool(train), size=size,
+                                   antialias=bool(antialias), config=config, **factors)
+            except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+                pass  # unreadable, edited (checksum) or stale cache: regenerate below
     images = render_batch(factors["orientation"], factors["hue"], factors["hue_noise"], factors["leg_length"],
                           factors["noise_seed"], size=size, dtype=dtype, antialias=antialias)
     if path is not None:
-        tmp = path.with_name(path.name + f".tmp{os.getpid()}.npz")
-        np.savez_compressed(tmp, images=images, **factors)
-        os.replace(tmp, path)
+        save_checked_npz(path, images=images, **factors)
     return LShapes(images=images, seed=seed, train=bool(train), size=size, antialias=bool(antialias),
                    config=config, **factors)
 

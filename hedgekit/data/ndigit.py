@@ -21,7 +21,6 @@ as `.npz` under `cache_path('ndigit')`.
 """
 from __future__ import annotations
 
-import os
 import warnings
 import zipfile
 import zlib
@@ -31,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from hedgekit.checks import load_checked_npz, save_checked_npz
 from hedgekit.data.mnist import load_mnist
 from hedgekit.data.occlusion import DIGIT_SIZE, occlude, sample_digit_boxes
 from hedgekit.errors import InputError
@@ -136,8 +136,9 @@ def load_ndigit(n_digits: int, split: str, seed: int = 0, mnist_root=None) -> ND
 
     split: "train", "test_seen" or "test_unseen". `mnist_root` is passed to
     `load_mnist` when the split has to be built. The cache file is
-    `cache_path('ndigit', f'n{N}_{split}_s{seed}.npz')`; an unreadable or
-    inconsistent cache file is rebuilt with a warning.
+    `cache_path('ndigit', f'n{N}_{split}_s{seed}.npz')`, with a checksum of its arrays
+    inside (`hedgekit.checks.save_checked_npz`); an unreadable, inconsistent or edited
+    cache file is rebuilt with a warning.
     """
     _check_args(n_digits, seed)
     if split not in SPLITS:
@@ -186,9 +187,12 @@ def _compose(rng: np.random.Generator, digits: np.ndarray, images: np.ndarray, l
     return images[picks].transpose(0, 2, 1, 3).reshape(m, DIGIT_SIZE, DIGIT_SIZE * n)
 
 
+_CACHE_KEYS = ("images", "labels", "digits", "boxes")
+
+
 def _read_cache(path: Path, n_digits: int, split: str) -> NDigitSet:
-    with np.load(path) as f:
-        images, labels, digits, boxes = (f[k] for k in ("images", "labels", "digits", "boxes"))
+    """The split stored at ``path``; InputError if its checksum (`hedgekit.checks`) or size is wrong."""
+    images, labels, digits, boxes = load_checked_npz(path, _CACHE_KEYS).values()
     if len(labels) != N_IMAGES[split]:
         raise InputError(f"it holds {len(labels)} images instead of {N_IMAGES[split]}")
     # The corrupt twin is not stored: it is the clean images with the boxes applied.
@@ -197,13 +201,8 @@ def _read_cache(path: Path, n_digits: int, split: str) -> NDigitSet:
 
 
 def _write_cache(path: Path, dataset: NDigitSet) -> None:
-    """Write atomically (temporary file + rename), so readers never see half a file."""
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-        np.savez_compressed(
-            f, images=dataset.images, labels=dataset.labels, digits=dataset.digits, boxes=dataset.boxes
-        )
-    os.replace(tmp, path)
+    """Write atomically with a checksum (`hedgekit.checks.save_checked_npz`): readers never see half a file."""
+    save_checked_npz(path, images=dataset.images, labels=dataset.labels, digits=dataset.digits, boxes=dataset.boxes)
 
 
 def _check_args(n_digits, seed) -> None:

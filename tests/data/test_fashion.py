@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from hedgekit.checks import save_checked_npz
 from hedgekit.data import FashionSet, load_fashion
 from hedgekit.data import fashion as fashion_module
 from hedgekit.data.fashion import CLASS_NAMES, DEBIAN_COUNTS, DEBIAN_DIR, ENV_VAR
@@ -238,17 +239,29 @@ def test_cache_follows_the_files(tmp_path, monkeypatch):
     assert len(cache_files(tmp_path)) == 3
 
 
+def _tamper(path):
+    """Well-formed edit: one label changed, every array and the stored checksum rewritten as they were."""
+    with np.load(path) as f:
+        arrays = {k: f[k].copy() for k in f.files}
+    arrays["labels"][0] = (arrays["labels"][0] + 1) % 10
+    np.savez(path, **arrays)
+
+
 @pytest.mark.parametrize(
     "corrupt, match",
     [
         (lambda path: path.write_bytes(b"not a zip file"), "rebuilding the unreadable Fashion-MNIST cache"),
         (lambda path: path.write_bytes(path.read_bytes()[:100]), "rebuilding"),
-        (lambda path: np.savez(path, images=np.zeros((5, 28, 28), np.uint8)), "labels"),
-        (lambda path: np.savez(path, images=np.zeros((5, 28, 28)), labels=np.zeros(5, np.int64)), "float64 images"),
+        (lambda path: save_checked_npz(path, images=np.zeros((5, 28, 28), np.uint8)), "labels"),
+        (lambda path: save_checked_npz(path, images=np.zeros((5, 28, 28)), labels=np.zeros(5, np.int64)),
+         "float64 images"),
         (
-            lambda path: np.savez(path, images=np.zeros((5, 28, 28), np.uint8), labels=np.full(5, 12)),
+            lambda path: save_checked_npz(path, images=np.zeros((5, 28, 28), np.uint8), labels=np.full(5, 12)),
             "the cache labels contain 12",
         ),
+        (lambda path: np.savez(path, images=np.zeros((5, 28, 28), np.uint8), labels=np.zeros(5, np.int64)),
+         "no checksum"),
+        (lambda path: _tamper(path), "do not match their checksum"),
     ],
 )
 def test_corrupt_cache_is_rebuilt(tmp_path, monkeypatch, corrupt, match):

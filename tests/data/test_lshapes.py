@@ -389,3 +389,16 @@ def test_other_bad_input():
     with pytest.raises(InputError, match="n >= 2"):
         L.interpolation_grid(1)
     assert issubclass(InputError, ValueError)
+
+
+def test_make_lshapes_tampered_cache_is_rendered_again(tmp_path, monkeypatch):
+    """A well-formed but edited cache (checksum kept) is detected and the images are rendered afresh."""
+    monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path))
+    a = L.make_lshapes(12, seed=4, train=False, cache=True)
+    [path] = (tmp_path / "lshapes").glob("*.npz")
+    with np.load(path) as f:
+        arrays = {k: f[k] for k in f.files}
+    arrays["images"] = arrays["images"][::-1].copy()
+    np.savez_compressed(path, **arrays)
+    np.testing.assert_array_equal(L.make_lshapes(12, seed=4, train=False, cache=True).images, a.images)
+    assert not list((tmp_path / "lshapes").glob("*.tmp"))

