@@ -43,5 +43,6 @@ class ELK(SphericalMethod):
     def loss(self, out: dict[str, Tensor], labels: Tensor) -> Tensor:
         self.check_labels(out, labels)
         nu, lam = self.proxies()
-        sim = log_expected_likelihood(out["embedding"][:, None], out["kappa"][:, None], nu[None], lam[None])  # (B, C)
+        e = out["embedding"]
+        sim = log_expected_likelihood(e @ nu.T, out["kappa"][:, None], lam, self.embed_dim)  # (B, C)
         return F.cross_entropy(sim, labels)

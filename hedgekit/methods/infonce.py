@@ -34,7 +34,8 @@ def label_info_nce(logits: Tensor, labels: Tensor) -> Tensor:
     if not pos.any():
         raise InputError("InfoNCE needs at least two images of one class in the batch (use a class-balanced sampler)")
     log_denominator = torch.logsumexp(logits.masked_fill(eye, float("-inf")), dim=-1, keepdim=True)
-    return -(logits - log_denominator)[..., pos].mean()
+    weights = pos / (pos.sum() * logits[..., 0, 0].numel())  # a mean over pairs (and leading dims), by a weighted sum
+    return -((logits - log_denominator) * weights).sum()
 
 
 @register

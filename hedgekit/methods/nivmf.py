@@ -23,15 +23,19 @@ from torch import Tensor
 
 from hedgekit.methods.elk import ClassVMFProxies
 from hedgekit.methods.upstream import register
-from hedgekit.methods.vmf import SphericalMethod, sample_vmf, vmf_log_density
+from hedgekit.methods.vmf import SphericalMethod, log_vmf_normalizer, sample_vmf
 
 
 def nivmf_log_density(z: Tensor, nu: Tensor, k: Tensor) -> Tensor:
-    """log nivMF(z; nu, diag(k)) for unit z, nu (..., D) and axis concentrations k (..., D) > 0."""
-    kz, knu = k * z, k * nu
-    scale = knu.norm(dim=-1)
-    return (vmf_log_density(F.normalize(kz, dim=-1), knu / scale.unsqueeze(-1), scale)
-            + k.log().sum(-1) - z.shape[-1] * kz.norm(dim=-1).log())
+    """(..., C) log nivMF(z; nu_c, diag(k_c)) for unit z (..., D), unit nu (C, D) and k (C, D) > 0.
+
+    Written with matrix products, as ||K z||^2 = z^2 . k^2 and (K z)^T (K nu) = z . (k^2 nu):
+    log C_D(||K nu||) + (K z)^T (K nu) / ||K z|| + log det K - (D/2) log ||K z||^2.
+    """
+    k2 = k**2
+    kz_sq = (z**2) @ k2.T  # (..., C)
+    return (log_vmf_normalizer((k2 * nu**2).sum(-1).sqrt(), z.shape[-1]) + (z @ (k2 * nu).T) / kz_sq.sqrt()
+            + k.log().sum(-1) - z.shape[-1] / 2 * kz_sq.log())
 
 
 @register
@@ -45,7 +49,7 @@ class NIVMF(SphericalMethod):
     def approx_elk_sim(self, samples: Tensor) -> Tensor:
         """(B, C) Monte-Carlo log expected likelihood from samples (S, B, D) of the image posteriors."""
         nu, k = self.proxies()
-        log_lik = nivmf_log_density(samples[:, :, None], nu, k)  # (S, B, C)
+        log_lik = nivmf_log_density(samples, nu, k)  # (S, B, C)
         return torch.logsumexp(log_lik, 0) - math.log(samples.shape[0])
 
     def loss(self, out: dict[str, Tensor], labels: Tensor) -> Tensor:

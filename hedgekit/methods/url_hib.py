@@ -33,7 +33,7 @@ def url_hib_loss(samples: Tensor, labels: Tensor, match: SoftMatch) -> Tensor:
     different = labels[:, None] != labels[None, :]
     if not same.any() or not different.any():
         raise InputError("HIB needs same-class and different-class pairs in the batch (use a class-balanced sampler)")
-    return -log_p[same].mean() + log_p[different].mean()
+    return -(log_p * same).sum() / same.sum() + (log_p * different).sum() / different.sum()
 
 
 @register

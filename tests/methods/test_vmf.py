@@ -36,9 +36,20 @@ def test_log_bessel_matches_scipy_and_its_gradient_finite_differences():
     x = torch.tensor([0.05, 2.0, 40.0, 2000.0], dtype=torch.float64, requires_grad=True)
     expected = [math.log(special.iv(7, v)) for v in (0.05, 2.0, 40.0)] + [math.log(special.ive(7, 2000.0)) + 2000.0]
     torch.testing.assert_close(log_bessel_iv(7, x).detach(), torch.tensor(expected, dtype=torch.float64))
-    assert torch.autograd.gradcheck(lambda t: log_vmf_normalizer(t, 16), (x,))
+    for d in (8, 16):  # scipy's exact branch (v = 3) and the Debye branch (v = 7)
+        assert torch.autograd.gradcheck(lambda t: log_vmf_normalizer(t, d), (x,))
     with pytest.raises(InputError, match="x > 0"):
         log_bessel_iv(1, torch.tensor([0.0]))
+
+
+@pytest.mark.parametrize("v", [7.0, 7.5, 15.0, 31.5])
+def test_debye_branch_matches_scipy_value_and_derivative(v):
+    x = torch.logspace(-3, 5, 400, dtype=torch.float64, requires_grad=True)
+    y = log_bessel_iv(v, x)
+    xn = x.detach().numpy()
+    np.testing.assert_allclose(y.detach().numpy(), np.log(special.ive(v, xn)) + xn, rtol=0, atol=2e-6)
+    (grad,) = torch.autograd.grad(y.sum(), x)  # d/dx log I_v = I_{v+1} / I_v + v / x
+    np.testing.assert_allclose(grad.numpy(), special.ive(v + 1, xn) / special.ive(v, xn) + v / xn, rtol=1e-4)
 
 
 def test_log_density_against_3d_formula():
@@ -72,6 +83,15 @@ def test_sampler_moments_and_gradient():
     eps = 1e-4
     fd = (mean_resultant_length(kappa.detach() + eps, d) - mean_resultant_length(kappa.detach() - eps, d)) / (2 * eps)
     torch.testing.assert_close(kappa.grad, fd, rtol=0.1, atol=2e-5)
+
+
+def test_sampler_is_finite_for_extreme_concentrations():
+    mu = torch.nn.functional.normalize(torch.randn(3, 16), dim=-1)
+    kappa = torch.tensor([1e-3, 1e4, 1e9], requires_grad=True)
+    s = sample_vmf(mu, kappa, 64, generator=torch.Generator().manual_seed(0))
+    (s * torch.randn(16)).sum().backward()
+    assert torch.isfinite(s).all() and torch.isfinite(kappa.grad).all()
+    assert (s[:, 2] - mu[2]).abs().max() < 1e-3  # kappa = 1e9 samples sit on the mean
 
 
 def test_sampler_errors():
