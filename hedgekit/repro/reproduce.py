@@ -47,6 +47,7 @@ NOTEBOOKS: dict[str, list[str]] = {
     "hib": ["01_ndigit_mnist.ipynb", "02_hib_embeddings.ipynb", "03_self_organization.ipynb",
             "04_known_unknowns.ipynb", "05_kl_and_soft_contrastive.ipynb"],
     "spe": ["06_spe_lshapes.ipynb", "07_spe_ndigit.ipynb"],
+    "url": ["09_url_benchmark.ipynb"],
 }
 
 
