@@ -12,7 +12,6 @@ S standard-normal draws fixed at construction, so u(x) of an input does not flic
 """
 from __future__ import annotations
 
-import math
 
 import torch
 import torch.nn.functional as F

@@ -14,6 +14,7 @@ divergence between ensemble members (sec. 4.1).
 from __future__ import annotations
 
 import math
+
 import torch
 from torch import Tensor, nn
 

@@ -2,7 +2,8 @@
 
 Oracles: the closed form C_3(kappa) = kappa / (4 pi sinh kappa), numerical integration of the
 density over S^{D-1} (via the marginal of w = mu^T z), scipy's Bessel functions, finite
-differences for the gradients, and Monte Carlo moments of the sampler."""
+differences for the gradients, Monte Carlo moments of the sampler, and Monte Carlo of the expected
+likelihood kernel E_{z ~ vMF(mu, kappa)}[vMF(z; nu, lam)]."""
 import math
 
 import numpy as np
@@ -11,7 +12,8 @@ import torch
 from scipy import integrate, special
 
 from hedgekit.errors import InputError
-from hedgekit.methods.vmf import log_bessel_iv, log_vmf_normalizer, mean_resultant_length, sample_vmf, vmf_log_density
+from hedgekit.methods.vmf import (log_bessel_iv, log_expected_likelihood, log_vmf_normalizer, mean_resultant_length, sample_vmf,
+                                  vmf_log_density)
 
 
 def _sphere_area(d):
@@ -99,3 +101,14 @@ def test_sampler_errors():
         sample_vmf(torch.ones(2, 3), torch.ones(3), 4)
     with pytest.raises(InputError, match="> 0"):
         sample_vmf(torch.ones(2, 3), torch.zeros(2), 4)
+
+
+def test_expected_likelihood_kernel_against_monte_carlo():
+    g = torch.Generator().manual_seed(1)
+    mu, nu = (torch.nn.functional.normalize(torch.randn(2, 5, generator=g, dtype=torch.float64), dim=-1) for _ in range(2))
+    kappa, lam = torch.tensor([3.0, 10.0], dtype=torch.float64), torch.tensor([4.0, 2.0], dtype=torch.float64)
+    z = sample_vmf(mu, kappa, 50_000, generator=torch.Generator().manual_seed(3))  # (n, 2, 5)
+    lik = vmf_log_density(z, nu, lam).exp()
+    rel_se = lik.std(0) / lik.mean(0) / math.sqrt(len(lik))  # standard error of log(mean), to first order
+    closed = log_expected_likelihood((mu * nu).sum(-1), kappa, lam, 5)
+    assert ((closed - lik.mean(0).log()).abs() < 4 * rel_se).all()
