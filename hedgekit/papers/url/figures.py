@@ -14,15 +14,15 @@ from matplotlib.patches import Rectangle
 from hedgekit.papers.url import numbers, protocol
 from hedgekit.papers.url.claims import spearman
 from hedgekit.papers.url.numbers import DISPLAY
-from hedgekit.viz.style import TAB10, figure
+from hedgekit.viz.style import INK, TAB10, figure
 
 __all__ = ["method_colours", "crop_examples", "ranking", "r1_vs_rauroc", "correlation_scatter"]
 
 
 def method_colours(methods) -> dict:
     """One colour per method, fixed by its place in the paper's list (the same in every figure)."""
-    order = list(numbers.METHODS)
-    return {m: TAB10[(order.index(m) if m in order else len(order) + i) % len(TAB10)] for i, m in enumerate(methods)}
+    order, palette = list(numbers.METHODS), TAB10 + (INK,)  # 11 methods: tab10 and near-black
+    return {m: palette[(order.index(m) if m in order else len(order) + i) % len(palette)] for i, m in enumerate(methods)}
 
 
 def ranking(board, title: str = ""):

@@ -94,3 +94,8 @@ def test_crop_examples_draw_images_and_their_crops():
     sets = {k: (torch.rand(5, 1, 28, 56), torch.arange(5)) for k in ("up", "unseen")}
     fig, ax = figures.crop_examples(sets, n=2)
     assert ax.shape == (2, 4) and len(ax[0, 0].patches) == 1
+
+
+def test_every_method_gets_its_own_colour():
+    colours = figures.method_colours(numbers.METHODS)
+    assert len(set(colours.values())) == len(numbers.METHODS)
