@@ -40,9 +40,12 @@ class ELK(SphericalMethod):
         super().__init__(feat_dim, n_classes, embed_dim, **hparams)
         self.proxies = ClassVMFProxies(n_classes, embed_dim, self.t)
 
+    def forward(self, features: Tensor) -> dict[str, Tensor]:
+        out = super().forward(features)
+        nu, lam = self.proxies()
+        out["logits"] = log_expected_likelihood(out["embedding"] @ nu.T, out["kappa"][:, None], lam, self.embed_dim)  # (B, C)
+        return out
+
     def loss(self, out: dict[str, Tensor], labels: Tensor) -> Tensor:
         self.check_labels(out, labels)
-        nu, lam = self.proxies()
-        e = out["embedding"]
-        sim = log_expected_likelihood(e @ nu.T, out["kappa"][:, None], lam, self.embed_dim)  # (B, C)
-        return F.cross_entropy(sim, labels)
+        return F.cross_entropy(out["logits"], labels)

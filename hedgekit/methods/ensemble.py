@@ -17,10 +17,9 @@ from torch import Tensor, nn
 from hedgekit.methods.upstream import UpstreamMethod, check_kind, count, member_uncertainty, register
 
 
-def mixture_nll(member_logits: Tensor, labels: Tensor) -> Tensor:
-    """Mean over the batch of -log (1/M sum_m softmax(member_logits)_y), member_logits (B, M, C)."""
-    log_p = torch.logsumexp(F.log_softmax(member_logits, -1), 1) - math.log(member_logits.shape[1])  # (B, C)
-    return F.nll_loss(log_p, labels)
+def log_mean_probs(member_logits: Tensor) -> Tensor:
+    """(B, C) log (1/M sum_m softmax(member_logits_m)) for member logits (B, M, C), computed stably."""
+    return torch.logsumexp(F.log_softmax(member_logits, -1), 1) - math.log(member_logits.shape[1])
 
 
 @register
@@ -35,8 +34,9 @@ class Ensemble(UpstreamMethod):
     def forward(self, features: Tensor) -> dict[str, Tensor]:
         e = self.embed(features)
         logits = self.heads(e).view(-1, self.members, self.n_classes)  # (B, M, C)
-        return {"embedding": e, "uncertainty": member_uncertainty(logits.softmax(-1), self.u), "member_logits": logits}
+        return {"embedding": e, "uncertainty": member_uncertainty(logits.softmax(-1), self.u),
+                "logits": log_mean_probs(logits), "member_logits": logits}
 
     def loss(self, out: dict[str, Tensor], labels: Tensor) -> Tensor:
         self.check_labels(out, labels)
-        return mixture_nll(out["member_logits"], labels)
+        return F.nll_loss(out["logits"], labels)

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from hedgekit.errors import InputError
-from hedgekit.methods.ensemble import mixture_nll
+from hedgekit.methods.ensemble import log_mean_probs
 from hedgekit.methods.upstream import UpstreamMethod, count, entropy, inverse_softplus, register
 
 
@@ -57,9 +57,10 @@ class HETXL(UpstreamMethod):
         z = torch.randn(self.n_samples, len(phi), self.rank + self.embed_dim, device=phi.device) if self.training else self.eval_noise
         tau = F.softplus(self.tau_raw) + 1e-3
         logits = (self.classifier(phi + low_rank_noise(v, d, z)) / tau).transpose(0, 1)  # (B, S, C)
-        u = entropy(logits.softmax(-1).mean(1)) if self.u == "entropy" else low_rank_logdet(v, d)
-        return {"embedding": phi, "uncertainty": u, "member_logits": logits}
+        log_p = log_mean_probs(logits)  # log E[softmax], eq. 6
+        u = entropy(log_p.exp()) if self.u == "entropy" else low_rank_logdet(v, d)
+        return {"embedding": phi, "uncertainty": u, "logits": log_p}
 
     def loss(self, out: dict[str, Tensor], labels: Tensor) -> Tensor:
         self.check_labels(out, labels)
-        return mixture_nll(out["member_logits"], labels)
+        return F.nll_loss(out["logits"], labels)

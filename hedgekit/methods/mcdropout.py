@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from hedgekit.errors import InputError
+from hedgekit.methods.ensemble import log_mean_probs
 from hedgekit.methods.upstream import UpstreamMethod, check_kind, count, member_uncertainty, register
 
 
@@ -39,7 +40,8 @@ class MCDropout(UpstreamMethod):
         e = self.embed(features)
         masks = self._masks((self.n_samples, *e.shape), device=e.device) if self.training else self.eval_masks
         logits = self.classifier(masks * e).transpose(0, 1)  # (B, S, C)
-        return {"embedding": e, "uncertainty": member_uncertainty(logits.softmax(-1), self.u), "member_logits": logits}
+        return {"embedding": e, "uncertainty": member_uncertainty(logits.softmax(-1), self.u),
+                "logits": log_mean_probs(logits), "member_logits": logits}
 
     def loss(self, out: dict[str, Tensor], labels: Tensor) -> Tensor:
         self.check_labels(out, labels)

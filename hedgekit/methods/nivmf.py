@@ -52,6 +52,13 @@ class NIVMF(SphericalMethod):
         log_lik = nivmf_log_density(samples, nu, k)  # (S, B, C)
         return torch.logsumexp(log_lik, 0) - math.log(samples.shape[0])
 
+    def forward(self, features: Tensor) -> dict[str, Tensor]:
+        """Adds ``logits`` = log nivMF(e(x); nu_c, K_c), the kappa -> infinity limit of eq. 4's kernel
+        (deterministic, for upstream class predictions; training uses the sampled kernel)."""
+        out = super().forward(features)
+        out["logits"] = nivmf_log_density(out["embedding"], *self.proxies())
+        return out
+
     def loss(self, out: dict[str, Tensor], labels: Tensor) -> Tensor:
         self.check_labels(out, labels)
         s = sample_vmf(out["embedding"], out["kappa"], self.n_samples)

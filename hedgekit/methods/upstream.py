@@ -26,8 +26,9 @@ class UpstreamMethod(nn.Module):
     """A URL method = a head on top of a shared backbone's features (B, feat_dim).
 
     Subclasses set ``name`` and implement :meth:`forward` (returning at least
-    ``{"embedding": (B, embed_dim), "uncertainty": (B,)}`` plus what :meth:`loss`
-    needs) and :meth:`loss` (a scalar for upstream training on class labels).
+    ``{"embedding": (B, embed_dim), "uncertainty": (B,)}``, ``"logits"`` (B, n_classes) when the
+    method classifies (all but InfoNCE, MCInfoNCE and HIB; for upstream accuracy), plus what
+    :meth:`loss` needs) and :meth:`loss` (a scalar for upstream training on class labels).
     ``self.project`` (features -> embedding) is created here, shared by all methods.
     """
 

@@ -33,6 +33,8 @@ def test_contract(name):
         assert out["uncertainty"].shape == (len(y),)
         assert all(torch.isfinite(v).all() for v in out.values())
         assert isinstance(method.to_embedding(out), Embedding)
+        assert ("logits" in out) == (name not in ("infonce", "mcinfonce", "hib"))
+        assert "logits" not in out or out["logits"].shape == (len(y), CLASSES)
     method.train()
     out = method(x)
     loss = method.loss(out, y)
