@@ -110,15 +110,14 @@ def image_picker() -> tuple[str, np.ndarray, np.ndarray]:
     n = _class_size(state)
     if not 0 <= state.example < n:
         state.put("example", 0)
-    c1, c2, c3 = st.columns([4, 3, 4], vertical_alignment="bottom")
+    c1, c2 = st.columns([3, 2], vertical_alignment="bottom")  # two per row: labels fit at 1280 px
     with c1:
         state.widget(st.number_input, f"Example (0–{n - 1})", "example", min_value=0, max_value=n - 1, step=1)
     with c2:
-        st.button("Random", key="hk_random", icon=":material/casino:", on_click=_pick_random,
+        st.button("Random", key="hk_random", icon=":material/casino:", on_click=_pick_random, width="stretch",
                   help="A random example (of the chosen class)")
-    with c3:
-        state.widget(st.toggle, "Start corrupt", "corrupt",
-                     help="Start from the test set's occluded twin (HIB App. A): its rectangles become editable.")
+    state.widget(st.toggle, "Start corrupt", "corrupt",
+                 help="Start from the test set's occluded twin (HIB App. A): its rectangles become editable.")
     return current_image()
 
 
@@ -237,7 +236,7 @@ def current_boxes() -> tuple[np.ndarray, list[str]]:
 def occlusion_controls() -> None:
     """Quick buttons, undo/reset, and the per-digit sliders for exact rectangles."""
     state = AppState.get()
-    c = st.columns(4)
+    c = st.columns(2) + st.columns(2)  # two per row: labels fit at 1280 px
     c[0].button("Hide left", key="hk_hide0", on_click=hide_digit, args=(0,), width="stretch",
                 help="Black out the whole left (tens) digit")
     c[1].button("Hide right", key="hk_hide1", on_click=hide_digit, args=(1,), width="stretch",

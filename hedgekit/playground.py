@@ -49,7 +49,7 @@ __all__ = [
     "Analysis", "MapLayers", "app_preset", "app_spec", "load_model", "compare_entries", "beta_options",
     "expected_train_seconds", "centroid_table", "align_tables", "check_image", "check_boxes", "box_from_drag",
     "digit_box", "full_digit_box", "MAX_UPLOAD_BYTES", "MAX_UPLOAD_SIDE", "image_from_bytes", "image_from_drawing",
-    "covered_fraction", "analyse", "eta_floor", "update_trail", "map_layers", "focus_extent", "benchmark_update",
+    "covered_fraction", "analyse", "eta_floor", "update_trail", "map_layers", "focus_extent", "anchor_point", "benchmark_update",
     "APP_GALLERY_IMAGES", "trained_or_fast", "retrieval_spec", "RetrievalGallery", "retrieval_gallery", "Retrieval",
     "retrieve", "cleaning_map", "APP_SUPPORT_IMAGES", "spe_spec", "PrototypeSet", "prototype_set",
     "prototype_posterior",
@@ -644,21 +644,36 @@ def map_layers(a: Analysis, trail: Sequence[dict] = (), sigmas: Sequence[float] 
     return layers
 
 
-def focus_extent(layers: MapLayers, table: CentroidTable | None = None, top_ids=(), pad: float = 0.15,
+def focus_extent(layers: MapLayers, table: CentroidTable | None = None, top_ids=(), pad: float = 0.3,
                  min_size: float = 1e-3) -> tuple[tuple[float, float], tuple[float, float]]:
-    """((xmin, xmax), (ymin, ymax)) around the input: its ellipses, trail, point overlay and the
-    centroids of ``top_ids`` (so a small ellipse is visible next to the classes it hedges between)."""
+    """((xmin, xmax), (ymin, ymax)): a square around the input's ellipses, components and the centroids of
+    ``top_ids`` (pass the best match or two), padded by ``pad`` of its half-size; the trail and the point
+    overlay are left out so the view really zooms on where the input is now."""
     pts = [layers.mean[None], layers.components] + [c for _, _, c in layers.ellipses]
-    if len(layers.trail_path):
-        pts.append(layers.trail_path)
-    if layers.point is not None:
-        pts.append(layers.point[None])
     if table is not None and len(top_ids):
         pts.append(table.xy[np.isin(table.class_ids, np.asarray(top_ids))])
     allp = np.concatenate([np.asarray(p, dtype=float).reshape(-1, 2) for p in pts])
     lo, hi = allp.min(0), allp.max(0)
     centre, half = (lo + hi) / 2, max(float((hi - lo).max()) / 2 * (1 + pad), min_size)
     return (centre[0] - half, centre[0] + half), (centre[1] - half, centre[1] + half)
+
+
+def anchor_point(xy, src: CentroidTable, dst: CentroidTable, sim: Similarity) -> tuple[np.ndarray, int]:
+    """Where a point model's embedding ``xy`` (in ``src``'s 2D view) is drawn on another model's map.
+
+    It sits by the ``dst`` centroid of its nearest ``src`` class (for a 2D point model, its best match),
+    offset as in its own space, carried by the scale and rotation of ``sim`` (`align_tables`). A global
+    similarity alone can land the point near another class when the two layouts differ (R^2 < 1); anchored,
+    the mark always stands beside the class the point model matched. Returns (xy on ``dst``, that class id).
+    """
+    shared = np.intersect1d(src.class_ids, dst.class_ids)
+    if not len(shared):
+        raise InputError("the two centroid tables share no class")
+    xy = np.asarray(xy, dtype=float)
+    s_xy = src.xy[np.isin(src.class_ids, shared)]
+    c = int(shared[np.argmin(np.linalg.norm(s_xy - xy, axis=1))])
+    offset = sim.scale * (xy - src.xy[src.class_ids == c][0]) @ sim.rotation
+    return dst.xy[dst.class_ids == c][0] + offset, c
 
 
 # ----------------------------------------------------------------------- retrieval page (Taha et al. 2019)

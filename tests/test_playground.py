@@ -337,6 +337,35 @@ class TestAnalyse:
         lo, hi = pg.focus_extent(layers)
         assert lo[0] < a.xy[0] < lo[1] and hi[0] < a.xy[1] < hi[1]
 
+    def test_anchor_point_by_hand(self):
+        """A point at its class centroid lands on the other map's centroid of that class; an offset is scaled and
+        rotated by the similarity, whatever its shift."""
+        from hedgekit.viz.geometry import Similarity
+
+        def table(xy):
+            return pg.CentroidTable(np.array([3, 5, 7]), np.asarray(xy, np.float32), np.ones(3, bool),
+                                    np.ones(3, int), np.eye(2), 1)
+
+        src, dst = table([[0, 0], [10, 0], [0, 10]]), table([[1, 1], [-4, 2], [6, -3]])
+        rot = np.array([[0.0, 1.0], [-1.0, 0.0]])
+        sim = Similarity(2.0, rot, np.array([100.0, 100.0]), 0.5)
+        xy, c = pg.anchor_point([10, 0], src, dst, sim)
+        assert c == 5 and np.allclose(xy, [-4, 2])
+        xy, c = pg.anchor_point([1, 9], src, dst, sim)  # nearest to class 7, offset (1, -1)
+        assert c == 7 and np.allclose(xy, np.array([6, -3]) + 2.0 * np.array([1.0, -1.0]) @ rot)
+
+    def test_focus_extent_really_zooms(self, untrained, test_seen):
+        """The zoomed view holds the ellipses and the best match, not the trail nor the point overlay."""
+        model = untrained()
+        table = pg.centroid_table(model, [test_seen], per_class=2)
+        a = pg.analyse(model, test_seen.images[0], [], table)
+        trail = [{"xy": [1e3, 1e3], "cov": [[1, 0], [0, 1]], "eta": 0.5}]
+        layers = pg.map_layers(a, trail, point_xy=[-1e3, -1e3])
+        (x0, x1), (y0, y1) = pg.focus_extent(layers, table, a.top_ids[:1])
+        pts = np.concatenate([c for _, _, c in layers.ellipses] + [table.xy[table.class_ids == a.top_ids[0]]])
+        assert x0 <= pts[:, 0].min() and pts[:, 0].max() <= x1 and y0 <= pts[:, 1].min() and pts[:, 1].max() <= y1
+        assert x1 - x0 == pytest.approx(1.3 * max(np.ptp(pts[:, 0]), np.ptp(pts[:, 1])), rel=1e-6)
+
     def test_benchmark_update_keys(self, fast_models):
         res = pg.benchmark_update(fast_models[HIB], n=20, warmup=2)
         for key in ("p50_ms", "p95_ms", "mean_ms", "figure_p95_ms", "total_p95_ms", "n_points"):

@@ -73,7 +73,7 @@ def column(entry: pg.CompareEntry, beta: float, clean, boxes, image_key, color_b
     trail = pg.update_trail(state.trails.get(name, []), a)
     state.trails[name] = trail
     layers = pg.map_layers(a, trail)
-    extent = pg.focus_extent(layers, table, a.top_ids[:5]) if zoom else None
+    extent = pg.focus_extent(layers, table, a.top_ids[:1]) if zoom else None
     _map(entry, table, layers, color_by, zoom, extent, dark)
     st.metric(f"η(x), {entry.title}", f"{a.eta:.3f}", delta=ui.delta(a.eta - eta_clean, suffix=" vs clean"),
               delta_color="inverse")
@@ -106,7 +106,7 @@ def spe_column(entry: pg.CompareEntry, clean, boxes, color_by, zoom, dark) -> No
     layers = pg.map_layers(a, trail)
     order = np.argsort(-post, kind="stable")
     top_ids = protos.table.class_ids[order[:5]]
-    extent = pg.focus_extent(layers, protos.table, top_ids) if zoom else None
+    extent = pg.focus_extent(layers, protos.table, top_ids[:1]) if zoom else None
     _map(entry, protos.table, layers, color_by, zoom, extent, dark)
     st.metric(f"max p(y | x, S), {entry.title}", f"{post[order[0]]:.3f}",
               delta=ui.delta(post[order[0]] - post_clean, suffix=" vs clean"),
@@ -126,16 +126,14 @@ def render() -> None:
         st.markdown(EXPLAINER + ui.notebook_links("02", "04"))
     preset = models.preset_or_stop()
     state = AppState.get()
-    top = st.columns([3, 2, 2, 2], vertical_alignment="top")
+    top = st.columns([3, 2, 2], vertical_alignment="top")
     with top[0]:
         beta = beta_picker(preset)
     with top[1]:
         state.widget(st.radio, "Colour centroids by", "color", ["tens", "ones"], format_func=lambda v: f"{v} digit")
     with top[2]:
         state.widget(st.radio, "Map view", "map_view", ["all classes", "zoom on input"])
-    with top[3]:
-        st.page_link("views/playground.py", label="Edit the input on the playground",
-                     icon=":material/blur_on:")
+        st.page_link("views/playground.py", label="Edit the input on the playground", icon=":material/blur_on:")
 
     # The same input as the playground (its settings are kept across pages).
     image_key, clean, start_boxes = inputs.current_image()

@@ -30,8 +30,9 @@ digit could be: the model *hedges*. The grey trail shows where the ellipse was b
 input's embedding would be judged a mismatch: its uncertainty, computed
 deterministically here. **Top-5** lists p(m | x, c) against each class centroid c
 (match probabilities, one per class; they need not sum to 1). The magenta × is where
-a *point* embedding model (no uncertainty) puts the same image, mapped onto this
-model's space by the scale-rotation that best aligns the two models' centroids.
+a *point* embedding model (no uncertainty) puts the same image: beside the class it
+matches best, offset from that class as in its own space (scaled and rotated by the map
+that best aligns the two models' centroids).
 For the D=3 model everything is shown through a fixed linear projection W (PCA of the
 centroids): means W^T μ and covariances W^T Σ W.
 
@@ -92,8 +93,8 @@ def render() -> None:
         pspec = models.model_spec(pg.POINT_MODEL)
         pmodel, _ = models.get_model(pspec)
         pa = pg.analyse(pmodel, clean, boxes, models.centroids(pspec))
-        sim = models.alignment(pspec, spec)
-        point_xy, point_top, point_r2 = sim(pa.xy), pa.top, sim.r2
+        point_xy, point_class = pg.anchor_point(pa.xy, models.centroids(pspec), table, models.alignment(pspec, spec))
+        point_top = pa.top
 
     layers = pg.map_layers(analysis, trail if show_trail else (), sigmas=sigmas, point_xy=point_xy)
     dark = ui.is_dark()
@@ -110,7 +111,7 @@ def render() -> None:
         st.subheader("Embedding")
         title = (f"{choice}<br><sup>shown in 2D: μ' = Wᵀμ, Σ' = WᵀΣW, W = PCA of the class centroids</sup>"
                  if table.projected else f"{choice}: the 2D embedding")
-        extent = (pg.focus_extent(layers, table, analysis.top_ids[:5])
+        extent = (pg.focus_extent(layers, table, analysis.top_ids[:1])
                   if state.map_view == "zoom on input" else None)
         st.plotly_chart(pi.embedding_map(table, layers, color_by, dark=dark, show_trail=show_trail, title=title,
                                          extent=extent),
@@ -138,8 +139,8 @@ def render() -> None:
                      column_config={"p(m)": st.column_config.ProgressColumn("p(m | x, c)", min_value=0.0,
                                                                               max_value=1.0, format="%.3f")})
         if point_top:
-            st.caption(f"Point model's best match: **{point_top[0][0]:02d}** (p = {point_top[0][1]:.2f}); "
-                       f"its × is aligned with R² = {point_r2:.2f}.")
+            st.caption(f"Point model's best match: **{point_top[0][0]:02d}** (p = {point_top[0][1]:.2f}); its × "
+                       f"stands by class {point_class:02d} here, offset as in its own space.")
 
     state.view = {
         "model": name, "image": image_key, "eta": analysis.eta, "eta_clean": eta_clean,

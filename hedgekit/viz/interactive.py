@@ -21,6 +21,7 @@ TAB10 = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
 ACCENT = "#e0218a"  # point-model marker: magenta, distinct from tab10 and readable on both themes
 OCCLUDER = "#ff9f1c"
 DASH = {1.0: "solid", 2.0: "dash", 3.0: "dot"}
+TINY = 0.03  # an ellipse narrower than this share of the map's span gets a pointer (`embedding_map`)
 
 
 def ink(dark: bool) -> str:
@@ -149,13 +150,23 @@ def embedding_map(table, layers, color_by: str = "tens", *, dark: bool = False, 
             marker=dict(size=5, color=layers.trail_eta, colorscale="Viridis", cmin=0, cmax=1),
             name="trail: earlier means", customdata=layers.trail_eta,
             hovertemplate="η = %{customdata:.3f}<extra>trail</extra>"))
+    if layers.point is not None:  # under the input's own marks, which it may cover
+        data.append(dict(
+            type="scatter", x=[layers.point[0]], y=[layers.point[1]], mode="markers",
+            marker=dict(size=13, symbol="x", color=_rgba(ACCENT, 0.8), line=dict(width=1, color=fg)), name=point_name,
+            hovertemplate="(%{x:.3f}, %{y:.3f})<extra>" + point_name + "</extra>"))
+    data.append(dict(  # under the ellipses, so a small 1σ ellipse stays visible
+        type="scatter", x=[layers.mean[0]], y=[layers.mean[1]], mode="markers",
+        marker=dict(size=12, symbol="star", color=_rgba(fg, 0.45), line=dict(width=1, color=ACCENT)),
+        name="this input (point)" if layers.is_point else "this input (mean)",
+        hovertemplate="(%{x:.3f}, %{y:.3f})<extra>this input</extra>"))
     by_sigma: dict[float, list] = {}
     for _, s, curve in layers.ellipses:
         by_sigma.setdefault(s, []).append(curve)
     for s in sorted(by_sigma):
         ex, ey = _polylines(by_sigma[s])
         trace = dict(type="scatter", x=ex, y=ey, mode="lines", name=f"{s:g}σ ellipse", hoverinfo="skip",
-                     line=dict(color=fg, width=2 if s == 1 else 1.3, dash=DASH.get(s, "solid")))
+                     line=dict(color=fg, width=2.5 if s == min(by_sigma) else 1.3, dash=DASH.get(s, "solid")))
         if s == min(by_sigma):
             trace.update(fill="toself", fillcolor=_rgba(fg, 0.12))
         data.append(trace)
@@ -166,16 +177,6 @@ def embedding_map(table, layers, color_by: str = "tens", *, dark: bool = False, 
             textfont=dict(color=fg), marker=dict(size=9, symbol="diamond", color=fg),
             customdata=layers.weights, name="mixture components",
             hovertemplate="component %{text}, weight %{customdata:.2f}<extra></extra>"))
-    data.append(dict(
-        type="scatter", x=[layers.mean[0]], y=[layers.mean[1]], mode="markers",
-        marker=dict(size=16, symbol="star", color=fg, line=dict(width=1, color=ACCENT)),
-        name="this input (point)" if layers.is_point else "this input (mean)",
-        hovertemplate="(%{x:.3f}, %{y:.3f})<extra>this input</extra>"))
-    if layers.point is not None:
-        data.append(dict(
-            type="scatter", x=[layers.point[0]], y=[layers.point[1]], mode="markers",
-            marker=dict(size=15, symbol="x", color=ACCENT, line=dict(width=1, color=fg)), name=point_name,
-            hovertemplate="(%{x:.3f}, %{y:.3f})<extra>" + point_name + "</extra>"))
     if extent is None:
         pts = [xy, layers.mean[None]] + [c for _, _, c in layers.ellipses]
         if show_trail and len(layers.trail_path):
@@ -186,10 +187,18 @@ def embedding_map(table, layers, color_by: str = "tens", *, dark: bool = False, 
         lo, hi = allp.min(0), allp.max(0)
         pad = 0.06 * max(float((hi - lo).max()), 1e-6)
         extent = ((lo[0] - pad, hi[0] + pad), (lo[1] - pad, hi[1] + pad))
+    annotations = []
+    one_sigma = [c for _, s, c in layers.ellipses if s == min(by_sigma)] if by_sigma else []
+    span = max(float(extent[0][1] - extent[0][0]), float(extent[1][1] - extent[1][0]))
+    if one_sigma and max(float(np.ptp(np.asarray(c)[:, k])) for c in one_sigma for k in (0, 1)) < TINY * span:
+        annotations.append(dict(x=float(layers.mean[0]), y=float(layers.mean[1]), ax=40, ay=-40, showarrow=True,
+                                arrowhead=2, arrowcolor=ACCENT, font=dict(size=11, color=fg),
+                                text=f"{min(by_sigma):g}σ ellipse: tiny at this zoom",
+                                bgcolor="rgba(14,17,23,0.85)" if dark else "rgba(255,255,255,0.85)"))
     prime = "'" if table.projected else ""
     layout = _layout(
         dark, height, title=dict(text=title) if title else None, hovermode="closest", dragmode="pan",
-        showlegend=show_legend,
+        showlegend=show_legend, annotations=annotations,
         legend=dict(orientation="h", yanchor="top", y=-0.16, x=0, font=dict(size=11)),
         xaxis=dict(range=[float(v) for v in extent[0]], zeroline=False, title=dict(text=f"z₁{prime}")),
         yaxis=dict(range=[float(v) for v in extent[1]], zeroline=False, scaleanchor="x", scaleratio=1,

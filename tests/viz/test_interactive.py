@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 
+import numpy as np
 import plotly.graph_objects as go
 import pytest
 
@@ -36,3 +37,18 @@ class TestFigures:
             pi.embedding_map(table, layers, "hundreds")
         with pytest.raises(InputError, match="finite"):
             pi.eta_gauge(float("nan"))
+
+    def test_tiny_ellipse_gets_a_pointer_and_no_zero_delta(self, untrained, test_seen):
+        """A 1σ ellipse narrower than 3% of the view is pointed at; zoomed in, it needs no pointer. The gauge shows
+        no delta when eta equals the reference (no "+0.000")."""
+        model = untrained()
+        table = pg.centroid_table(model, [test_seen], per_class=2)
+        layers = pg.map_layers(pg.analyse(model, test_seen.images[0], [], table), sigmas=(1,))
+        (_, _, curve), = layers.ellipses
+        width = float(max(np.ptp(curve[:, 0]), np.ptp(curve[:, 1])))
+        far = ((layers.mean[0] - 50 * width, layers.mean[0] + 50 * width), (layers.mean[1] - 1, layers.mean[1] + 1))
+        near = ((layers.mean[0] - width, layers.mean[0] + width), (layers.mean[1] - width, layers.mean[1] + width))
+        assert "tiny" in pi.embedding_map(table, layers, extent=far).layout.annotations[0].text
+        assert not pi.embedding_map(table, layers, extent=near).layout.annotations
+        assert pi.eta_gauge(0.25, 0.25).data[0].mode == "gauge+number"
+        assert pi.eta_gauge(0.30, 0.25).data[0].mode == "gauge+number+delta"
