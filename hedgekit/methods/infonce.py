@@ -49,7 +49,7 @@ class InfoNCE(UpstreamMethod):
     def forward(self, features: Tensor) -> dict[str, Tensor]:
         raw = self.embed(features)
         norm = raw.norm(dim=-1)
-        return {"embedding": F.normalize(raw, dim=-1), "uncertainty": 1 / norm.clamp_min(1e-12), "norm": norm}
+        return {"embedding": F.normalize(raw, dim=-1), "uncertainty": 1 / norm.clamp_min(1e-12)}
 
     def loss(self, out: dict[str, Tensor], labels: Tensor) -> Tensor:
         self.check_labels(out, labels)

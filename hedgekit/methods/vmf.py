@@ -131,8 +131,9 @@ def _symmetric_beta(dof: int, shape, generator: torch.Generator | None) -> Tenso
 class SphericalMethod(UpstreamMethod):
     """Head of the vMF methods: e(x) on the unit sphere, kappa(x) from an MLP, u(x) = 1/kappa(x).
 
-    The last layer's bias starts kappa near ``kappa_init`` (the paper warms kappa up to a
-    chosen start value, App. B.3); ``t`` is the inverse temperature of App. B (in [8, 64]).
+    The paper starts kappa either at random or warmed up to a fixed value (a hyperparameter,
+    App. B.3); here the last layer's bias starts it near ``kappa_init``. ``t`` is the inverse
+    temperature of App. B (searched in [8, 64]); ``n_samples`` the S = 16 posterior samples.
     """
 
     def __init__(self, feat_dim: int, n_classes: int, embed_dim: int = 16, t: float = 16.0,
@@ -147,7 +148,7 @@ class SphericalMethod(UpstreamMethod):
     def forward(self, features: Tensor) -> dict[str, Tensor]:
         raw = self.embed(features)
         kappa = F.softplus(self.kappa_net(raw)).squeeze(-1) + 1e-4
-        return {"embedding": F.normalize(raw, dim=-1), "kappa": kappa, "uncertainty": 1 / kappa, "norm": raw.norm(dim=-1)}
+        return {"embedding": F.normalize(raw, dim=-1), "kappa": kappa, "uncertainty": 1 / kappa}
 
 
 def log_expected_likelihood(cos: Tensor, kappa: Tensor, lam: Tensor, dim: int) -> Tensor:
