@@ -123,10 +123,12 @@ def out_of_fold_probabilities(emb, labels, folds: int = 5, seed: int = 0) -> np.
     from sklearn.model_selection import StratifiedKFold, cross_val_predict
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
+    from threadpoolctl import threadpool_limits
 
     clf = make_pipeline(StandardScaler(), LogisticRegression(max_iter=300))
     cv = StratifiedKFold(folds, shuffle=True, random_state=seed)
-    return cross_val_predict(clf, np.asarray(emb), np.asarray(labels), cv=cv, method="predict_proba")
+    with threadpool_limits(1):  # BLAS threads on shared cores: 25x slower (67 s vs 2.7 s for 10k images, measured)
+        return cross_val_predict(clf, np.asarray(emb), np.asarray(labels), cv=cv, method="predict_proba")
 
 
 def detection_scores(emb, u, labels, folds: int = 5, seed: int = 0) -> dict:
@@ -139,7 +141,7 @@ def detection_scores(emb, u, labels, folds: int = 5, seed: int = 0) -> dict:
     probs = out_of_fold_probabilities(emb, labels, folds, seed)
     return {"uncertainty": np.asarray(u, dtype=np.float64), "small loss": centroid_triplet_loss(emb, labels),
             "cleanlab": 1.0 - get_label_quality_scores(labels, probs, method="self_confidence"),
-            "cleanlab_flagged": find_label_issues(labels, probs)}
+            "cleanlab_flagged": find_label_issues(labels, probs, n_jobs=1)}
 
 
 def precision_recall_at(score, flipped, fractions: Sequence[float] = DETECTION_FRACTIONS) -> list[dict]:

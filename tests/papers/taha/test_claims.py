@@ -17,7 +17,8 @@ def test_same_and_beats_rules():
     assert C.same(3.0, math.nan) is False
     assert C.beats(1.0, 0.2) is True and C.beats(-1.0, 0.2) is False
     assert C.beats(1.0, 1.0) is None  # within 2 std
-    assert C.beats(-0.1, math.nan) is False  # one run: the sign decides
+    assert C.beats(-1.0, math.nan) is False  # one run: the sign decides ...
+    assert C.beats(-0.1, math.nan) is None  # ... unless the gap is below MIN_EFFECT
 
 
 def _t1(gap_noaug, gap_aug, std=0.002):
@@ -55,7 +56,7 @@ def _t2(**over):
 def test_table2_side_by_side_and_verdict():
     df = C.table2_side_by_side(_t2())
     assert df.loc["uncertainty cleaning 20%", "Δ"] == pytest.approx(64.0 - 64.57)
-    fig = {"r": -0.4, "flipped_top": 0.8, "noise_rate": 0.36, "centre_rho": 0.3}
+    fig = {"r": -0.4, "flipped_top": 0.8, "noise_rate": 0.36, "n_top": 50, "centre_rho": 0.3}
     v = C.table2_verdict(_t2(), fig)
     assert v.counts == (7, 0, 0)
     v = C.table2_verdict(_t2(**{"uncertainty cleaning 20%": 0.60}), dict(fig, r=0.1, flipped_top=0.2, centre_rho=-0.1))
@@ -86,3 +87,9 @@ def test_paper_numbers_are_consistent():
     # the paper's macro average is the mean of its per-class values (paper_numbers.md check)
     per_class = [v for k, v in N.TABLE3_GOAL.items() if "mAP" not in k]
     assert sum(b for b, _ in per_class) / len(per_class) == pytest.approx(N.TABLE3_GOAL["Macro mAP"][0], abs=0.01)
+
+
+def test_fig5_claim_needs_more_than_the_base_rate():
+    fig = {"r": -0.4, "flipped_top": 0.36, "noise_rate": 0.36, "n_top": 50, "centre_rho": 0.3}
+    assert C.table2_verdict(_t2(), fig).claims[5].matched is None  # a random pick's share
+    assert C.table2_verdict(_t2(), dict(fig, flipped_top=0.1)).claims[5].matched is False

@@ -1,4 +1,7 @@
 """hedgekit.papers.taha.experiments: which zoo specs each table uses, FAST vs full."""
+import pytest
+
+from hedgekit.errors import InputError
 from hedgekit.papers.taha import experiments as E
 from hedgekit.zoo import spec_from_name
 
@@ -16,8 +19,15 @@ def test_specs_per_table_and_mode():
 
 
 def test_notebook_specs_are_distinct_valid_names():
-    specs = E.notebook_specs("08_het_triplet_retrieval.ipynb", fast=False)
-    assert len(specs) == len({s.name for s in specs}) == 9 * E.FULL_RUNS
+    specs = E.notebook_specs("08_het_triplet_retrieval.ipynb", fast=False, n_runs=3)
+    assert len(specs) == len({s.name for s in specs}) == 27
+    assert len(E.notebook_specs("08", fast=False)) == 9 * E.FULL_RUNS
     assert all(spec_from_name(s.name) == s for s in specs)
     assert [s.seed for s in specs[:9]] == [0] * 9  # run by run: a cut-short cache still has whole runs
     assert E.notebook_specs("07_spe_ndigit.ipynb", fast=True) == []
+
+
+def test_runs_override_and_bad_runs():
+    assert [s.seed for s in E.table1_specs(False, seed=4, n_runs=2)["Tri"]] == [4, 5]
+    with pytest.raises(InputError, match="runs"):
+        E.table2_specs(True, n_runs=0)
