@@ -133,7 +133,8 @@ def render() -> None:
         state.widget(st.radio, "Colour centroids by", "color", ["tens", "ones"], format_func=lambda v: f"{v} digit")
     with top[2]:
         state.widget(st.radio, "Map view", "map_view", ["all classes", "zoom on input"])
-        st.page_link("views/playground.py", label="Edit the input on the playground", icon=":material/blur_on:")
+        st.page_link("views/playground.py", label="Edit the input", icon=":material/blur_on:",
+                     help="On the occlusion playground (this page shows the same input)")
 
     # The same input as the playground (its settings are kept across pages).
     image_key, clean, start_boxes = inputs.current_image()
