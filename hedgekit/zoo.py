@@ -25,6 +25,7 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
+import json
 import math
 import platform
 import sys
@@ -36,6 +37,7 @@ from typing import Mapping
 import numpy as np
 import torch
 
+from hedgekit.checks import atomic_write
 from hedgekit.data import load_ndigit, make_lshapes, random_occlusion
 from hedgekit.data.ndigit import per_class_subset
 from hedgekit.errors import CheckpointError, InputError
@@ -49,7 +51,8 @@ from hedgekit.training.fit import History, TrainConfig, fit, seed_everything
 from hedgekit.training.triplets import TripletConfig, fit_triplets
 
 SHIPPED_DIR = PACKAGE_DIR / "checkpoints"
-FORMAT = "hedgekit-checkpoint-v1"
+FORMAT = "hedgekit-checkpoint-v2"  # v2: the SHA-256 covers config and metadata too, not only the weights
+_LEGACY_FORMAT = "hedgekit-checkpoint-v1"  # still read (caches of earlier versions): its hash covers the weights only
 
 KINDS = ("point", "hib", "pn", "spe", "triplet", "het")
 FAMILIES = {"point": "pairs", "hib": "pairs", "pn": "episodes", "spe": "episodes", "triplet": "triplets",
@@ -166,7 +169,8 @@ class Spec:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < (0 if name == "seed" else 1):
                 raise InputError(f"Spec.{name} must be an integer >= {0 if name == 'seed' else 1}; got {value!r}")
-        if not (isinstance(self.beta, (int, float)) and math.isfinite(self.beta) and self.beta >= 0):
+        if isinstance(self.beta, bool) or not (isinstance(self.beta, (int, float)) and math.isfinite(self.beta)
+                                               and self.beta >= 0):
             raise InputError(f"Spec.beta must be a finite number >= 0; got {self.beta!r}")
         if self.loss not in LOSSES:
             raise InputError(f"Spec.loss must be one of {LOSSES}; got {self.loss!r}")
@@ -380,19 +384,23 @@ def versions() -> dict:
 
 # ------------------------------------------------------------------ checkpoints
 def save_checkpoint(path: str | Path, model: EmbeddingNet, meta: dict) -> Path:
-    """Save weights + config + metadata; written atomically, with a SHA-256 of the weights."""
+    """Save weights + config + metadata; written atomically, with a SHA-256 over all three (`_payload_hash`).
+
+    Non-finite weights are refused (CheckpointError): a diverged model is never cached.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    payload = {"format": FORMAT, "config": model.config, "meta": meta, "state_dict": state,
-               "sha256": _state_hash(state)}
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    torch.save(payload, tmp)
-    tmp.replace(path)
+    _check_finite_weights(state, path)
+    payload = {"format": FORMAT, "config": model.config, "meta": meta, "state_dict": state}
+    payload["sha256"] = _payload_hash(payload)
+    with atomic_write(path) as tmp:
+        torch.save(payload, tmp)
     return path
 
 
 def _state_hash(state: dict) -> str:
+    """SHA-256 of the weights alone (names and bytes): the whole hash of legacy v1 checkpoints."""
     h = hashlib.sha256()
     for k in sorted(state):
         h.update(k.encode())
@@ -400,8 +408,28 @@ def _state_hash(state: dict) -> str:
     return h.hexdigest()
 
 
+def _payload_hash(payload: dict) -> str:
+    """SHA-256 of a v2 checkpoint: format, config and metadata as canonical JSON, then the weights' hash,
+    so that an edited name, spec or metric is detected as surely as an edited weight."""
+    def canonical(obj):  # dict keys of any type, in one order; tuples as lists
+        if isinstance(obj, Mapping):
+            return [[repr(k), canonical(v)] for k, v in sorted(obj.items(), key=lambda kv: repr(kv[0]))]
+        return [canonical(v) for v in obj] if isinstance(obj, (list, tuple)) else obj
+
+    header = json.dumps(canonical({k: payload[k] for k in ("format", "config", "meta")}), default=repr)
+    return hashlib.sha256(header.encode() + _state_hash(payload["state_dict"]).encode()).hexdigest()
+
+
+def _check_finite_weights(state: dict, path: Path) -> None:
+    bad = [k for k, v in state.items() if v.is_floating_point() and not torch.isfinite(v).all()]
+    if bad:
+        raise CheckpointError(f"{path}: weights {', '.join(bad[:5])}{' ...' if len(bad) > 5 else ''} hold NaN or inf "
+                              "(the training diverged or the file was altered); delete it to retrain")
+
+
 def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> tuple[EmbeddingNet, dict]:
-    """Load a checkpoint written by `save_checkpoint`; CheckpointError if missing, corrupt or mismatched."""
+    """Load a checkpoint written by `save_checkpoint`; CheckpointError if missing, corrupt, altered (hash),
+    holding NaN/inf weights, or saved under a model name whose network it does not have (`check_matches`)."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"no checkpoint at {path}")
@@ -411,20 +439,32 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> tup
         first = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else ""
         raise CheckpointError(f"{path} is not a readable hedgekit checkpoint (corrupt or truncated: "
                               f"{type(exc).__name__}: {first}); delete it to retrain") from exc
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+    if not isinstance(payload, dict) or payload.get("format") not in (FORMAT, _LEGACY_FORMAT):
         raise CheckpointError(f"{path} is not a {FORMAT} file; delete it to retrain")
     if not isinstance(payload.get("state_dict"), dict) or not isinstance(payload.get("meta"), dict) \
-            or not isinstance(payload.get("config"), dict):
+            or not isinstance(payload.get("config"), dict) \
+            or not all(isinstance(v, torch.Tensor) for v in payload["state_dict"].values()):
         raise CheckpointError(f"{path} lacks its weights, config or metadata (incomplete file); delete it to retrain")
     state = payload["state_dict"]
-    if _state_hash(state) != payload.get("sha256"):
-        raise CheckpointError(f"{path}: weights do not match their recorded SHA-256 (file corrupted); delete it to retrain")
+    legacy = payload["format"] == _LEGACY_FORMAT
+    if (_state_hash(state) if legacy else _payload_hash(payload)) != payload.get("sha256"):
+        what = "weights" if legacy else "weights, config or metadata"
+        raise CheckpointError(f"{path}: {what} do not match their recorded SHA-256 (file corrupted or edited); "
+                              "delete it to retrain")
+    _check_finite_weights(state, path)
     try:
         model = model_from_config(payload["config"])
         model.load_state_dict(state)
     except Exception as exc:
         raise CheckpointError(f"{path}: weights do not fit the recorded model config ({exc})") from exc
-    return model.to(device).eval(), payload["meta"]
+    meta = payload["meta"]
+    try:
+        spec = spec_from_name(meta["name"]) if "name" in meta else None
+    except InputError:
+        spec = None  # a checkpoint of a model outside the zoo's names
+    if spec is not None:
+        check_matches(spec, model, meta, path)
+    return model.to(device).eval(), meta
 
 
 def find_checkpoint(spec: Spec) -> Path | None:
@@ -482,9 +522,14 @@ def check_matches(spec: Spec, model: EmbeddingNet, meta: Mapping, path: str | Pa
                               "delete it (or rename it to its own name) to retrain")
     expected = spec.net_config()
     diff = {k: (model.config.get(k), v) for k, v in expected.items() if model.config.get(k) != v}
-    if diff:
-        said = ", ".join(f"{k}={got!r} (expected {want!r})" for k, (got, want) in diff.items())
-        raise CheckpointError(f"{where}network does not match {spec.name!r}: {said}; delete it to retrain")
+    got_shapes = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    want_shapes = {k: tuple(v.shape) for k, v in spec.build().state_dict().items()}
+    shapes = [f"{k} {got_shapes.get(k)} (expected {want_shapes.get(k)})" for k in sorted(set(got_shapes) | set(want_shapes))
+              if got_shapes.get(k) != want_shapes.get(k)]
+    if diff or shapes:
+        said = ", ".join([f"{k}={got!r} (expected {want!r})" for k, (got, want) in diff.items()] + shapes[:3])
+        raise CheckpointError(f"{where}network of the checkpoint does not match {spec.name!r} (D={spec.dim}, "
+                              f"C={spec.components}): {said}; delete it to retrain")
 
 
 # ------------------------------------------------------------------ load or train

@@ -8,6 +8,7 @@ import copy
 import math
 import os
 import pickle
+import re
 import numpy as np
 import pytest
 import torch
@@ -195,7 +196,7 @@ def test_truncated_file(tmp_path, trained_like_model, fraction):
 def test_valid_torch_file_wrong_format(tmp_path, payload):
     p = tmp_path / "other.pt"
     torch.save(payload, p)
-    with pytest.raises(CheckpointError, match="is not a hedgekit-checkpoint-v1 file; delete it to retrain"):
+    with pytest.raises(CheckpointError, match=f"is not a {zoo.FORMAT} file; delete it to retrain"):
         load_checkpoint(p)
 
 
@@ -214,7 +215,7 @@ def test_tampered_weights_fail_hash(tmp_path, trained_like_model):
     key = next(iter(payload["state_dict"]))
     payload["state_dict"][key].view(-1)[0] += 1e-3  # one weight, old hash kept
     torch.save(payload, p)
-    with pytest.raises(CheckpointError, match="(?s)weights do not match their recorded SHA-256.*delete it to retrain"):
+    with pytest.raises(CheckpointError, match="(?s)weights, config or metadata do not match their recorded SHA-256.*delete"):
         load_checkpoint(p)
 
 
@@ -223,6 +224,7 @@ def test_config_mismatch(tmp_path, trained_like_model, change):
     p = _save(tmp_path, trained_like_model)
     payload = torch.load(p, weights_only=True)
     payload["config"].update(change)
+    payload["sha256"] = zoo._payload_hash(payload)  # a consistent file whose config does not fit its weights
     torch.save(payload, p)
     with pytest.raises(CheckpointError, match="weights do not fit the recorded model config"):
         load_checkpoint(p)
@@ -571,3 +573,83 @@ def test_triplet_model_trains_once_then_loads(sandbox, monkeypatch):
     assert meta2["source"] == "cache"
     x = torch.rand(3, 1, 28, 28)
     torch.testing.assert_close(model.embed(x).var, again.embed(x).var)
+
+
+# --------------------------------------------------------------------------- hardening (issue 14)
+def _rewrite(path, edit, rehash=False):
+    """Load a checkpoint's payload, apply ``edit(payload)``, save it back (with a fresh hash if ``rehash``)."""
+    payload = torch.load(path, weights_only=True)
+    edit(payload)
+    if rehash:
+        payload["sha256"] = zoo._payload_hash(payload)
+    torch.save(payload, path)
+
+
+@pytest.mark.parametrize("edit", [
+    lambda p: p["meta"].update(name="hib-n1-d2-c1-beta0.0001-fast-s9"),
+    lambda p: p["meta"]["metrics"].update(knn_clean=0.99),
+    lambda p: p["meta"]["metrics"].pop("knn_clean"),
+    lambda p: p["meta"].update(spec={**p["meta"]["spec"], "beta": 0.1}),
+    lambda p: p["meta"].update(extra=1),
+    lambda p: p["config"].update(init_var=0.5),
+], ids=["name", "metric", "metric-removed", "spec", "new-key", "config"])
+def test_edited_metadata_fails_the_hash(tmp_path, trained_like_model, edit):
+    spec = Spec(kind="hib", n_digits=1, dim=3, components=2, preset="fast", seed=9)
+    meta = {"name": spec.name, "spec": {"beta": 1e-4}, "metrics": {"knn_clean": 0.5, "ap_clean": 0.7}}
+    p = save_checkpoint(tmp_path / "m.pt", trained_like_model, meta)
+    load_checkpoint(p)  # the untouched file loads
+    _rewrite(p, edit)
+    with pytest.raises(CheckpointError, match="weights, config or metadata do not match their recorded SHA-256"):
+        load_checkpoint(p)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_non_finite_weights_are_refused_at_load_and_at_save(tmp_path, trained_like_model, bad):
+    """A file whose weights are NaN (with a valid hash) is refused by name, with no "NaN pixels?" hint."""
+    p = _save(tmp_path, trained_like_model)
+    key = sorted(torch.load(p, weights_only=True)["state_dict"])[-1]
+    _rewrite(p, lambda pl: pl["state_dict"][key].view(-1).__setitem__(0, bad), rehash=True)
+    with pytest.raises(CheckpointError, match=rf"weights {re.escape(key)} hold NaN or inf") as err:
+        load_checkpoint(p)
+    assert "pixels" not in str(err.value)
+    with torch.no_grad():
+        dict(trained_like_model.named_parameters())[key].view(-1)[0] = bad
+    with pytest.raises(CheckpointError, match="hold NaN or inf"):
+        save_checkpoint(tmp_path / "diverged.pt", trained_like_model, {})
+    assert not (tmp_path / "diverged.pt").exists() and not list(tmp_path.glob("*.tmp"))
+
+
+@pytest.mark.parametrize("saved, under", [
+    (dict(dim=3), dict(dim=2)), (dict(dim=2), dict(dim=3)), (dict(dim=2, components=2), dict(dim=2)),
+    (dict(dim=2), dict(dim=2, components=2)), (dict(dim=2, n_digits=2), dict(dim=2)),
+])
+def test_load_checkpoint_refuses_weights_of_another_network_under_a_model_name(tmp_path, saved, under):
+    """Requirement: D = 3 weights saved under a D = 2 name (any such mismatch) are refused by `load_checkpoint`
+    itself, naming both networks, not only by `load_or_train`."""
+    spec = Spec(kind="hib", n_digits=1, preset="fast", **under)
+    model = build_model("hib", **{"n_digits": 1, **saved})
+    p = save_checkpoint(tmp_path / f"{spec.name}.pt", model, {"name": spec.name})
+    with pytest.raises(CheckpointError, match=rf"does not match '{re.escape(spec.name)}' \(D={spec.dim}, "
+                                              rf"C={spec.components}\).*expected"):
+        load_checkpoint(p)
+
+
+def test_legacy_v1_checkpoints_still_load_with_their_weights_hash(tmp_path, trained_like_model):
+    p = _save(tmp_path, trained_like_model)
+    _rewrite(p, lambda pl: pl.update(format=zoo._LEGACY_FORMAT, sha256=zoo._state_hash(pl["state_dict"])))
+    load_checkpoint(p)
+    _rewrite(p, lambda pl: pl["state_dict"]["match.b"].add_(1.0))
+    with pytest.raises(CheckpointError, match="weights do not match their recorded SHA-256"):
+        load_checkpoint(p)
+
+
+def test_shipped_checkpoints_hash_their_metadata():
+    for name in zoo.shipped_names():
+        assert torch.load(zoo.SHIPPED_DIR / f"{name}.pt", weights_only=True)["format"] == zoo.FORMAT, name
+
+
+def test_checkpoint_path_that_is_a_directory_is_a_clear_error(tmp_path, trained_like_model):
+    (tmp_path / "m.pt").mkdir()
+    with pytest.raises(InputError, match="m.pt: it is a directory"):
+        save_checkpoint(tmp_path / "m.pt", trained_like_model, {})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.pt"]
