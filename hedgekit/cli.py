@@ -21,6 +21,7 @@ import time
 import torch
 
 from hedgekit.papers.hib import numbers, protocol
+from hedgekit.checks import count_arg, device_arg, number_arg
 from hedgekit.errors import HedgekitError, InputError
 
 
@@ -29,14 +30,14 @@ def _spec_args(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--kind", choices=KINDS, default="hib")
     p.add_argument("--data", choices=DATASETS, default="ndigit", help="pn / spe only: N-digit MNIST or L-shapes")
-    p.add_argument("--n-digits", "-n", type=int, default=2)
-    p.add_argument("--dim", "-d", type=int, default=2)
-    p.add_argument("--components", "-c", type=int, default=1)
-    p.add_argument("--beta", type=float, default=1e-4)
+    p.add_argument("--n-digits", "-n", type=count_arg(1), default=2)
+    p.add_argument("--dim", "-d", type=count_arg(1), default=2)
+    p.add_argument("--components", "-c", type=count_arg(1), default=1)
+    p.add_argument("--beta", type=number_arg(0.0), default=1e-4)
     p.add_argument("--preset", choices=("fast", "paper"), default="paper")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--steps", type=int, default=None, help="override the preset's number of steps")
-    p.add_argument("--device", default="cpu", help="cpu, cuda, mps or auto")
+    p.add_argument("--seed", type=count_arg(0), default=0)
+    p.add_argument("--steps", type=count_arg(1), default=None, help="override the preset's number of steps")
+    p.add_argument("--device", type=device_arg, default="cpu", help="cpu, cuda, cuda:N, mps or auto")
     p.add_argument("--retrain", action="store_true", help="train even if a checkpoint exists")
 
 
@@ -168,15 +169,15 @@ def build_parser() -> argparse.ArgumentParser:
     t.set_defaults(fn=cmd_train)
     e = sub.add_parser("evaluate", help="Table-1-style evaluation beside the paper")
     _spec_args(e)
-    e.add_argument("--eval-seed", type=int, default=0, help="seed of the verification pairs")
+    e.add_argument("--eval-seed", type=count_arg(0), default=0, help="seed of the verification pairs")
     e.set_defaults(fn=cmd_evaluate)
     t1 = sub.add_parser("table1", help="HIB Tables 1-2 from the recorded metrics of every trained checkpoint")
     t1.add_argument("--preset", choices=("fast", "paper"), default="paper")
-    t1.add_argument("--seed", type=int, default=0)
+    t1.add_argument("--seed", type=count_arg(0), default=0)
     t1.set_defaults(fn=cmd_table1)
     b = sub.add_parser("bench", help="training and inference throughput")
-    b.add_argument("--steps", type=int, default=30)
-    b.add_argument("--threads", type=int, default=2)
+    b.add_argument("--steps", type=count_arg(1), default=30)
+    b.add_argument("--threads", type=count_arg(1), default=2)
     b.add_argument("--repeats", type=int, default=3, help="interleaved runs per loop; medians are printed")
     b.add_argument("--app", action="store_true", help="also time one playground update")
     b.add_argument("--preset", choices=("fast", "paper"), default="paper")
@@ -194,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
-    except HedgekitError as exc:
+    except (HedgekitError, FloatingPointError) as exc:  # bad input, missing data, diverged training
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `... | head`, `... | grep -q`: the reader left; no traceback

@@ -41,3 +41,55 @@ def test_evaluate_refuses_prototype_models_with_a_clear_message(capsys):
 def test_a_bad_spec_is_an_error_message_not_a_traceback(capsys):
     assert main(["train", "--kind", "hib", "--data", "lshapes", "--preset", "fast"]) == 2
     assert "N-digit MNIST" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- hardening (issue 14)
+@pytest.mark.parametrize("argv, flag, said", [
+    (["train", "--seed", "-1"], "--seed", "an integer >= 0"),
+    (["train", "--seed", "1.5"], "--seed", "an integer >= 0"),
+    (["train", "--beta", "inf"], "--beta", "a finite number >= 0"),
+    (["train", "--beta", "nan"], "--beta", "a finite number >= 0"),
+    (["train", "--beta=-1e-4"], "--beta", "a finite number >= 0"),
+    (["train", "--beta", "x"], "--beta", "a number"),
+    (["train", "--dim", "0"], "--dim", "an integer >= 1"),
+    (["train", "--n-digits", "two"], "--n-digits", "an integer >= 1"),
+    (["train", "--components", "-2"], "--components", "an integer >= 1"),
+    (["train", "--steps", "0"], "--steps", "an integer >= 1"),
+    (["train", "--device", "banana"], "--device", "'banana' is not a device; use cpu, cuda, cuda:N, mps or auto"),
+    (["train", "--device", "cuda:x"], "--device", "is not a device"),
+    (["evaluate", "--eval-seed", "-3"], "--eval-seed", "an integer >= 0"),
+    (["table1", "--seed", "-1"], "--seed", "an integer >= 0"),
+    (["bench", "--threads", "0"], "--threads", "an integer >= 1"),
+    (["bench", "--steps", "-5"], "--steps", "an integer >= 1"),
+    (["reproduce", "--timeout", "0"], "--timeout", "an integer >= 1"),
+])
+def test_bad_numbers_and_devices_are_usage_errors_naming_the_flag(capsys, argv, flag, said):
+    """No traceback: argparse exits with status 2 and a message that names the flag and what it expects."""
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}" in err and said in err and "Traceback" not in err
+    assert "learning rate" not in err
+
+
+def test_cuda_on_a_machine_without_it_says_so(capsys, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(SystemExit):
+        main(["train", "--device", "cuda"])
+    assert "argument --device: device 'cuda': CUDA is not available on this machine" in capsys.readouterr().err
+
+
+def test_a_spec_error_names_the_field_not_a_key_error(capsys):
+    from hedgekit.errors import InputError
+    from hedgekit.zoo import Spec
+
+    for kwargs, field in ((dict(kind="foo"), "kind must be one of"), (dict(data="mnist"), "data must be one of"),
+                          (dict(preset="slow"), "unknown preset 'slow'"), (dict(dim=0), "Spec.dim must be"),
+                          (dict(dim=2.0), "Spec.dim must be"), (dict(seed=-1), "Spec.seed must be"),
+                          (dict(beta=float("inf")), "Spec.beta must be"), (dict(beta=True), "Spec.beta must be"),
+                          (dict(steps=0), "Spec.steps must be"), (dict(loss="l2"), "Spec.loss must be one of")):
+        with pytest.raises(InputError, match=field):
+            Spec(**kwargs)

@@ -30,6 +30,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from hedgekit.checks import atomic_write
 from hedgekit.errors import InputError
 
 MANIFEST = "manifest.json"
@@ -114,9 +115,8 @@ class Report:
     def _add(self, entry: dict) -> None:
         entry = {"notebook": self.notebook, **entry}
         self._entries.append(entry)
-        tmp = self.folder / (MANIFEST + ".tmp")
-        tmp.write_text(json.dumps({"notebook": self.notebook, "entries": self._entries}, indent=1, default=str))
-        tmp.replace(self.folder / MANIFEST)
+        with atomic_write(self.folder / MANIFEST) as tmp:
+            tmp.write_text(json.dumps({"notebook": self.notebook, "entries": self._entries}, indent=1, default=str))
 
     def table(self, name: str, table, note: str = "") -> None:
         """Record a table: a pandas DataFrame or a Markdown string."""

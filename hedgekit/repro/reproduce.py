@@ -34,6 +34,7 @@ import traceback
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from hedgekit.checks import count_arg
 from hedgekit.errors import InputError
 from hedgekit.paths import REPO_DIR
 from hedgekit.repro.report import read_manifest
@@ -291,7 +292,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="reports", help="output folder (default: reports)")
     p.add_argument("--inplace", action="store_true", help="write executed notebooks back into notebooks/")
     p.add_argument("--kernel", default="python3", help="Jupyter kernel name (default: python3)")
-    p.add_argument("--timeout", type=int, default=None, help="per-cell timeout in seconds")
+    p.add_argument("--timeout", type=count_arg(1), default=None, help="per-cell timeout in seconds")
     p.add_argument("--list", action="store_true", help="list the registered notebooks and exit")
     p.add_argument("--list-models", action="store_true",
                    help="list the checkpoints the notebooks need (cached or missing) and exit")
