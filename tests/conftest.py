@@ -109,3 +109,18 @@ def bad_images():
         ]
 
     return make
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _streamlit_disk_cache_in_a_temp_dir(request, tmp_path_factory):
+    """`st.cache_data(persist="disk")` writes to ~/.streamlit/cache: the app tests' entries go to a temp dir instead
+    (only when app tests run, so other runs do not pay for importing streamlit)."""
+    if not any("tests/app/" in item.nodeid or item.nodeid.startswith("app/") for item in request.session.items):
+        yield
+        return
+    from streamlit.runtime.caching.storage import local_disk_cache_storage as storage
+
+    folder = str(tmp_path_factory.mktemp("streamlit_cache"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(storage, "get_cache_folder_path", lambda: folder)
+        yield

@@ -101,7 +101,7 @@ def _frame_equal(ax, pts: Sequence[np.ndarray], pad: float, title: str) -> None:
     xl, yl = _limits(pts, pad=pad)
     ax.set_xlim(*xl)
     ax.set_ylim(*yl)
-    ax.set_aspect("equal", adjustable="datalim")
+    ax.set_aspect("equal", adjustable="box")
     ax.set_title(title)
 
 def _ellipse_extent(means, covs, n_sigma) -> np.ndarray:
@@ -370,7 +370,7 @@ def mixture_embeddings(rows: Sequence[Mapping], n_digits: int = 2, color_by: int
         for ax in axes[r]:
             ax.set_xlim(*xl)
             ax.set_ylim(*yl)
-            ax.set_aspect("equal", adjustable="datalim")
+            ax.set_aspect("equal", adjustable="box")
     _digit_legend(axes[0, 1], "tens digit" if n_digits == 2 and color_by == 0 else f"digit {color_by + 1}",
                   loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
@@ -607,7 +607,7 @@ def beta_ellipses(panels: Sequence[Mapping], n_digits: int = 2, color_by: int = 
         if unit_circle:
             ax.add_patch(Ellipse((0, 0), 2 * n_sigma, 2 * n_sigma, fill=False, ec=INK, ls="--", lw=1))
         ax.set_title(f"β = {p['beta']:g}")
-        ax.set_aspect("equal", adjustable="box" if share else "datalim")
+        ax.set_aspect("equal", adjustable="box")
         ext.append(_ellipse_extent(p["means"], p["covs"], n_sigma))
         if unit_circle:
             ext.append(np.array([[-n_sigma, -n_sigma], [n_sigma, n_sigma]]))
@@ -675,7 +675,7 @@ def occlusion_view(image, boxes, centroids, class_ids, mean, cov, eta: float, n_
         xl, yl = extent
     ax_m.set_xlim(*xl)
     ax_m.set_ylim(*yl)
-    ax_m.set_aspect("equal", adjustable="datalim")
+    ax_m.set_aspect("equal", adjustable="box")
     ax_m.set_title(title or "embedding over the class centroids")
     fig.tight_layout()
     return fig, (ax_i, ax_m)
@@ -733,7 +733,7 @@ def occlusion_sweep(images, boxes, means, covs, etas, centroids, class_ids, n_di
     xl, yl = _limits([cent, _ellipse_extent(means, covs, n_sigma)])
     ax.set_xlim(*xl)
     ax.set_ylim(*yl)
-    ax.set_aspect("equal", adjustable="datalim")
+    ax.set_aspect("equal", adjustable="box")
     ax.set_title(f"{n_sigma:g}σ ellipses as the occluder grows (dark → light)")
     fig.tight_layout()
     return fig, ax

@@ -127,3 +127,30 @@ def test_ellipsoid_mesh_lies_on_the_n_sigma_surface():
     x, y, z = F.ellipsoid_mesh(mean, var, n_sigma=2, n=9)
     p = np.stack([x, y, z], -1).reshape(-1, 3) - mean
     assert np.allclose((p**2 / var).sum(1), 4.0)
+
+
+def test_equal_aspect_figures_draw_without_matplotlib_warnings_and_keep_one_scale(caplog):
+    """Issue 14: fixed limits + adjustable="datalim" made matplotlib log "Ignoring fixed x limits to fulfill fixed
+    data aspect" in the notebooks' outputs. Each 2D embedding panel must draw silently, with the limits it set, at one
+    scale: a data unit is as long on screen along x as along y."""
+    import logging
+
+    m, v, y = _gauss()
+    cent, ids = RNG.normal(size=(10, 2)) * 3, np.arange(10) * 7
+    ex = [dict(image=np.zeros((28, 56)), point=m[0], mean=m[1], cov=np.diag(v[1])) for _ in range(3)]
+    mm, vv = RNG.normal(size=(6, 2, 2)), RNG.uniform(0.01, 0.1, (6, 2, 2))
+    row = dict(title="C=2", clean=(mm, vv, y[:6]), corrupt=(mm * 2, vv, y[:6]))
+    panels = [dict(beta=b, means=m * k, covs=v * k, labels=y) for k, b in enumerate((1e-6, 1e-4, 1e-2), 1)]
+    figures = [F.gaussian_embeddings(m, v, m * [3, 0.2], 2 * v, y), F.point_vs_hedged(cent, cent * [1, 4], ids, ex),
+               F.mixture_example(cent, ids, np.zeros((28, 56)), m[:2], v[:2]), F.mixture_embeddings([row]),
+               F.occlusion_view(np.zeros((28, 56), np.uint8), [[0, 0, 5, 5]], cent, ids, m[0], np.diag(v[0]), 0.3),
+               F.beta_ellipses(panels), F.beta_ellipses(panels, share=False, unit_circle=False)]
+    with caplog.at_level(logging.WARNING, logger="matplotlib"):
+        for out in figures:
+            fig = _is_fig(out)
+            fig.canvas.draw()
+            for ax in fig.axes:
+                if ax.get_aspect() == 1.0:
+                    (x0, y0), (x1, _), (_, y1) = ax.transData.transform([(0, 0), (1, 0), (0, 1)])
+                    assert abs(x1 - x0) == pytest.approx(abs(y1 - y0), rel=1e-6)
+    assert not [r for r in caplog.records if "aspect" in r.getMessage()], caplog.text
