@@ -133,11 +133,12 @@ def render() -> None:
         st.metric("hidden pixels", f"{analysis.covered:.0%}")
     with t:
         st.markdown("**Top-5 classes** · p(m | x, centroid)")
-        rows = [{"class": f"{c:02d}", "p(m)": p, "seen in training": bool(table.seen[table.class_ids == c][0])}
+        rows = [{"class": f"{c:02d}", "p(m)": p, "seen": bool(table.seen[table.class_ids == c][0])}
                 for c, p in analysis.top]
         st.dataframe(pd.DataFrame(rows), hide_index=True, key="hk_top5", width="stretch",
                      column_config={"p(m)": st.column_config.ProgressColumn("p(m | x, c)", min_value=0.0,
-                                                                              max_value=1.0, format="%.3f")})
+                                                                              max_value=1.0, format="%.3f"),
+                                    "seen": st.column_config.CheckboxColumn("seen", help="class seen in training")})
         if point_top:
             st.caption(f"Point model's best match: **{point_top[0][0]:02d}** (p = {point_top[0][1]:.2f}); its × "
                        f"stands by class {point_class:02d} here, offset as in its own space.")

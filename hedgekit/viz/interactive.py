@@ -199,7 +199,8 @@ def embedding_map(table, layers, color_by: str = "tens", *, dark: bool = False, 
     layout = _layout(
         dark, height, title=dict(text=title) if title else None, hovermode="closest", dragmode="pan",
         showlegend=show_legend, annotations=annotations,
-        legend=dict(orientation="h", yanchor="top", y=-0.16, x=0, font=dict(size=11)),
+        legend=dict(orientation="h", yanchor="top", y=-0.16, x=0, font=dict(size=11), entrywidth=0.5,
+                    entrywidthmode="fraction"),  # two entries per row: the map keeps its height in narrow columns
         xaxis=dict(range=[float(v) for v in extent[0]], zeroline=False, title=dict(text=f"z₁{prime}")),
         yaxis=dict(range=[float(v) for v in extent[1]], zeroline=False, scaleanchor="x", scaleratio=1,
                    title=dict(text=f"z₂{prime}")),
