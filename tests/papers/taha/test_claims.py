@@ -93,3 +93,11 @@ def test_fig5_claim_needs_more_than_the_base_rate():
     fig = {"r": -0.4, "flipped_top": 0.36, "noise_rate": 0.36, "n_top": 50, "centre_rho": 0.3}
     assert C.table2_verdict(_t2(), fig).claims[5].matched is None  # a random pick's share
     assert C.table2_verdict(_t2(), dict(fig, flipped_top=0.1)).claims[5].matched is False
+
+
+def test_a_collapsed_row_makes_the_gap_claim_inconclusive():
+    summary = _t1(0.0, 0.10)
+    summary["Tri + Aug"] = {k: (0.03, 0.001) for k in ("map", "top1", "top5", "top10")}
+    v = C.table1_verdict(summary)
+    assert v.claims[2].matched is False and "collapsed" in v.claims[2].why
+    assert v.claims[4].matched is None and "not a fair test" in v.claims[4].why
