@@ -49,6 +49,7 @@ NOTEBOOKS: dict[str, list[str]] = {
             "04_known_unknowns.ipynb", "05_kl_and_soft_contrastive.ipynb"],
     "spe": ["06_spe_lshapes.ipynb", "07_spe_ndigit.ipynb"],
     "url": ["09_url_benchmark.ipynb"],
+    "taha": ["08_het_triplet_retrieval.ipynb"],
 }
 
 
@@ -310,7 +311,7 @@ def _cmd(a) -> int:
             print(f"{group}: {', '.join(names) if names else '(none registered)'}")
         return 0
     if a.list_models:
-        from hedgekit.papers import hib, spe
+        from hedgekit.papers import hib, spe, taha
         from hedgekit.playground import expected_train_seconds
         from hedgekit.zoo import find_checkpoint
 
@@ -318,7 +319,8 @@ def _cmd(a) -> int:
         seen: dict[str, bool] = {}
         missing_seconds = 0
         for nb in select(a.only):
-            for spec in hib.experiments.notebook_specs(nb, a.fast) + spe.experiments.notebook_specs(nb, a.fast):
+            for spec in (hib.experiments.notebook_specs(nb, a.fast) + spe.experiments.notebook_specs(nb, a.fast)
+                         + taha.experiments.notebook_specs(nb, a.fast)):
                 have = find_checkpoint(spec) is not None
                 print(f"{Path(nb).stem:<34} {spec.name:<44} {'cached' if have else 'missing'}")
                 if spec.name not in seen and not have:
