@@ -87,6 +87,7 @@ def test_spe_table2_means_quote_numbers_py():
                 checked += 1
     assert checked == 12
 
+
 def test_bigger_runs_loss_example_trains_any_backbone(monkeypatch):
     """The "Bigger runs" example runs as written, with a tiny stand-in for timm (not a dependency):
     a few steps on two separable classes lower the HIB loss."""
