@@ -555,7 +555,7 @@ def _train_pairs(spec: Spec, progress: bool, device: str, callback) -> tuple[Emb
                augment=random_occlusion(cfg.occlusion_p), callback=callback)
     model = model.cpu().eval()
     test = eval_set(spec)
-    return model, None, hist, {"metrics": table1_metrics(model, test), "eval_images": len(test)}
+    return model, None, hist, {"metrics": table1_metrics(model, test, progress=progress), "eval_images": len(test)}
 
 
 def _train_episodes(spec: Spec, progress: bool, device: str, callback) -> tuple[EmbeddingNet, SPE | PN, History, dict]:

@@ -653,3 +653,14 @@ def test_checkpoint_path_that_is_a_directory_is_a_clear_error(tmp_path, trained_
     with pytest.raises(InputError, match="m.pt: it is a directory"):
         save_checkpoint(tmp_path / "m.pt", trained_like_model, {})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.pt"]
+
+
+def test_training_a_zoo_model_shows_progress_for_training_and_evaluation(sandbox, capsys):
+    """Issue 14: notebooks training FAST models must show a sign of life: a tqdm bar for the steps, then one for
+    the Table 1 evaluation (about a third of a FAST model's time); nothing with progress=False."""
+    spec = Spec(kind="hib", n_digits=1, dim=2, preset="fast", seed=3)
+    load_or_train(spec, progress=True, save=False)
+    err = capsys.readouterr().err
+    assert "train hib" in err and re.search(r"evaluate \(\d+ images\): embed", err) and "KNN corrupt" in err
+    load_or_train(spec, progress=False, save=False)
+    assert capsys.readouterr().err == ""

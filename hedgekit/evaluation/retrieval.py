@@ -90,16 +90,25 @@ def binned_tau(per_bin: np.ndarray, eta: np.ndarray) -> float:
     return M.kendall_tau_bins(per_bin)
 
 
-def table1_metrics(model: EmbeddingNet, test: NDigitSet, seed: int = 0, n_pairs: int = 10_000) -> dict:
+def table1_metrics(model: EmbeddingNet, test: NDigitSet, seed: int = 0, n_pairs: int = 10_000,
+                   progress: bool = False) -> dict:
     """HIB Table 1 (AP and KNN, clean and corrupt) plus Table 2's taus and variance diagnostics.
 
     ``var_ratio`` = mean total variance on corrupt / clean inputs: the variance-collapse
     check of the design notes (HIB's "corrupt inputs get larger ellipses", Fig. 3).
+    ``progress`` shows a tqdm bar over the five stages (embedding, then AP and KNN on each side).
     """
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=5, desc=f"evaluate ({len(test)} images): embed", disable=not progress, leave=False)
     es = embed_set(model, test)
     out: dict = {}
     for name, corrupt in (("clean", False), ("corrupt", True)):
+        bar.update()
+        bar.set_description(f"evaluate ({len(test)} images): AP {name}")
         v = verification(model, es, corrupt, n_pairs, seed)
+        bar.update()
+        bar.set_description(f"evaluate ({len(test)} images): KNN {name}")
         kn = knn(es, probe_corrupt=False, gallery_corrupt=corrupt)
         out[f"ap_{name}"], out[f"tau_ap_{name}"] = v["ap"], v["tau"]
         out[f"knn_{name}"], out[f"tau_knn_{name}"] = kn["acc"], kn["tau"]
@@ -108,6 +117,8 @@ def table1_metrics(model: EmbeddingNet, test: NDigitSet, seed: int = 0, n_pairs:
     out.update(var_clean=var_clean, var_corrupt=var_corrupt,
                var_ratio=var_corrupt / var_clean if var_clean > 0 else float("nan"),
                eta_clean=float(es.eta_clean.mean()), eta_corrupt=float(es.eta_corrupt.mean()))
+    bar.update()
+    bar.close()
     return {k: float(v) for k, v in out.items()}
 
 
