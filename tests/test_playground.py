@@ -476,3 +476,16 @@ class TestPrototypes:
         np.testing.assert_allclose(p, ref, rtol=1e-5)
         assert p.sum() == pytest.approx(1.0, abs=1e-5)
         np.testing.assert_array_equal(p, pg.prototype_posterior(model, head, img, [[0, 0, 28, 28]], protos, seed=3))
+
+
+@pytest.mark.parametrize("top_k", [-1, 0, 2.0, True, None, "5"], ids=repr)
+def test_analyse_refuses_a_bad_top_k(untrained, top_k):
+    """Issue 14: top_k = -1 listed all classes but one (69 rows); any top_k that is not an integer >= 1 is refused,
+    and one larger than the table lists every class once."""
+    model = untrained()
+    table = pg.CentroidTable(np.arange(4), np.random.default_rng(0).normal(size=(4, 2)).astype(np.float32),
+                             np.ones(4, bool), np.ones(4, np.int64), np.eye(2), 2)
+    image = np.zeros((28, 56), np.uint8)
+    with pytest.raises(InputError, match="top_k must be an integer >= 1"):
+        pg.analyse(model, image, [], table, top_k=top_k)
+    assert len(pg.analyse(model, image, [], table, top_k=99).top_ids) == 4

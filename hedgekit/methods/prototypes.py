@@ -42,7 +42,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from hedgekit.embedding import Embedding
-from hedgekit.checks import check_count
+from hedgekit.checks import check_count, check_memory
 from hedgekit.errors import InputError
 
 SAMPLERS = ("naive", "intersection")
@@ -98,6 +98,10 @@ def _check_sampler(sampler: str, n_samples: int) -> None:
 
 
 def _chunks(n_query: int, per_query: int):
+    """Slices of queries holding about ``_CHUNK_ELEMENTS`` sample values; InputError if one query alone (``per_query``
+    values, e.g. n_samples x classes x D) would not fit the memory budget (`hedgekit.checks.check_memory`)."""
+    check_memory(4 * per_query, f"sampling {per_query} values for one query",  # ~4 tensors of that size at once
+                 "use fewer samples per query (n_samples; the paper's evaluation uses 200)")
     step = max(1, _CHUNK_ELEMENTS // max(1, per_query))
     return [slice(i, i + step) for i in range(0, n_query, step)]
 

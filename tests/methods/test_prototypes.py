@@ -388,3 +388,19 @@ def test_input_errors():
         fit_episodic(tiny_model("point"), None, torch.zeros(4, 1, 1, 10), np.zeros(3, dtype=int), progress=False)
     with pytest.raises(InputError, match="shrink"):
         ConvBody(1, 28, 28, blocks=5)
+
+
+@pytest.mark.parametrize("n_samples", [0, -1, 2.5, True, None, "200"], ids=repr)
+def test_samplers_refuse_bad_numbers_of_samples(n_samples):
+    mean, var = torch.zeros(3, 2), torch.ones(3, 2)
+    with pytest.raises(InputError, match="n_samples must be an integer >= 1"):
+        log_posterior_naive(mean, var, torch.zeros(4, 2), torch.ones(4, 2), n_samples)
+    with pytest.raises(InputError, match="n_samples must be an integer >= 1"):
+        log_posterior_intersection(mean, var, torch.zeros(4, 2), torch.ones(4, 2), n_samples)
+
+
+def test_samplers_refuse_more_samples_than_memory_before_allocating():
+    mean, var = torch.zeros(3, 2), torch.ones(3, 2)
+    for fn in (log_posterior_naive, log_posterior_intersection):
+        with pytest.raises(InputError, match=r"one query would take .* TB, .*fewer samples per query"):
+            fn(mean, var, torch.zeros(4, 2), torch.ones(4, 2), 10**12)

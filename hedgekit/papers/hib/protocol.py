@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from hedgekit.checks import check_count, check_memory
 from hedgekit.evaluation import metrics as M
 from hedgekit.papers.hib import numbers
 from hedgekit.data import NDigitSet
@@ -58,8 +59,9 @@ def eta_mc(emb: Embedding, match: SoftMatch, k: int = 8, generator: torch.Genera
     components, as in training) and the mean of sigmoid(-a||z1 - z2|| + b) over the
     K x K pairs. For point embeddings every sample is the mean, so eta = 1 - sigmoid(b).
     """
-    if k < 1:
-        raise InputError(f"k must be >= 1; got {k}")
+    k = check_count(k, "k (Monte-Carlo samples per input)")
+    check_memory(3 * len(emb) * k * k, f"eta by Monte Carlo with K={k} on {len(emb)} inputs",
+                 "use a smaller K (the paper uses K = 8) or `hedgekit.uncertainty.self_mismatch`")
     z1 = emb.sample(k, generator)
     z2 = emb.sample(k, generator)
     d = torch.cdist(z1, z2)  # (B, K, K)

@@ -117,3 +117,12 @@ def test_table3_frame():
     counts = {2: dict(numbers.HIB_TABLE3[2], train_images=99_000)}
     df = P.table3_frame(counts)
     assert df.loc["train_images", "N=2 Δ"] == -1000 and df.loc["total_classes", "N=2 Δ"] == 0
+
+
+@pytest.mark.parametrize("k", [0, -1, 8.0, True, None, 10**7], ids=repr)
+def test_eta_mc_refuses_bad_or_huge_k_before_allocating(k):
+    """Issue 14: K = 1e7 ran 88 s and took 11 GB; now any K that is not an integer >= 1, or whose K x K distances
+    exceed the memory budget, is refused at once."""
+    emb = Embedding.gaussian(torch.zeros(64, 2), torch.ones(64, 2))
+    with pytest.raises(InputError, match=r"k \(Monte-Carlo samples per input\) must be an integer >= 1|K=10000000 on 64"):
+        P.eta_mc(emb, SoftMatch(), k)
