@@ -1,0 +1,66 @@
+"""Tests of hedgekit.bench: the FLOP count against a hand count, the plain loop's contract, the ratios."""
+import numpy as np
+import pytest
+import torch
+
+from hedgekit import bench
+from hedgekit.errors import InputError
+from hedgekit.nets import build_model
+
+
+def _lenet_flops(width: int, dim: int) -> tuple[int, int]:
+    """Hand count (2 FLOPs per multiply-add) of LeNetBody + point head on a 28 x width image:
+    (forward FLOPs, FLOPs of the first convolution)."""
+    conv1 = 6 * 28 * width * (1 * 5 * 5) * 2
+    conv2 = 16 * 14 * (width // 2) * (6 * 5 * 5) * 2
+    fc = 16 * 7 * (width // 4) * 120 * 2
+    return conv1 + conv2 + fc + 120 * dim * 2, conv1
+
+
+@pytest.mark.parametrize("n_digits", [1, 2])
+def test_training_flops_are_three_forward_passes_minus_the_image_gradient(n_digits):
+    """Backward = gradient of every layer's input and of its weights (2x the forward each), except the
+    input gradient of the first convolution: the images need none."""
+    flops = bench.train_flops_per_image(build_model("point", n_digits, 2))
+    forward, conv1 = _lenet_flops(28 * n_digits, 2)
+    assert flops == 3 * forward - conv1  # 7.716 MFLOP for 2-digit images
+    # per image: the batch size used for counting does not matter
+    assert bench.train_flops_per_image(build_model("point", n_digits, 2), batch=4) == flops
+
+
+def test_matmul_rate_is_positive_and_finite():
+    rate = bench.matmul_gflops(n=64, seconds=0.01)
+    assert np.isfinite(rate) and rate > 0
+
+
+def _digits(n_classes=4, per_class=6):
+    g = torch.Generator().manual_seed(0)
+    return torch.randint(0, 256, (n_classes * per_class, 28, 56), dtype=torch.uint8, generator=g), \
+        torch.arange(n_classes).repeat_interleave(per_class)
+
+
+@pytest.mark.parametrize("kind, k", [("point", 1), ("hib", 3)])
+def test_plain_step_trains_the_same_network(kind, k):
+    images, labels = _digits()
+    model = build_model(kind, 2, 2)
+    before = [p.detach().clone() for p in model.parameters()]
+    seconds = bench.plain_step(model, images.unsqueeze(1).float() / 255, labels, batch=8, k=k, steps=2)
+    assert seconds > 0
+    body_changed = [not torch.equal(b, p) for b, p in zip(before, model.parameters())]
+    assert all(body_changed[:4])  # both convolutions were updated
+
+
+def test_plain_step_refuses_mixtures():
+    images, labels = _digits()
+    with pytest.raises(InputError, match="point and MoG-1"):
+        bench.plain_step(build_model("hib", 2, 2, components=2), images.unsqueeze(1).float(), labels, 8, 2, 1)
+
+
+def test_compare_reports_medians_and_ratios():
+    images, labels = _digits()
+    r = bench.compare("point", 1, images, labels, steps=1, repeats=1, classes_per_batch=2, per_class=3)
+    assert len(r.hedgekit_all) == len(r.plain_all) == 1
+    assert r.hedgekit == r.hedgekit_all[0] > 0 and r.plain == r.plain_all[0] > 0 and r.gflops > 0
+    assert r.vs_plain == pytest.approx(r.hedgekit / r.plain)
+    assert r.vs_ceiling == pytest.approx(r.hedgekit / r.ceiling)
+    assert r.ceiling == pytest.approx(r.gflops * 1e9 / bench.train_flops_per_image(build_model("point", 2, 2)))
