@@ -61,6 +61,8 @@ def test_a_bad_spec_is_an_error_message_not_a_traceback(capsys):
     (["table1", "--seed", "-1"], "--seed", "an integer >= 0"),
     (["bench", "--threads", "0"], "--threads", "an integer >= 1"),
     (["bench", "--steps", "-5"], "--steps", "an integer >= 1"),
+    (["bench", "--repeats", "0"], "--repeats", "an integer >= 1"),
+    (["url-benchmark", "--threads", "0"], "--threads", "an integer >= 1"),
     (["reproduce", "--timeout", "0"], "--timeout", "an integer >= 1"),
 ])
 def test_bad_numbers_and_devices_are_usage_errors_naming_the_flag(capsys, argv, flag, said):

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from hedgekit.checks import count_arg
 from hedgekit.errors import InputError
 from hedgekit.papers.url import protocol
 from hedgekit.papers.url.numbers import DISPLAY
@@ -325,6 +326,6 @@ def add_subcommand(sub) -> None:
     p.add_argument("--fast", action="store_true", help="the fast budget (seconds per run) instead of the paper budget")
     p.add_argument("--retrain", action="store_true", help="train even when a cached run exists")
     p.add_argument("--out", default=None, help="folder for leaderboard-<budget>.csv/.md (default: the data cache)")
-    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1: the cores are shared)")
+    p.add_argument("--threads", type=count_arg(1), default=1, help="torch threads (default 1: the cores are shared)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(fn=cmd_url_benchmark)
