@@ -41,7 +41,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server():
+def server(tmp_path_factory):
     """The app served by a real Streamlit process; its models trained first (outside the timed wait)."""
     pytest.importorskip("playwright.sync_api", reason="pip install playwright (the Python package only)")
     from hedgekit import playground as pg
@@ -51,7 +51,8 @@ def server():
     for spec in (pg.retrieval_spec("paper"), pg.spe_spec("paper")):  # not shipped: trained here, not in the wait
         pg.load_model(spec)
     port = _free_port()
-    env = dict(os.environ, HEDGEKIT_PRESET="paper", PYTHONUNBUFFERED="1")  # the shipped default models
+    env = dict(os.environ, HEDGEKIT_PRESET="paper", PYTHONUNBUFFERED="1",  # the shipped default models
+               HOME=str(tmp_path_factory.mktemp("home")))  # its persist="disk" cache: not in ~/.streamlit
     ARTIFACTS.mkdir(exist_ok=True)
     log = open(ARTIFACTS / "streamlit.log", "w")
     proc = subprocess.Popen(
