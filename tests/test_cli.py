@@ -38,6 +38,26 @@ def test_evaluate_refuses_prototype_models_with_a_clear_message(capsys):
     assert "point / hib" in err and "notebooks 06-07" in err
 
 
+def test_evaluate_shows_a_progress_bar_while_it_evaluates(monkeypatch, capsys):
+    """`evaluate` passes progress=True to the Table 1 evaluation (a MoG-C evaluation takes minutes)."""
+    import hedgekit.data
+    import hedgekit.evaluation.retrieval as retrieval
+    import hedgekit.zoo as zoo
+
+    seen = {}
+
+    def fake_metrics(model, test, seed=0, n_pairs=10_000, progress=False):
+        seen["progress"] = progress
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(zoo, "load_or_train", lambda spec, **kw: (spec.build(), {"source": "cache"}))
+    monkeypatch.setattr(hedgekit.data, "load_ndigit", lambda n, split: None)
+    monkeypatch.setattr(retrieval, "table1_metrics", fake_metrics)
+    with pytest.raises(RuntimeError, match="stop here"):
+        main(["evaluate", "--kind", "point", "--preset", "fast"])
+    assert seen["progress"] is True
+
+
 def test_a_bad_spec_is_an_error_message_not_a_traceback(capsys):
     assert main(["train", "--kind", "hib", "--data", "lshapes", "--preset", "fast"]) == 2
     assert "N-digit MNIST" in capsys.readouterr().err
