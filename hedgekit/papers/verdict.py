@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
-__all__ = ["Claim", "Verdict", "PAPER_STEPS", "fmt", "training_context", "collapse_reason", "noise_reason",
+__all__ = ["Claim", "Verdict", "PAPER_STEPS", "fmt", "training_context", "models_paragraph", "collapse_reason", "noise_reason",
            "binomial_se_diff", "closeness"]
 
 PAPER_STEPS = 500_000  # HIB sec. 4.1: batch 128, 500k training iterations
@@ -59,6 +59,21 @@ def training_context(checkpoints: Sequence) -> str:
                 "paper's and differences between methods are mostly noise; run the notebook with FAST = False "
                 "(paper preset) for the comparison that counts.")
     return txt
+
+
+def models_paragraph(checkpoints: Sequence, paper_training: str, fast_note: str, setup: str = "") -> str:
+    """One paragraph for papers whose training is not HIB's: how many models, which presets and steps, the
+    CPU-seconds they took, beside ``paper_training``; ``setup`` (optional) says what was trained; ``fast_note``
+    is added in FAST mode. `training_context` is HIB's version (it compares with HIB's 500k iterations)."""
+    if not checkpoints:
+        return "No trained model was used."
+    steps = sorted({int(getattr(c, "steps", 0) or 0) for c in checkpoints})
+    presets = sorted({getattr(c, "preset", "?") for c in checkpoints})
+    secs = sum(float(getattr(c, "train_seconds", 0.0) or 0.0) for c in checkpoints)
+    txt = (f"{len(checkpoints)} model(s), preset {', '.join(presets)}: {'/'.join(f'{s:,}' for s in steps)} training "
+           f"steps each, " + (f"{setup}, " if setup else "") +
+           f"{secs:.0f} CPU-seconds of training in total (the paper: {paper_training}).")
+    return txt + " " + fast_note if "fast" in presets else txt
 
 
 def collapse_reason(var_ratio: float, var_clean: float | None = None) -> str:
@@ -115,11 +130,15 @@ class Verdict:
         bad = sum(c.matched is False for c in self.claims)
         return ok, bad, sum(c.matched is None for c in self.claims)
 
+    def context(self) -> str:
+        """The paragraph on which models produced the numbers (HIB's `training_context`; papers override it)."""
+        return training_context(self.checkpoints)
+
     def markdown(self) -> str:
         ok, bad, untested = self.counts
         lines = [f"### What matched, what did not, and why — {self.title}", "",
                  f"**{ok} matched, {bad} did not" + (f", {untested} inconclusive" if untested else "") + "** "
-                 "(computed from the numbers above).", "", training_context(self.checkpoints), ""]
+                 "(computed from the numbers above).", "", self.context(), ""]
         lines += ["| | paper's claim | paper | ours | why |", "|---|---|---|---|---|"]  # ✅ ❌ – (inconclusive)
         for c in self.claims:
             mark = {True: "✅", False: "❌", None: "–"}[c.matched]

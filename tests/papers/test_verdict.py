@@ -52,3 +52,22 @@ def test_verdict_rendering_and_noise():
     assert "0.600 vs 0.700 (-0.100)" == by["KNN corrupt over β = 0"].ours
     assert by["τ KNN clean over β = 0"].matched is True
     assert by["τ KNN clean over β = 0"].paper == "0.800 vs 0.748 (+0.052)"  # HIB Table 5, N=2 D=2
+
+
+def test_models_paragraph_counts_models_steps_and_seconds_and_adds_the_fast_note_only_in_fast_mode():
+    from types import SimpleNamespace as NS
+
+    from hedgekit.papers.verdict import Verdict, models_paragraph
+
+    full = [NS(steps=1500, preset="paper", train_seconds=55.4), NS(steps=3000, preset="paper", train_seconds=80.0)]
+    txt = models_paragraph(full, "GPU training", "FAST!", setup="a LeNet")
+    assert txt == ("2 model(s), preset paper: 1,500/3,000 training steps each, a LeNet, 135 CPU-seconds of "
+                   "training in total (the paper: GPU training).")
+    assert models_paragraph([NS(steps=10, preset="fast", train_seconds=1.0)], "p", "FAST!").endswith(" FAST!")
+    assert models_paragraph([], "p", "FAST!") == "No trained model was used."
+
+    class Custom(Verdict):
+        def context(self) -> str:
+            return "CONTEXT"
+
+    assert "\nCONTEXT\n" in Custom("t", full).markdown()

@@ -9,7 +9,7 @@ import math
 from typing import Mapping, Sequence
 
 from hedgekit.papers.spe.numbers import (CONDITION_NAMES, PAPER_TRAINING, SPE_LSHAPES, TABLE2_METHODS, paper_mean, paper_table2)
-from hedgekit.papers.verdict import Verdict
+from hedgekit.papers.verdict import Verdict, models_paragraph
 
 __all__ = ["PAPER_ROW_OF", "table2_side_by_side", "SPEVerdict", "spe_training_context", "lshapes_verdict",
            "ndigit_verdict"]
@@ -60,28 +60,18 @@ def table2_side_by_side(rows: Sequence[Mapping], settings: Sequence[tuple[int, i
 # ============================================================================ verdicts
 def spe_training_context(checkpoints: Sequence) -> str:
     """One paragraph: which presets/steps produced the numbers, compared with the paper's training."""
-    if not checkpoints:
-        return "No trained model was used."
-    steps = sorted({int(getattr(c, "steps", 0) or 0) for c in checkpoints})
-    presets = sorted({getattr(c, "preset", "?") for c in checkpoints})
-    secs = sum(float(getattr(c, "train_seconds", 0.0) or 0.0) for c in checkpoints)
-    txt = (f"{len(checkpoints)} model(s), preset {', '.join(presets)}: {'/'.join(f'{s:,}' for s in steps)} "
-           f"training steps each, {secs:.0f} CPU-seconds of training in total (the paper: {PAPER_TRAINING}).")
-    if "fast" in presets:
-        txt += (" FAST mode: these models train for seconds on small episodes, so absolute numbers are far below "
-                "the paper's and small differences between methods are noise; run with FAST = False for the "
-                "comparison that counts.")
-    return txt
+    return models_paragraph(
+        checkpoints, PAPER_TRAINING,
+        "FAST mode: these models train for seconds on small episodes, so absolute numbers are far below "
+        "the paper's and small differences between methods are noise; run with FAST = False for the "
+        "comparison that counts.")
 
 
 class SPEVerdict(Verdict):
     """`hedgekit.papers.verdict.Verdict` with SPE's training context (the base class quotes HIB's 500k steps)."""
 
-    def markdown(self) -> str:
-        text = super().markdown()
-        from hedgekit.papers.verdict import training_context
-
-        return text.replace(training_context(self.checkpoints), spe_training_context(self.checkpoints), 1)
+    def context(self) -> str:
+        return spe_training_context(self.checkpoints)
 
 
 def _pct(x: float) -> str:

@@ -22,7 +22,7 @@ from typing import Mapping, Sequence
 
 from hedgekit.papers.taha.numbers import (FIG6_PEARSON_R, PAPER_TRAINING, TABLE1, TABLE2, TABLE3_GOAL,
                                           TABLE4_STIMULUS)
-from hedgekit.papers.verdict import Verdict, training_context
+from hedgekit.papers.verdict import Verdict, models_paragraph
 
 __all__ = ["SAME_TOL", "R_MODERATE", "MIN_EFFECT", "COLLAPSED_MAP", "TahaVerdict", "taha_training_context", "pts", "same", "beats",
            "table1_side_by_side", "table2_side_by_side", "longtail_side_by_side", "table1_verdict",
@@ -118,26 +118,18 @@ def longtail_side_by_side(ours: Mapping[str, Mapping[str, tuple[float, float]]])
 # ============================================================================ verdicts
 def taha_training_context(checkpoints: Sequence) -> str:
     """One paragraph: which presets/steps produced the numbers, compared with the paper's training."""
-    if not checkpoints:
-        return "No trained model was used."
-    steps = sorted({int(getattr(c, "steps", 0) or 0) for c in checkpoints})
-    presets = sorted({getattr(c, "preset", "?") for c in checkpoints})
-    secs = sum(float(getattr(c, "train_seconds", 0.0) or 0.0) for c in checkpoints)
-    txt = (f"{len(checkpoints)} model(s), preset {', '.join(presets)}: {'/'.join(f'{s:,}' for s in steps)} training "
-           f"steps each, a LeNet from scratch on 28 x 28N images, {secs:.0f} CPU-seconds of training in total "
-           f"(the paper: {PAPER_TRAINING}).")
-    if "fast" in presets:
-        txt += (" FAST mode: one run of models trained for seconds, so absolute numbers are far below the paper's "
-                "and differences between rows are mostly noise; run with FAST = False for the comparison that counts.")
-    return txt
+    return models_paragraph(
+        checkpoints, PAPER_TRAINING,
+        "FAST mode: one run of models trained for seconds, so absolute numbers are far below the paper's "
+        "and differences between rows are mostly noise; run with FAST = False for the comparison that counts.",
+        setup="a LeNet from scratch on 28 x 28N images")
 
 
 class TahaVerdict(Verdict):
     """`hedgekit.papers.verdict.Verdict` with Taha et al.'s training context (the base class quotes HIB's)."""
 
-    def markdown(self) -> str:
-        return super().markdown().replace(training_context(self.checkpoints),
-                                          taha_training_context(self.checkpoints), 1)
+    def context(self) -> str:
+        return taha_training_context(self.checkpoints)
 
 
 def table1_verdict(summary: Mapping[str, Mapping[str, tuple[float, float]]], checkpoints: Sequence = ()) -> TahaVerdict:

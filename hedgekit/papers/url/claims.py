@@ -98,13 +98,10 @@ def side_by_side(board):
 class URLVerdict(Verdict):
     """`hedgekit.papers.verdict.Verdict` with the benchmark's training context (the base class quotes HIB's)."""
 
-    context: str = ""
+    runs_text: str = ""  # set by `url_verdict`: the runs, budget and CPU-seconds behind the numbers
 
-    def markdown(self) -> str:
-        text = super().markdown()
-        lines = text.split("\n")
-        lines[4] = self.context  # the base class's HIB training paragraph
-        return "\n".join(lines)
+    def context(self) -> str:
+        return self.runs_text
 
 
 def _context(runs, budget_name: str) -> str:
@@ -124,7 +121,7 @@ def _in_half(rank: int, n: int) -> bool:
 def url_verdict(runs, board, budget_name: str = "paper") -> URLVerdict:
     """The paper's findings checked on our runs (one row per run) and leaderboard (`benchmark.leaderboard`)."""
     v = URLVerdict("09 URL benchmark")
-    v.context = _context(runs, budget_name)
+    v.runs_text = _context(runs, budget_name)
     corr = correlations(runs)
     methods = list(board.index)
     n = len(methods)
