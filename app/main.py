@@ -45,6 +45,8 @@ def main() -> None:
                 url_path="compare"),
         st.Page(APP_DIR / "views" / "retrieval.py", title="Retrieval", icon=":material/image_search:",
                 url_path="retrieval"),
+        st.Page(APP_DIR / "views" / "benchmark.py", title="Benchmark", icon=":material/leaderboard:",
+                url_path="benchmark"),
     ]
     st.navigation(pages).run()
 

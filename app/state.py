@@ -68,6 +68,7 @@ class AppState:
     dig1_rows: Span = FULL
     dig1_cols: Span = FULL
     clean_pct: int = 20  # Retrieval page: % of the gallery removed, most uncertain first
+    bench_method: str = ""  # Benchmark page: the method whose most / least uncertain images are shown
 
     # Plain values.
     upload: tuple[str, np.ndarray] | None = None  # (image key, image) of the last valid upload
@@ -84,6 +85,7 @@ class AppState:
     view: dict[str, Any] = field(default_factory=dict)  # what the playground showed last (eta, boxes, top-5...)
     compare: dict[str, dict] = field(default_factory=dict)  # what each compare column showed last
     retrieval: dict[str, Any] = field(default_factory=dict)  # what the Retrieval page showed last
+    benchmark: dict[str, Any] = field(default_factory=dict)  # what the Benchmark page showed last
     retrieval_visited: bool = False  # its first visit switches the input to the unseen classes (its gallery's)
 
     @classmethod

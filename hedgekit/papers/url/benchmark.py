@@ -25,15 +25,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from hedgekit.checks import count_arg
-from hedgekit.errors import InputError
+from hedgekit.checks import check_count, count_arg
+from hedgekit.errors import CheckpointError, InputError
 from hedgekit.papers.url import protocol
 from hedgekit.papers.url.numbers import DISPLAY
 from hedgekit.training.upstream import UpstreamConfig, UpstreamModel, fit_upstream, predict
 
 __all__ = ["Budget", "BUDGETS", "METRICS", "method_registry", "check_methods", "eval_sets", "build_model",
-           "cache_root", "run_path", "run_one", "load_run_model", "run_benchmark", "leaderboard", "leaderboard_markdown",
-           "write_leaderboard", "add_subcommand"]
+           "cache_root", "run_path", "run_one", "load_run_model", "run_benchmark", "cached_runs", "uncertainty_extremes",
+           "leaderboard", "leaderboard_markdown", "write_leaderboard", "add_subcommand"]
 
 EMBED_DIM = 16
 
@@ -207,16 +207,21 @@ def run_one(method: str, seed: int, budget="fast", retrain: bool = False, progre
 
 
 def load_run_model(method: str, seed: int, budget="fast") -> UpstreamModel:
-    """The trained model of a cached run (InputError with the command that trains it if there is none)."""
+    """The trained model of a cached run (InputError with the command that trains it if there is none,
+    CheckpointError with the one that retrains it if its weights do not load)."""
     b = _budget(budget)
     path = run_path(method, seed, b).with_suffix(".pt")
     if not path.is_file() or _read(run_path(method, seed, b), b, method) is None:
         raise InputError(f"no {b.name} run of {method} with seed {seed} yet; train it with "
                          f"`python -m hedgekit url-benchmark --methods {method} --seeds {seed + 1}"
                          f"{' --fast' if b.name == 'fast' else ''}`")
-    ckpt = torch.load(path, map_location="cpu", weights_only=True)
     model = build_model(method, seed, n_classes=len(_train_data()[2]))
-    model.load_state_dict(ckpt["state_dict"])
+    try:
+        model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True)["state_dict"])
+    except Exception as exc:  # truncated, corrupt or another model's weights
+        raise CheckpointError(f"the weights {path} do not load ({type(exc).__name__}: {exc}); retrain with "
+                              f"`python -m hedgekit url-benchmark --methods {method} --seeds {seed + 1} --retrain"
+                              f"{' --fast' if b.name == 'fast' else ''}`") from exc
     return model.eval()
 
 
@@ -240,6 +245,46 @@ def run_benchmark(methods, seeds=3, budget="fast", retrain: bool = False, progre
         bar.set_postfix_str(f"{m} s{s}")
         rows.append(run_one(m, s, b, retrain=retrain))
     return pd.DataFrame([{k: v for k, v in r.items() if k not in ("config", "history")} for r in rows])
+
+
+def cached_runs(budget="fast"):
+    """Every complete, up-to-date cached run of ``budget`` (nothing is trained): a DataFrame like `run_benchmark`'s,
+    one row per run sorted by method and seed, empty when there are none. Runs of unknown methods are skipped."""
+    import pandas as pd
+
+    b = _budget(budget)
+    folder = cache_root() / b.name
+    known = method_registry()
+    rows = []
+    for path in sorted(folder.glob("*-s*.json")) if folder.is_dir() else []:
+        method, _, seed = path.stem.rpartition("-s")
+        if method not in known or not seed.isdigit() or not path.with_suffix(".pt").is_file():
+            continue
+        rec = _read(path, b, method)
+        if rec is not None:
+            rows.append({k: v for k, v in rec.items() if k not in ("config", "history")} | {"source": "cache"})
+    return pd.DataFrame(rows)
+
+
+def uncertainty_extremes(method: str, seed: int = 0, budget="fast", k: int = 8) -> dict:
+    """The ``k`` downstream images (unseen 2-digit classes, the run's own evaluation subset `eval_sets`) that the
+    cached run of ``method`` is most and least uncertain about (Kirchhof et al. 2023, Fig. 1 style).
+
+    Returns ``{"most": ..., "least": ...}``, each ``{"images": (k, 28, 56) float in [0, 1], "labels": (k,),
+    "u": (k,)}``, most uncertain first in "most" and least uncertain first in "least", plus ``"n"``: the images
+    scored. InputError (with the command that trains it) when the run is not cached.
+    """
+    k = check_count(k, "k", 1)
+    model = load_run_model(method, seed, budget)
+    x, y = eval_sets(_budget(budget).eval_per_class)["unseen"]
+    u = predict(model, x)["uncertainty"]
+    k = min(k, len(u))
+
+    def pick(idx):
+        return {"images": x[idx, 0].numpy(), "labels": np.asarray(y)[idx], "u": u[idx]}
+
+    return {"most": pick(np.argsort(-u, kind="stable")[:k]), "least": pick(np.argsort(u, kind="stable")[:k]),
+            "n": len(u)}
 
 
 def leaderboard(runs, metrics=None):

@@ -142,3 +142,38 @@ def test_tiny_end_to_end_on_real_data(monkeypatch, tmp_path):
     rec = benchmark.run_one("ce", 0, budget)
     assert rec["r1"] > 1 / 30 and rec["up_acc"] > 1 / 70
     assert all(math.isfinite(rec[k]) for k in ("rauroc", "down_rauroc", "up_rauroc", "crop", "fashion_r1"))
+
+
+def test_cached_runs_reads_back_only_complete_runs(tiny):
+    assert benchmark.cached_runs("fast").empty  # nothing cached yet, nothing trained
+    benchmark.run_benchmark(["standin", "other"], 2, "fast", progress=False)
+    benchmark.run_path("other", 1, "fast").with_suffix(".pt").unlink()  # weights missing: not complete
+    runs = benchmark.cached_runs("fast")
+    assert len(tiny) == 4
+    assert sorted(zip(runs["method"], runs["seed"])) == [("other", 0), ("standin", 0), ("standin", 1)]
+    assert (runs["source"] == "cache").all() and "config" not in runs.columns
+    assert benchmark.cached_runs("paper").empty
+
+
+def test_uncertainty_extremes_match_a_full_sort(tiny, monkeypatch):
+    from hedgekit.training.upstream import predict
+
+    benchmark.run_one("standin", 1, "fast")
+    fixed = benchmark.eval_sets(TINY.eval_per_class)  # the fixture draws fresh images per call: fix one draw
+    monkeypatch.setattr(benchmark, "eval_sets", lambda per_class: fixed)
+    x, y = fixed["unseen"]
+    ext = benchmark.uncertainty_extremes("standin", seed=1, budget="fast", k=3)
+    u = predict(benchmark.load_run_model("standin", 1, "fast"), x)["uncertainty"]
+    ranked = sorted(range(len(u)), key=lambda i: u[i])  # naive full sort, least uncertain first
+    assert ext["n"] == len(u) == 20
+    np.testing.assert_allclose(ext["least"]["u"], u[ranked[:3]])
+    np.testing.assert_allclose(ext["most"]["u"], u[ranked[::-1][:3]])
+    np.testing.assert_array_equal(ext["most"]["images"], x[ranked[::-1][:3], 0].numpy())
+    np.testing.assert_array_equal(ext["least"]["labels"], y.numpy()[ranked[:3]])
+    with pytest.raises(benchmark.InputError, match="url-benchmark --methods other --seeds 1 --fast"):
+        benchmark.uncertainty_extremes("other", 0, "fast")
+    with pytest.raises(benchmark.InputError, match="k must be"):
+        benchmark.uncertainty_extremes("standin", 1, "fast", k=0)
+    benchmark.run_path("standin", 1, "fast").with_suffix(".pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(benchmark.CheckpointError, match="--methods standin --seeds 2 --retrain --fast"):
+        benchmark.uncertainty_extremes("standin", 1, "fast")
