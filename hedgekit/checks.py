@@ -249,3 +249,14 @@ def device_arg(text: str) -> str:
         except InputError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from exc
     return text
+
+
+def resolve_device(device: str | torch.device | None = None) -> torch.device:
+    """'auto'/None picks cuda, then mps, then cpu; anything else must exist here (`hedgekit.checks.check_device`)."""
+    if device in (None, "auto"):
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    return check_device(device)

@@ -33,6 +33,7 @@ import torch.distributed as dist
 from torch import Tensor, nn
 
 from hedgekit.embedding import Embedding
+from hedgekit.checks import resolve_device
 from hedgekit.errors import InputError
 
 
@@ -89,8 +90,6 @@ def init_from_env(device: str | torch.device | None = "cpu") -> Context:
         return context()
     if not dist.is_available():
         raise InputError("WORLD_SIZE > 1 but this torch build has no torch.distributed")
-    from hedgekit.training.fit import resolve_device
-
     cuda = resolve_device(device).type == "cuda"
     if cuda:
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))

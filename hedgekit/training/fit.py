@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from hedgekit.checks import check_device, check_fields, check_training_set
+from hedgekit.checks import check_fields, check_training_set, resolve_device
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 from hedgekit.data.samplers import ClassBalancedSampler, two_stream_pairs
@@ -55,17 +55,6 @@ class TrainConfig:
         check_fields(self, counts=dict(steps=1, classes_per_batch=1, per_class=2, k=1, pairs_per_batch=1, log_every=1),
                      positive=("lr", "margin"), non_negative=("weight_decay", "beta"), fractions=("warmup", "occlusion_p"),
                      choices=dict(loss=("soft", "hard"), pairing=("all", "two_stream")))
-
-
-def resolve_device(device: str | torch.device | None = None) -> torch.device:
-    """'auto'/None picks cuda, then mps, then cpu; anything else must exist here (`hedgekit.checks.check_device`)."""
-    if device in (None, "auto"):
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-            return torch.device("mps")
-        return torch.device("cpu")
-    return check_device(device)
 
 
 def seed_everything(seed: int) -> torch.Generator:
