@@ -13,8 +13,9 @@ Pieces, readable in this order:
 
 * `pairwise_distances`: D(., .) of eq. 2, the Euclidean distance. Not squared: eq. 2 defines D as
   the Euclidean distance, and eq. 8 and 11 use that same D on the unnormalised embedding.
-* `batch_hard_triplets` (eq. 4, Hermans et al. 2017) and `semi_hard_triplets` (eq. 3, Schroff et al. 2015):
-  index tensors (anchor, positive, negative) mined inside a P x K batch.
+* `batch_hard_triplets` (eq. 4, Hermans et al. 2017), `semi_hard_triplets` (eq. 3, Schroff et al. 2015) and
+  `batch_all_triplets` (Hermans et al.'s L_BA, every valid triplet): index tensors (anchor, positive,
+  negative) mined inside a P x K batch.
 * `triplet_loss`: L_tri per triplet, soft margin ln(1 + exp(.)) (eq. 8, sec. 4.1) or hard margin (eq. 2).
 * `triplet_batch_loss`: the vanilla baseline (eq. 2, mean over mined triplets) on point embeddings.
 * `heteroscedastic_triplet_loss`: eq. 11 on an `Embedding` or on (z, s).
@@ -31,7 +32,7 @@ from torch import Tensor
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 
-MININGS = ("batch_hard", "semi_hard")
+MININGS = ("batch_hard", "semi_hard", "batch_all")
 SEMI_HARD_WINDOW = 1.0  # m of eq. 3 when the loss has a soft margin (no m of its own)
 _TINY = 1e-30  # keeps sqrt's gradient finite; distances below 1e-15 are treated as 0
 
@@ -105,6 +106,24 @@ def semi_hard_triplets(dist: Tensor, labels: Tensor, margin: float) -> tuple[Ten
     return anchors, positives, nearest[anchors, positives]
 
 
+def batch_all_triplets(dist: Tensor, labels: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """Batch-all mining (Hermans et al. 2017, L_BA): every valid triplet of the batch.
+
+    All (a, p, n) with p != a of a's class and n of another class, in lexicographic order.
+
+    Args:
+        dist: (B, B) distance matrix (only its shape is used) or (B, D) embeddings.
+        labels: (B,) class labels.
+    Returns:
+        (anchor, positive, negative) int64 index tensors of equal length (sum over anchors of
+        positives x negatives).
+    """
+    if not isinstance(dist, Tensor) or dist.ndim != 2:
+        raise InputError(f"expected (B, D) embeddings or a (B, B) distance matrix; got {_shape(dist)}")
+    pos, neg = _masks(_check_labels(labels, dist))
+    return torch.nonzero(pos.unsqueeze(2) & neg.unsqueeze(1), as_tuple=True)
+
+
 # --------------------------------------------------------------------------- losses
 def triplet_loss(d_ap: Tensor, d_an: Tensor, margin: float | None = None) -> Tensor:
     """L_tri per triplet from the anchor-positive and anchor-negative distances.
@@ -156,7 +175,7 @@ def heteroscedastic_triplet_loss(emb_or_zs: Embedding | tuple[Tensor, Tensor], l
         emb_or_zs: an `Embedding` of one isotropic Gaussian per input (``build_model("het")``),
             read as z = mean and s = log var; or a pair (z (B, D), s (B,) or (B, 1)).
         labels: (B,) class labels; a batch needs two images of one class and one of another.
-        mining: "batch_hard" (eq. 4) or "semi_hard" (eq. 3).
+        mining: "batch_hard" (eq. 4), "semi_hard" (eq. 3) or "batch_all" (every valid triplet).
         margin: None for the soft margin (the paper's choice, sec. 4.1), else the hard margin m > 0.
         semi_hard_margin: m of eq. 3 for semi-hard mining; None uses ``margin``, or
             `SEMI_HARD_WINDOW` with the soft margin.
@@ -204,6 +223,8 @@ def _mine(dist: Tensor, labels, mining: str, margin: float | None,
                          "(draw batches with hedgekit.data.samplers.PKSampler)")
     if mining == "batch_hard":
         return batch_hard_triplets(dist, labels)
+    if mining == "batch_all":
+        return batch_all_triplets(dist, labels)
     if semi_hard_margin is None:
         semi_hard_margin = SEMI_HARD_WINDOW if margin is None else margin
     _check_margin(semi_hard_margin, "semi_hard_margin")

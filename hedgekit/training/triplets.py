@@ -42,7 +42,7 @@ class TripletConfig:
             ``weight_decay * W`` to the gradient, the gradient of (weight_decay / 2) ||W||^2, so
             weight_decay = 2 lambda; the default reads the paper's "lambda = 10e-4" as 1e-4.
         warmup: fraction of the steps with a linear warm-up.
-        mining: "batch_hard" (eq. 4) or "semi_hard" (eq. 3).
+        mining: "batch_hard" (eq. 4), "semi_hard" (eq. 3) or "batch_all" (every valid triplet).
         margin: None for the soft margin ln(1 + exp(.)) (sec. 4.1), else the hard margin m > 0 (eq. 2).
         semi_hard_margin: m of eq. 3 for semi-hard mining; None uses ``margin``, or
             `hedgekit.methods.het_triplet.SEMI_HARD_WINDOW` with the soft margin.

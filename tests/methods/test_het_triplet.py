@@ -11,7 +11,7 @@ import torch
 
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
-from hedgekit.methods.het_triplet import (SEMI_HARD_WINDOW, batch_hard_triplets, heteroscedastic_triplet_loss,
+from hedgekit.methods.het_triplet import (SEMI_HARD_WINDOW, batch_all_triplets, batch_hard_triplets, heteroscedastic_triplet_loss,
                                           pairwise_distances, semi_hard_triplets, triplet_batch_loss, triplet_loss,
                                           uncertainty)
 from hedgekit.nets.embedder import build_conv_model, build_model, model_from_config
@@ -53,6 +53,11 @@ def _brute_semi_hard(d, y, m):
             if best is not None:
                 out.append((a, p, best))
     return out
+
+
+def _brute_batch_all(y):
+    return [(a, p, n) for a in range(len(y)) for p in range(len(y)) for n in range(len(y))
+            if p != a and y[p] == y[a] and y[n] != y[a]]
 
 
 def _triplets(idx):
@@ -106,6 +111,16 @@ def test_semi_hard_matches_brute_force_loop(seed):
     d = pairwise_distances(z)
     got = _triplets(semi_hard_triplets(d, y, margin=0.5))
     assert got == _brute_semi_hard(d.tolist(), y.tolist(), 0.5)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_batch_all_matches_brute_force_loop(seed):
+    z, y = _batch(seed, sizes=(3, 4, 1, 2, 3))
+    expected = _brute_batch_all(y.tolist())
+    assert _triplets(batch_all_triplets(pairwise_distances(z), y)) == expected
+    assert _triplets(batch_all_triplets(z, y)) == expected  # only the batch size is read
+    # sum over anchors of (class size - 1) x (images of other classes)
+    assert len(expected) == sum(k * (k - 1) * (len(y) - k) for k in (3, 4, 1, 2, 3))
 
 
 def test_semi_hard_oracle_covers_dropped_pairs_and_several_candidates():
@@ -164,7 +179,8 @@ def test_hard_margin_hand_case():
 # --------------------------------------------------------------------------- eq. 11
 def _eq11_loop(z, s, y, margin=None, mining="batch_hard", m_semi=SEMI_HARD_WINDOW):
     d = pairwise_distances(z).tolist()
-    ts = _brute_batch_hard(d, y.tolist()) if mining == "batch_hard" else _brute_semi_hard(d, y.tolist(), m_semi)
+    ts = {"batch_hard": lambda: _brute_batch_hard(d, y.tolist()), "batch_all": lambda: _brute_batch_all(y.tolist()),
+          "semi_hard": lambda: _brute_semi_hard(d, y.tolist(), m_semi)}[mining]()
     total = 0.0
     for a, p, n in ts:
         x = d[a][p] - d[a][n]
@@ -174,7 +190,7 @@ def _eq11_loop(z, s, y, margin=None, mining="batch_hard", m_semi=SEMI_HARD_WINDO
 
 
 @pytest.mark.parametrize("mining, margin", [("batch_hard", None), ("batch_hard", 0.5), ("semi_hard", None),
-                                            ("semi_hard", 0.8)])
+                                            ("semi_hard", 0.8), ("batch_all", None), ("batch_all", 0.5)])
 def test_eq11_equals_explicit_loop(mining, margin):
     for seed in range(3):
         z, y = _batch(seed, sizes=(4, 4, 4))
@@ -185,7 +201,7 @@ def test_eq11_equals_explicit_loop(mining, margin):
         assert stats["sigma2"] == pytest.approx(s.exp().mean().item())
 
 
-@pytest.mark.parametrize("mining", ["batch_hard", "semi_hard"])
+@pytest.mark.parametrize("mining", ["batch_hard", "semi_hard", "batch_all"])
 @pytest.mark.parametrize("margin", [None, 1.0])
 def test_eq11_with_s_zero_is_three_halves_of_mean_triplet_loss(mining, margin):
     z, y = _batch(3, sizes=(4, 4, 4, 4), dim=2)
@@ -343,7 +359,7 @@ def test_bad_inputs_raise_input_errors():
         heteroscedastic_triplet_loss((z, s), y, mining="semi_hard", semi_hard_margin=math.inf)
     with pytest.raises(InputError, match="margin must be a finite number > 0"):
         semi_hard_triplets(pairwise_distances(z), y, margin=0)
-    with pytest.raises(InputError, match=r"mining must be one of \('batch_hard', 'semi_hard'\); got 'hardest'"):
+    with pytest.raises(InputError, match=r"mining must be one of \('batch_hard', 'semi_hard', 'batch_all'\); got 'hardest'"):
         heteroscedastic_triplet_loss((z, s), y, mining="hardest")
     with pytest.raises(InputError, match="a batch needs two images of one class and one image of another"):
         heteroscedastic_triplet_loss((z, s), torch.zeros(6, dtype=torch.long))

@@ -91,6 +91,12 @@ def test_semi_hard_and_hard_margin(data):
     assert all(math.isfinite(r["loss"]) for r in hist.rows)
 
 
+def test_batch_all_mining_trains_on_every_triplet(data):
+    x, y = data
+    hist = fit_triplets(_model(), x, y, _cfg(steps=3, mining="batch_all", log_every=1), progress=False)
+    assert [r["triplets"] for r in hist.rows] == [16 * 3 * 12] * 3  # 4 x 4 batch: anchors x positives x negatives
+
+
 def test_same_seed_same_history_and_uint8_images(data):
     x, y = data
     x8 = (x * 255).round().to(torch.uint8)

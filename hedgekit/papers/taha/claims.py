@@ -145,7 +145,7 @@ def table1_verdict(summary: Mapping[str, Mapping[str, tuple[float, float]]], che
             ok = same(d, std)
             collapsed = [r for r in (tri, het) if summary[r]["map"][0] < COLLAPSED_MAP]
             why = (f"{' and '.join(collapsed)} collapsed (mAP {', '.join(_pm(summary[r]['map']) for r in collapsed)}; "
-                   "chance ≈ 3): batch-hard mining from scratch on occluded digits drove the embeddings together"
+                   "chance ≈ 3): training drove every embedding to one point (docs/recipes.md)"
                    + ("; eq. 11 down-weights the hardest triplets and hetero kept more" if het not in collapsed and d > 0
                       else "") if collapsed and ok is not True else f"|Δ| = {abs(d):.2f} ≤ {SAME_TOL:g} point" if ok else
                    f"|Δ| = {abs(d):.2f} is within 2 std of our runs ({2 * std:.2f}) but above {SAME_TOL:g} point"
