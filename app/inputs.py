@@ -13,6 +13,7 @@ from hedgekit import playground as pg
 from hedgekit.data.occlusion import DIGIT_SIZE
 from hedgekit.errors import InputError
 from hedgekit.viz import interactive as pi
+import ui
 from models import class_index, dataset
 from state import FULL, N_DIGITS, AppState, Occlusion, widget_value
 
@@ -255,3 +256,21 @@ def occlusion_controls() -> None:
             with b:
                 state.widget(st.slider, "columns (left → right)", f"dig{j}_cols", 0, DIGIT_SIZE, on_change=commit,
                              disabled=off)
+
+
+# ------------------------------------------------------------------ the column both pages share
+def input_column(title: str) -> tuple:
+    """The left column of a page: heading, image picker, a slot for the image, occlusion controls.
+
+    Returns (image key, clean image, current boxes, the empty slot the page draws its image into once
+    it knows what to show on it)."""
+    st.subheader(title)
+    image_key, clean, start_boxes = image_picker()
+    on_image(image_key, start_boxes)
+    image_slot = st.container()
+    ui.show_flashes()
+    occlusion_controls()
+    boxes, notes = current_boxes()
+    for note in notes:
+        st.info(note)
+    return image_key, clean, boxes, image_slot

@@ -73,15 +73,7 @@ def render() -> None:
 
     left, right = st.columns([5, 6], gap="large")
     with left:
-        st.subheader("Input")
-        image_key, clean, start_boxes = inputs.image_picker()
-        inputs.on_image(image_key, start_boxes)
-        image_slot = st.container()
-        ui.show_flashes()
-        inputs.occlusion_controls()
-        boxes, notes = inputs.current_boxes()
-        for note in notes:
-            st.info(note)
+        image_key, clean, boxes, image_slot = inputs.input_column("Input")
 
     analysis = pg.analyse(model, clean, boxes, table)
     eta_clean = state.clean_eta_for(name, image_key, lambda: pg.analyse(model, clean, (), table).eta)

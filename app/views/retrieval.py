@@ -104,15 +104,7 @@ def render() -> None:
 
     left, right = st.columns([5, 6], gap="large")
     with left:
-        st.subheader("Query")
-        image_key, clean, start_boxes = inputs.image_picker()
-        inputs.on_image(image_key, start_boxes)
-        image_slot = st.container()
-        ui.show_flashes()
-        inputs.occlusion_controls()
-        boxes, notes = inputs.current_boxes()
-        for note in notes:
-            st.info(note)
+        image_key, clean, boxes, image_slot = inputs.input_column("Query")
     with right:
         st.subheader("Cleaning the gallery")
         cut = cleaning_panel(spec, model, g)
