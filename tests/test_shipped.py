@@ -7,6 +7,10 @@ from hedgekit.evaluation.retrieval import table1_metrics
 from hedgekit.zoo import SHIPPED_DIR, eval_set, is_stale, load_checkpoint, shipped_names, spec_from_name
 
 APP_DEFAULTS = ["point-n2-d2-paper-s0", "hib-n2-d2-c1-beta0.0001-paper-s0", "hib-n2-d2-c2-beta0.0001-paper-s0"]
+# KNN re-ranks 10,000 probes against the whole gallery by match probability: 1-5 CPU-min per HIB checkpoint, most
+# of this file's time. The KNN code itself is checked against a naive loop (tests/test_zoo.py), so the recorded
+# KNN numbers are reproduced for every point checkpoint and one HIB checkpoint, the rest of Table 1 for all.
+KNN_REPRODUCED = {"hib-n2-d2-c1-beta0.0001-paper-s0"}
 
 
 def test_app_defaults_are_shipped_and_small():
@@ -15,14 +19,17 @@ def test_app_defaults_are_shipped_and_small():
     assert total <= 20 * 2**20, f"shipped checkpoints total {total / 2**20:.1f} MB > 20 MB"
 
 
-@pytest.mark.slow  # re-evaluates each shipped checkpoint on 10,000 test images (1-5 min each)
+@pytest.mark.slow  # re-evaluates each shipped checkpoint on 10,000 test images (10 s - 2 min each)
 @pytest.mark.parametrize("name", shipped_names())
 def test_shipped_checkpoint_reproduces_its_metrics(name):
     model, meta = load_checkpoint(SHIPPED_DIR / f"{name}.pt")
     assert meta["name"] == name and spec_from_name(name).name == name
     assert not is_stale(SHIPPED_DIR / f"{name}.pt", spec_from_name(name)), "trained with another recipe than the preset's"
-    ours = table1_metrics(model, eval_set(spec_from_name(name)))
-    for key in ("ap_clean", "ap_corrupt", "knn_clean", "knn_corrupt", "var_ratio", "eta_corrupt"):
+    with_knn = name.startswith("point") or name in KNN_REPRODUCED
+    ours = table1_metrics(model, eval_set(spec_from_name(name)), with_knn=with_knn)
+    assert ("knn_clean" in ours) == with_knn
+    keys = ("ap_clean", "ap_corrupt", "var_ratio", "eta_corrupt") + (("knn_clean", "knn_corrupt") if with_knn else ())
+    for key in keys:
         recorded = meta["metrics"][key]
         if math.isnan(recorded):
             assert math.isnan(ours[key]), key

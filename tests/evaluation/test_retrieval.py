@@ -157,6 +157,12 @@ def test_table1_metrics_keys_and_ranges(tiny_ndigit, kind):
         assert out["eta_clean"] == pytest.approx(1 - torch.sigmoid(model.match.b).item(), abs=1e-6)
     else:
         assert out["var_clean"] > 0 and out["var_ratio"] == pytest.approx(out["var_corrupt"] / out["var_clean"])
+    without = table1_metrics(model, test, n_pairs=200, with_knn=False)  # the same numbers, minus the KNN stages
+    expected = {k: v for k, v in out.items() if "knn" not in k}
+    assert without.keys() == expected.keys()
+    assert all(without[k] == v or (math.isnan(v) and math.isnan(without[k])) for k, v in expected.items())
+    with pytest.raises(InputError, match="with_knn must be True or False"):
+        table1_metrics(model, test, n_pairs=200, with_knn="no")
 
 
 def _mog_set(seed=0, n=60, match=None):
