@@ -7,8 +7,9 @@ CUB / CARS / SOP. Here (see `hedgekit.papers.url.protocol` for the data and metr
   head (`hedgekit.methods.upstream.build_method`, embedding dimension 16) on top, trained jointly;
 * one budget for all methods (`BUDGETS`): the same steps, batch, learning rate and schedule;
 * every (method, seed, budget) run is cached as JSON (metrics, seconds, config) with its weights beside it
-  under ``cache_path("url", budget)``; a cached run whose config differs from the budget is retrained,
-  so `run_benchmark` resumes where it stopped and a second call trains nothing;
+  under ``cache_path("url", budget)``; a cached run whose config differs from the budget, or whose code hash
+  differs (the method's module, the hedgekit modules it imports and the trainer / evaluation code: `_config`),
+  is retrained, so `run_benchmark` resumes where it stopped and a second call trains nothing;
 * `leaderboard`: mean ± std (sample std, ddof = 1) over seeds per method; `write_leaderboard` writes it as
   CSV and Markdown under the git-ignored data cache.
 """
@@ -32,8 +33,9 @@ from hedgekit.papers.url.numbers import DISPLAY
 from hedgekit.training.upstream import UpstreamConfig, UpstreamModel, fit_upstream, predict
 
 __all__ = ["Budget", "BUDGETS", "METRICS", "method_registry", "check_methods", "eval_sets", "build_model",
-           "cache_root", "run_path", "run_one", "load_run_model", "run_benchmark", "cached_runs", "uncertainty_extremes",
-           "leaderboard", "leaderboard_markdown", "write_leaderboard", "add_subcommand"]
+           "cache_root", "run_path", "RUN_MODULES", "module_closure", "run_one", "load_run_model", "run_benchmark",
+           "cached_runs", "uncertainty_extremes", "leaderboard", "leaderboard_markdown", "write_leaderboard",
+           "add_subcommand"]
 
 EMBED_DIM = 16
 
@@ -145,18 +147,118 @@ def run_path(method: str, seed: int, budget) -> Path:
     return path
 
 
-def _config(budget: Budget, method: str) -> dict:
-    """What a cached run must match: the budget, and a hash of the method's source (an edited method retrains)."""
-    import hashlib
+# the modules that train and evaluate every run (what `run_one` and `build_model` call besides the method's head):
+# the upstream trainer and `predict`, the zero-shot protocol, the backbone, and the data (load_ndigit,
+# per_class_subset, random_occlusion); their import closures go into every run's code hash (`_config`)
+RUN_MODULES = ("hedgekit.training.upstream", "hedgekit.papers.url.protocol", "hedgekit.nets.backbones",
+               "hedgekit.data", "hedgekit.data.ndigit")
+
+
+@lru_cache(maxsize=None)
+def _module_file(name: str) -> str | None:
+    """The source file of module ``name`` (`importlib.util.find_spec`), None if it is not a module with one."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):  # a parent that is not a package (``module.function``), or no spec
+        return None
+    return spec.origin if spec is not None and spec.origin and spec.origin.endswith(".py") else None
+
+
+def _source_text(path: str) -> str:
+    return Path(path).read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=256)
+def _imported_names(text: str, name: str, is_package: bool) -> tuple[str, ...]:
+    """Every module name that the source ``text`` of module ``name`` imports, anywhere in it: ``import a.b`` gives
+    ``a.b``; ``from a import b`` gives ``a.b`` if that is a module, else ``a``; relative imports are resolved."""
+    import ast
+    import importlib.util
+
+    package = name if is_package else name.rpartition(".")[0]
+    out = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            out += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            try:
+                base = importlib.util.resolve_name("." * node.level + (node.module or ""), package)
+            except (ImportError, ValueError):  # a relative import above the top-level package
+                continue
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                out.append(sub if alias.name != "*" and _module_file(sub) is not None else base)
+    return tuple(out)
+
+
+def module_closure(modules, package: str = "hedgekit", skip=()) -> dict[str, str]:
+    """``modules`` and every module of ``package`` they import, transitively: module name -> source file, sorted
+    by name, each module once.
+
+    Imports are read with `ast` from each module's source (also the ones inside functions, so the lazy imports
+    count too) and resolved to files with `importlib.util.find_spec`: ``import package.x``, ``from package.x
+    import y`` (the module ``package.x.y`` if there is one, else ``package.x``) and relative imports. Imports of
+    other packages (torch, numpy, ...) are not followed; a package's ``__init__`` counts only when it is imported
+    itself or a name is imported from it. The starting ``modules`` are always included (they may live outside
+    ``package``); modules in ``skip`` are neither included nor followed, and names that do not resolve to a
+    Python source file are left out.
+    """
+    def inside(name):
+        return name == package or name.startswith(f"{package}.")
+
+    todo, seen, out = list(modules), set(skip), {}
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        path = _module_file(name)
+        if path is None:
+            continue
+        out[name] = path
+        is_package = Path(path).name == "__init__.py"
+        todo += [m for m in _imported_names(_source_text(path), name, is_package) if inside(m) and m not in seen]
+    return dict(sorted(out.items()))
+
+
+def _code_files(method: str) -> dict[str, str]:
+    """The files hashed into ``method``'s runs (see `_config`): module name -> source file."""
     import inspect
 
+    registry = method_registry()
+    module = inspect.getmodule(registry[method])
+    own = module_closure([module.__name__]) if module is not None else {}
+    # hedgekit.methods' __init__ (imported by training.fit) imports every method so that they register; the other
+    # methods' own modules do not run in this method's runs, so they are left out (unless this method imports them)
+    others = {getattr(inspect.getmodule(cls), "__name__", None) for cls in registry.values()} - set(own)
+    return dict(sorted({**module_closure(RUN_MODULES, skip=others), **own}.items()))
+
+
+def _config(budget: Budget, method: str) -> dict:
+    """What a cached run must match, else it is retrained: the budget (training config, evaluation images per
+    class, embedding dimension) and ``code``, a hash of the code the run executes.
+
+    ``code`` is the first 12 hex digits of the sha256 over the method class's qualified name, then the module name
+    and source text of every file of `_code_files`, in sorted module-name order: the method's own module plus
+    every hedgekit module it imports, transitively (`module_closure`: e.g. nivmf's closure holds methods/vmf.py,
+    methods/elk.py and methods/upstream.py), united with the closures of `RUN_MODULES`, the modules that train
+    and evaluate every run (the upstream trainer, the protocol, the backbone, the data), minus the other methods'
+    own modules. So an edit to shared code that a run executes (a base class, the trainer, a metric) makes the
+    cached run stale, not only an edit to the method's file. This module itself is not hashed: what it sets for a
+    run (the budget, ``EMBED_DIM``) is in the config explicitly, and its leaderboard and app helpers do not change
+    results. Comments and docstrings count as edits too (the text is hashed, not the compiled code).
+    Records written before this key existed (``method_source``: the method's file only) no longer match: stale.
+    """
+    import hashlib
+
     cls = method_registry()[method]
-    try:
-        source = inspect.getsource(inspect.getmodule(cls))
-    except (OSError, TypeError):  # defined interactively: its name is all we have
-        source = cls.__qualname__
+    h = hashlib.sha256(f"{cls.__module__}.{cls.__qualname__}\0".encode())  # no files for a class defined in __main__
+    for name, path in _code_files(method).items():
+        h.update(f"{name}\0{_source_text(path)}\0".encode())
     return {"train": asdict(budget.train), "eval_per_class": budget.eval_per_class, "embed_dim": EMBED_DIM,
-            "method_source": hashlib.sha256(source.encode()).hexdigest()[:12]}
+            "code": h.hexdigest()[:12]}
 
 
 def _read(path: Path, budget: Budget, method: str) -> dict | None:

@@ -1,5 +1,7 @@
 """Oracles for the URL benchmark runner: leaderboard aggregation against numpy, caching and resume (a second
-run trains nothing; a changed budget retrains), the CLI's argument errors, and a tiny end-to-end run.
+run trains nothing; a changed budget retrains), the code hash of a run (the method's module and every hedgekit
+module it or the trainer imports: an edit to shared code makes a run stale), the CLI's argument errors, and a tiny
+end-to-end run.
 
 The runner tests use a stand-in method (a linear classifier with entropy u(x), defined here) and tiny synthetic
 data, so they take well under a second each; the real-data run is marked slow.
@@ -177,3 +179,68 @@ def test_uncertainty_extremes_match_a_full_sort(tiny, monkeypatch):
     benchmark.run_path("standin", 1, "fast").with_suffix(".pt").write_bytes(b"not a checkpoint")
     with pytest.raises(benchmark.CheckpointError, match="--methods standin --seeds 2 --retrain --fast"):
         benchmark.uncertainty_extremes("standin", 1, "fast")
+
+
+# ---------------------------------------------------------------------- the code hash of cached runs
+def test_closure_follows_hedgekit_imports_of_the_method_only():
+    closure = benchmark.module_closure(["hedgekit.methods.nivmf"])
+    assert list(closure) == sorted(closure)
+    assert {"hedgekit.methods.nivmf", "hedgekit.methods.vmf", "hedgekit.methods.upstream"} <= set(closure)
+    assert closure["hedgekit.methods.vmf"].endswith("vmf.py")
+    assert "hedgekit.methods.ce" not in closure and "hedgekit.methods" not in closure  # nor the package __init__
+    assert not any(name.startswith(("torch", "numpy", "scipy")) for name in closure)
+    files = benchmark._code_files("nivmf")  # united with the runner's closure, without the other methods' modules
+    assert {"hedgekit.methods.vmf", "hedgekit.training.upstream", "hedgekit.papers.url.protocol",
+            "hedgekit.nets.backbones", "hedgekit.data.ndigit", "hedgekit.evaluation.metrics"} <= set(files)
+    assert "hedgekit.methods.ce" not in files and "hedgekit.methods.ce" in benchmark._code_files("ce")
+
+
+def test_closure_resolves_relative_absolute_and_lazy_imports(tmp_path, monkeypatch):
+    import sys
+
+    pkg = tmp_path / "hk_fake_closure"
+    (pkg / "deep").mkdir(parents=True)
+    files = {"__init__.py": "", "deep/__init__.py": "", "deep/leaf.py": "Y = 1\n", "other.py": "Z = 1\n",
+             "shared.py": "import numpy\nX = 1\n", "util.py": "from hk_fake_closure.shared import X\n",
+             "method.py": "import os\nfrom . import shared\nimport hk_fake_closure.util\n\n\ndef f():\n"
+                          "    from .deep.leaf import Y\n    return Y\n"}
+    for name, text in files.items():
+        (pkg / name).write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        closure = benchmark.module_closure(["hk_fake_closure.method"], package="hk_fake_closure")
+    finally:
+        for name in [m for m in sys.modules if m.startswith("hk_fake_closure")]:
+            del sys.modules[name]
+    assert closure == {f"hk_fake_closure.{m}": str(pkg / f"{m.replace('.', '/')}.py")
+                       for m in ("deep.leaf", "method", "shared", "util")}
+    assert benchmark.module_closure(["hk_fake_closure.method"], package="hk_fake_closure",
+                                    skip={"hk_fake_closure.util"}).keys() == {f"hk_fake_closure.{m}" for m in
+                                                                               ("deep.leaf", "method", "shared")}
+
+
+def test_code_key_changes_with_shared_and_runner_modules_and_is_deterministic(monkeypatch):
+    budget = benchmark.BUDGETS["fast"]
+    key = benchmark._config(budget, "nivmf")
+    assert benchmark._config(budget, "nivmf") == key and set(key) == {"train", "eval_per_class", "embed_dim", "code"}
+    ce = benchmark._config(budget, "ce")["code"]
+    assert ce != key["code"]
+    real = benchmark._source_text
+    for edited in ("methods/vmf.py", "training/upstream.py", "evaluation/metrics.py"):
+        # an edit to a shared module (imported by nivmf) or a runner module, without touching the real file
+        monkeypatch.setattr(benchmark, "_source_text",
+                            lambda path, edited=edited: real(path) + ("# edited\n" if path.endswith(edited) else ""))
+        assert benchmark._config(budget, "nivmf")["code"] != key["code"], edited
+        assert (benchmark._config(budget, "ce")["code"] == ce) == (edited == "methods/vmf.py")  # ce imports no vmf
+    monkeypatch.setattr(benchmark, "_source_text", real)
+    assert benchmark._config(budget, "nivmf") == key
+
+
+def test_a_record_with_the_old_key_is_stale(tiny):
+    benchmark.run_one("standin", 0, "fast")
+    path = benchmark.run_path("standin", 0, "fast")
+    rec = json.loads(path.read_text())
+    rec["config"]["method_source"] = rec["config"].pop("code")  # as written before the code hash covered imports
+    path.write_text(json.dumps(rec))
+    assert benchmark.cached_runs("fast").empty
+    assert benchmark.run_one("standin", 0, "fast")["source"] == "trained now" and len(tiny) == 2
