@@ -4,7 +4,8 @@ Starts ``streamlit run app/main.py`` on a free port (the default models), drags 
 rectangle over the left digit with the mouse, checks that eta changed, the
 rectangle is listed and the map still renders; hides a digit of the Retrieval page's
 query and checks that sigma^2 and the neighbours follow; opens every page at 1280 and
-1920 px wide (no error, no cut button label) and saves a screenshot of each in
+1920 px wide (no error, no cut button label; the Benchmark page: its leaderboard, or the
+command that creates the runs when none are cached) and saves a screenshot of each in
 ``test-artifacts/`` (``<page>-<width>.png``).
 Needs Debian's ``chromium`` (/usr/bin/chromium) and the ``playwright`` Python
 package; no browser is ever downloaded.
@@ -127,15 +128,26 @@ def test_drag_a_rectangle_updates_eta(server):
             browser.close()
 
 
-PAGES = {"playground": "", "compare": "compare", "retrieval": "retrieval"}  # page -> URL path
+METRIC = "[data-testid=stMetricValue]"
+# the Benchmark page has no metric: it is drawn once it shows the command (no cached runs), its images, an alert or
+# a traceback (the last two fail below, but without waiting for the timeout)
+BENCHMARK_DRAWN = ", ".join(f"[data-testid={t}]" for t in ("stAlertContentInfo", "stAlertContentWarning",
+                                                            "stAlertContentError", "stException", "stImage"))
+PAGES = {  # page -> (URL path, an element present once the page has drawn, draws a plotly chart)
+    "playground": ("", METRIC, True),
+    "compare": ("compare", METRIC, True),
+    "retrieval": ("retrieval", METRIC, True),
+    "benchmark": ("benchmark", BENCHMARK_DRAWN, False),  # a Markdown leaderboard and images, no chart
+}
 CUT_LABELS = """() => [...document.querySelectorAll('[data-testid^=stBaseButton] p, [data-testid=stMetricLabel] p')]
     .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.innerText)"""
 
 
-def _settle(page, timeout: float = 180) -> None:
-    """Wait until the script run is over (no "Stop" button, no running widget) and the charts have drawn."""
+def _settle(page, timeout: float = 180, drawn: str = METRIC) -> None:
+    """Wait until the page has drawn ``drawn`` (a selector), the script run is over (no "Stop" button, no running
+    widget) and the charts have drawn."""
     deadline = time.monotonic() + timeout
-    page.wait_for_selector("[data-testid=stMetricValue]", timeout=timeout * 1000)
+    page.wait_for_selector(drawn, timeout=timeout * 1000)
     while time.monotonic() < deadline:
         if page.locator("[data-testid=stStatusWidget]").count() == 0:
             break
@@ -183,14 +195,31 @@ def test_every_page_at_common_widths(server, width):
             page = browser.new_page(viewport={"width": width, "height": 1700})  # Streamlit scrolls inside
             errors: list[str] = []
             page.on("pageerror", lambda e: errors.append(str(e)))
-            for name, path in PAGES.items():
+            for name, (path, drawn, chart) in PAGES.items():
                 page.goto(f"{server}/{path}")
-                _settle(page)
+                _settle(page, drawn=drawn)
                 page.screenshot(path=str(ARTIFACTS / f"{name}-{width}.png"), full_page=True)
                 assert page.locator("[data-testid=stException]").count() == 0, name
                 assert page.locator("[data-testid=stAlertContentError]").count() == 0, name
-                assert page.locator("[data-testid=stPlotlyChart]").count() >= 1, name
+                if chart:
+                    assert page.locator("[data-testid=stPlotlyChart]").count() >= 1, name
+                if name == "benchmark":
+                    _check_benchmark(page)
                 assert page.evaluate(CUT_LABELS) == [], (name, width)
             assert not errors, errors
         finally:
             browser.close()
+
+
+def _check_benchmark(page) -> None:
+    """The Benchmark page's title, then either the command that creates the runs (no up-to-date cached runs in the
+    server's data cache) or the leaderboard table and two rows of 8 images; no warning (weights that do not load)."""
+    assert page.get_by_role("heading", name="Benchmark: URL at kit scale").count() == 1
+    assert page.locator("[data-testid=stAlertContentWarning]").count() == 0
+    info = page.locator("[data-testid=stAlertContentInfo]")
+    if info.count():
+        assert "python -m hedgekit url-benchmark --fast" in info.first.inner_text()
+        assert page.locator("[data-testid=stImage]").count() == 0
+    else:
+        assert page.locator("[data-testid=stMarkdownContainer] table").count() == 1  # the leaderboard
+        assert page.locator("[data-testid=stImage]").count() == 2 * 8  # most and least uncertain
