@@ -18,6 +18,7 @@ Usage::
     python -m hedgekit reproduce --only hib          # the HIB notebooks with `paper` preset models
     python -m hedgekit reproduce --only hib --inplace   # ... and write outputs back into notebooks/
     python -m hedgekit reproduce --list-models       # the checkpoints a full run needs
+    python -m hedgekit reproduce --only 08 --train-missing --jobs 2   # train them, two at a time, and exit
 
 Notebooks register by group in `NOTEBOOKS` (or with `register`); ``--only`` takes
 group names or notebook names.
@@ -31,16 +32,20 @@ import platform
 import sys
 import time
 import traceback
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
-from hedgekit.checks import count_arg
+from hedgekit.checks import check_count, count_arg
 from hedgekit.errors import InputError
 from hedgekit.paths import REPO_DIR
 from hedgekit.repro.report import read_manifest
 
-__all__ = ["NOTEBOOKS", "register", "notebook_dir", "select", "run_notebook", "reproduce", "write_summary", "main",
-           "add_subcommand", "build_parser"]
+if TYPE_CHECKING:
+    from hedgekit.zoo import Spec
+
+__all__ = ["NOTEBOOKS", "register", "notebook_dir", "select", "notebook_models", "train_missing", "run_notebook",
+           "reproduce", "write_summary", "main", "add_subcommand", "build_parser"]
 
 # Group -> notebooks (file names in notebooks/), in running order. SPE (06, 07) registers
 # under "spe": add the file names here or call register("spe", "06_....ipynb", ...).
@@ -86,6 +91,91 @@ def select(only: Sequence[str] | str | None = None, registry: dict | None = None
                 raise InputError(f"--only {item!r}: not a group ({', '.join(sorted(reg))}) nor a registered notebook")
             out += match
     return list(dict.fromkeys(out))
+
+
+def notebook_models(only: Sequence[str] | str | None = None, fast: bool = False) -> list[tuple[str, Spec]]:
+    """(notebook, spec) for every checkpoint the selected notebooks load, notebook by notebook in `select` order.
+
+    A spec several notebooks share appears once per notebook (``--list-models`` shows each row;
+    `train_missing` deduplicates by ``spec.name``).
+    """
+    from hedgekit.papers import hib, spe, taha
+
+    return [(nb, spec) for nb in select(only)
+            for paper in (hib, spe, taha) for spec in paper.experiments.notebook_specs(nb, fast)]
+
+
+def _init_worker() -> None:
+    """Start of a `train_missing` worker process: one torch thread, so N workers share N cores."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def _train_one(spec: Spec) -> dict:
+    """Train (and cache) one checkpoint with `hedgekit.zoo.load_or_train`; runs in a worker or in this process."""
+    from hedgekit import zoo
+
+    t0 = time.perf_counter()
+    _model, meta = zoo.load_or_train(spec, progress=False)
+    return {"name": spec.name, "seconds": time.perf_counter() - t0, "source": meta.get("source", "")}
+
+
+def train_missing(pairs: Sequence[tuple[str, Spec]], jobs: int = 1, echo=print) -> dict:
+    """Train every checkpoint of ``pairs`` (from `notebook_models`) that `find_checkpoint` does not find.
+
+    Specs are deduplicated by name (in listing order) before anything is dispatched, so none trains twice.
+    With ``jobs`` > 1 (and more than one model missing) the models train in ``min(jobs, missing)`` worker
+    processes of one torch thread each; otherwise in this process. A model that fails is reported and
+    the others still train. Returns ``{"trained": [...], "cached": [...], "failed": {name: message},
+    "seconds": wall time}``.
+    """
+    from hedgekit.zoo import find_checkpoint
+
+    jobs = check_count(jobs, "jobs")
+    distinct: dict[str, Spec] = {}
+    for _nb, spec in pairs:
+        distinct.setdefault(spec.name, spec)
+    cached = [name for name, spec in distinct.items() if find_checkpoint(spec) is not None]
+    todo = [spec for name, spec in distinct.items() if name not in cached]
+    workers = min(jobs, len(todo))
+    result: dict = {"trained": [], "cached": cached, "failed": {}, "seconds": 0.0}
+    t0 = time.perf_counter()
+    if todo:
+        echo(f"[train] {len(todo)} of {len(distinct)} checkpoints missing; training "
+             + (f"in {workers} worker processes" if workers > 1 else "in this process"))
+
+    def finished(name: str, rec: dict | None, exc: BaseException | None) -> None:
+        done = len(result["trained"]) + len(result["failed"]) + 1
+        if exc is not None:
+            result["failed"][name] = f"{type(exc).__name__}: {exc}".strip()
+            echo(f"[train] {name}: FAILED ({done}/{len(todo)}) — {result['failed'][name].splitlines()[0][:300]}")
+            return
+        if rec["source"] == "trained now":
+            result["trained"].append(name)
+        else:  # cached meanwhile (e.g. by another run)
+            result["cached"].append(name)
+        echo(f"[train] {name}: {rec['seconds']:.0f} s, {rec['source']} ({done}/{len(todo)})")
+
+    if workers > 1:
+        with ProcessPoolExecutor(max_workers=workers, initializer=_init_worker) as pool:
+            futures = {pool.submit(_train_one, spec): spec.name for spec in todo}
+            for future in as_completed(futures):
+                exc = future.exception()
+                finished(futures[future], None if exc else future.result(), exc)
+    else:
+        for spec in todo:
+            try:
+                rec = _train_one(spec)
+            except Exception as exc:
+                finished(spec.name, None, exc)
+            else:
+                finished(spec.name, rec, None)
+    result["seconds"] = time.perf_counter() - t0
+    echo(f"[train] {len(result['trained'])} trained, {len(result['cached'])} already cached"
+         + (f", {len(result['failed'])} FAILED ({', '.join(result['failed'])})" if result["failed"] else "")
+         + f"; wall time {result['seconds']:.0f} s")
+    return result
 
 
 def run_notebook(src: Path, dst: Path, parameters: dict, kernel: str = "python3", timeout: int | None = None,
@@ -297,6 +387,12 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--list", action="store_true", help="list the registered notebooks and exit")
     p.add_argument("--list-models", action="store_true",
                    help="list the checkpoints the notebooks need (cached or missing) and exit")
+    p.add_argument("--train-missing", action="store_true",
+                   help="train the checkpoints the selected notebooks need and do not find, then exit "
+                        "(no notebook runs; respects --only and --fast)")
+    p.add_argument("--jobs", type=count_arg(1), default=1,
+                   help="with --train-missing: models trained side by side, in worker processes of one torch "
+                        "thread each (default: 1, in this process)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -310,25 +406,27 @@ def _cmd(a) -> int:
         for group, names in NOTEBOOKS.items():
             print(f"{group}: {', '.join(names) if names else '(none registered)'}")
         return 0
+    if a.list_models or a.train_missing:
+        pairs = notebook_models(a.only, a.fast)
     if a.list_models:
-        from hedgekit.papers import hib, spe, taha
         from hedgekit.playground import expected_train_seconds
         from hedgekit.zoo import find_checkpoint
 
         print(f"{'notebook':<34} {'checkpoint':<44} status")
         seen: dict[str, bool] = {}
         missing_seconds = 0
-        for nb in select(a.only):
-            for spec in (hib.experiments.notebook_specs(nb, a.fast) + spe.experiments.notebook_specs(nb, a.fast)
-                         + taha.experiments.notebook_specs(nb, a.fast)):
-                have = find_checkpoint(spec) is not None
-                print(f"{Path(nb).stem:<34} {spec.name:<44} {'cached' if have else 'missing'}")
-                if spec.name not in seen and not have:
-                    missing_seconds += expected_train_seconds(spec)
-                seen[spec.name] = have
+        for nb, spec in pairs:
+            have = find_checkpoint(spec) is not None
+            print(f"{Path(nb).stem:<34} {spec.name:<44} {'cached' if have else 'missing'}")
+            if spec.name not in seen and not have:
+                missing_seconds += expected_train_seconds(spec)
+            seen[spec.name] = have
         n_missing = sum(not h for h in seen.values())
         print(f"{len(seen)} distinct checkpoints: {len(seen) - n_missing} cached or shipped, {n_missing} missing"
               + (f" (~{missing_seconds / 60:.0f} min to train on 2 CPU cores, one at a time)" if n_missing else ""))
+    if a.train_missing:
+        return 1 if train_missing(pairs, a.jobs)["failed"] else 0
+    if a.list_models:
         return 0
     summary = reproduce(fast=a.fast, only=a.only, out_dir=a.out, inplace=a.inplace, kernel=a.kernel,
                         timeout=a.timeout)

@@ -246,3 +246,139 @@ def test_cli_output_into_a_closed_pipe_is_quiet():
     finally:
         os.close(w)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+
+
+# ----------------------------------------------------------- --train-missing [--jobs N]
+def _fake_load_or_train(spec, progress=True, **_):
+    """Stand-in for `hedgekit.zoo.load_or_train` (module level: forked workers inherit it): appends the name to
+    HEDGEKIT_DATA/calls.log, fails for seed 13, else writes a stub checkpoint that `find_checkpoint` then finds."""
+    import os
+    from pathlib import Path
+
+    from hedgekit.paths import cache_path
+
+    assert progress is False  # no progress bars from workers
+    with open(Path(os.environ["HEDGEKIT_DATA"]) / "calls.log", "a") as f:
+        f.write(f"{spec.name} {os.getpid()}\n")
+    if spec.seed == 13:
+        raise RuntimeError(f"boom while training {spec.name}")
+    cache_path("checkpoints", f"{spec.name}.pt").write_bytes(b"stub")
+    return None, {"source": "trained now"}
+
+
+@pytest.fixture
+def fake_zoo(tmp_path, monkeypatch):
+    """An empty cache in tmp_path, fake training, and notebooks whose specs the test names:
+    ``fake_zoo({"01_a.ipynb": [seed, ...], ...})`` registers them (point models, fast preset, those seeds)
+    and returns ``calls()``, the names the fake trained, in order (``calls(pids=True)``: the processes)."""
+    from hedgekit import zoo
+    from hedgekit.papers import hib, spe, taha
+
+    monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path))
+    monkeypatch.setattr(zoo, "load_or_train", _fake_load_or_train)
+    log = tmp_path / "calls.log"
+
+    def setup(seeds_per_notebook: dict):
+        monkeypatch.setattr(R, "NOTEBOOKS", {"x": list(seeds_per_notebook)})
+        monkeypatch.setattr(hib.experiments, "notebook_specs", lambda nb, fast: [
+            zoo.Spec(kind="point", preset="fast" if fast else "paper", seed=s) for s in seeds_per_notebook[nb]])
+        for paper in (spe, taha):
+            monkeypatch.setattr(paper.experiments, "notebook_specs", lambda nb, fast: [])
+
+        def calls(pids: bool = False) -> list:
+            rows = [line.split() for line in log.read_text().splitlines()] if log.exists() else []
+            return [int(pid) if pids else name for name, pid in rows]
+
+        return calls
+
+    return setup
+
+
+def test_train_missing_trains_each_missing_spec_once_and_skips_cached(fake_zoo, tmp_path, capsys):
+    import re
+
+    calls = fake_zoo({"01_a.ipynb": [901, 902], "02_b.ipynb": [902, 903]})  # 902 shared by both notebooks
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "point-n2-d2-fast-s903.pt").write_bytes(b"stub")  # already cached
+    assert R.main(["--list-models", "--fast"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 1 + 4 + 1 and out[-1].startswith("3 distinct checkpoints: 1 cached or shipped, 2 missing")
+    assert R.main(["--train-missing", "--fast"]) == 0
+    assert calls() == ["point-n2-d2-fast-s901", "point-n2-d2-fast-s902"]  # listing order, 902 once, 903 skipped
+    out = capsys.readouterr().out
+    assert "[train] 2 of 3 checkpoints missing; training in this process" in out
+    assert re.search(r"^\[train\] point-n2-d2-fast-s901: \d+ s, trained now \(1/2\)$", out, re.M) and "(2/2)" in out
+    assert "[train] 2 trained, 1 already cached; wall time" in out and "notebook" not in out  # no notebook ran
+    assert R.main(["--train-missing", "--fast", "--only", "02"]) == 0  # everything is cached now
+    assert len(calls()) == 2 and "[train] 0 trained, 2 already cached" in capsys.readouterr().out
+    assert R.main(["--train-missing", "--only", "01"]) == 0  # full mode: other names (paper preset)
+    assert calls()[2:] == ["point-n2-d2-paper-s901", "point-n2-d2-paper-s902"]
+
+
+def test_jobs_trains_in_a_process_pool(fake_zoo, monkeypatch, capsys):
+    import pickle
+    from concurrent.futures import Future
+
+    from hedgekit.zoo import Spec
+
+    pools = []
+
+    class InlinePool:
+        """ProcessPoolExecutor stand-in: records how it was built and runs each task at once, in this process."""
+        def __init__(self, max_workers=None, initializer=None):
+            pools.append(dict(max_workers=max_workers, initializer=initializer))
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def submit(self, fn, *args):
+            future = Future()
+            future.set_result(fn(*args))
+            return future
+
+    monkeypatch.setattr(R, "ProcessPoolExecutor", InlinePool)
+    calls = fake_zoo({"01_a.ipynb": [901, 902], "02_b.ipynb": [903]})
+    assert R.main(["--train-missing", "--fast", "--only", "01", "--jobs", "2"]) == 0
+    assert pools == [dict(max_workers=2, initializer=R._init_worker)] and len(calls()) == 2
+    assert "training in 2 worker processes" in capsys.readouterr().out
+    assert R.main(["--train-missing", "--fast", "--jobs", "4"]) == 0  # 1 missing: no pool, this process
+    assert len(pools) == 1 and len(calls()) == 3 and "training in this process" in capsys.readouterr().out
+    assert R.main(["--train-missing", "--jobs", "4"]) == 0  # 3 missing: never more workers than models
+    assert pools[-1]["max_workers"] == 3 and len(calls()) == 6
+    spec = Spec(kind="point", preset="fast", seed=901)  # what a real pool pickles
+    assert pickle.loads(pickle.dumps(spec)) == spec
+    assert pickle.loads(pickle.dumps(R._train_one)) is R._train_one
+    assert pickle.loads(pickle.dumps(R._init_worker)) is R._init_worker
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_failing_spec_fails_the_run_and_the_others_still_train(fake_zoo, capsys, jobs):
+    """--jobs 2 uses real (forked) worker processes; the fake training is inherited from this process."""
+    import multiprocessing
+    import os
+
+    if jobs != "1" and multiprocessing.get_start_method() != "fork":
+        pytest.skip("the fake training reaches the workers by fork only")
+    calls = fake_zoo({"01_a.ipynb": [901, 13], "02_b.ipynb": [902]})
+    assert R.main(["--train-missing", "--fast", "--jobs", jobs]) == 1
+    assert sorted(calls()) == ["point-n2-d2-fast-s13", "point-n2-d2-fast-s901", "point-n2-d2-fast-s902"]
+    out = capsys.readouterr().out
+    assert "[train] point-n2-d2-fast-s13: FAILED" in out and "RuntimeError: boom while training" in out
+    assert "[train] 2 trained, 0 already cached, 1 FAILED (point-n2-d2-fast-s13)" in out
+    assert R.main(["--train-missing", "--fast", "--jobs", jobs]) == 1  # only the failed one is tried again
+    assert calls()[3:] == ["point-n2-d2-fast-s13"]
+    first = calls(pids=True)[:3]  # the second call had one model to train: this process
+    assert (set(first) == {os.getpid()}) == (jobs == "1")  # --jobs 2: trained in worker processes only
+    assert (os.getpid() in first) == (jobs == "1")
+
+
+@pytest.mark.parametrize("value", ["0", "x", "1.5"])
+def test_jobs_must_be_a_positive_integer(capsys, value):
+    with pytest.raises(SystemExit) as exc:
+        R.main(["--train-missing", "--jobs", value])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument --jobs: expected an integer >= 1; got '{value}'" in err and "Traceback" not in err
