@@ -237,6 +237,8 @@ def reproduce(fast: bool = False, only: Sequence[str] | str | None = None, out_d
         # --inplace carries no machine-specific path in its injected-parameters cell.
         report_dir = os.path.relpath(assets, src.parent.resolve()) if src.parent.exists() else str(assets)
         rec = run_notebook(src, dst, {"FAST": bool(fast), "REPORT_DIR": report_dir}, kernel, timeout, progress)
+        if inplace:
+            drop_injected_parameters(dst)
         rec["assets"] = str(assets.relative_to(out))
         rec["output"] = Path(os.path.relpath(Path(rec["output"]).resolve(), out)).as_posix()
         runs.append(rec)
@@ -246,6 +248,22 @@ def reproduce(fast: bool = False, only: Sequence[str] | str | None = None, out_d
     summary = write_summary(runs, out, fast, total)
     echo(f"[reproduce] summary: {summary}")
     return summary
+
+
+def drop_injected_parameters(path: Path) -> None:
+    """Remove papermill's ``injected-parameters`` cell from the notebook at ``path`` (outputs of the others kept).
+
+    A notebook written back into notebooks/ must run by hand as its own parameters cell says: the injected cell
+    would override it (e.g. point ``REPORT_DIR`` at the committed report). No-op if the file is missing."""
+    import nbformat
+
+    if not path.is_file():
+        return
+    nb = nbformat.read(path, as_version=4)
+    kept = [c for c in nb.cells if "injected-parameters" not in c.get("metadata", {}).get("tags", [])]
+    if len(kept) != len(nb.cells):
+        nb.cells = kept
+        nbformat.write(nb, path)
 
 
 def _read(p: Path) -> str:

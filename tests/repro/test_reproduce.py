@@ -164,6 +164,9 @@ def test_inplace_writes_back(tmp_path):
                 progress=False, echo=lambda *_: None)
     nb = nbformat.read(src / "01_fake.ipynb", 4)
     assert "hello from True" in nb.cells[-1].outputs[0]["text"]
+    # written back without papermill's injected-parameters cell: run by hand, the notebook's own parameters hold
+    assert not any("injected-parameters" in c.metadata.get("tags", []) for c in nb.cells)
+    assert sum("parameters" in c.metadata.get("tags", []) for c in nb.cells) == 1
 
 
 def test_main_lists(capsys):
