@@ -13,8 +13,8 @@ is `hedgekit.papers.taha.protocol`.
   classes to be the training classes (N-digit retrieval queries unseen classes).
 
 FAST mode trains the "fast" preset (150 steps) once; full mode the "paper" preset (1,500 steps), `FULL_RUNS`
-seeds per row (the paper's 5) unless the notebook asks for another number (``runs``): 45 models, 50-95 s each
-on one quiet core (docs/recipes.md).
+seeds per row (the paper's 5) unless the notebook asks for another number (``runs``): 45 models, 86-153 s each
+(training and its evaluation, one process per model, two or three sharing 2 cores; docs/recipes.md).
 """
 from __future__ import annotations
 
