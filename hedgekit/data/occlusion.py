@@ -9,6 +9,18 @@ rectangle fits within the image." Training flips an independent coin per digit
 A box is an int array `(top, left, height, width)` in pixel coordinates of the image
 it applies to; it covers rows top..top+height-1 and columns left..left+width-1.
 A box with zero height or width covers nothing.
+
+Box sides (`SIDES`, the ``sides`` argument): the paper's L ~ Unif(0, 28) has to be
+discretised to whole pixels. "inclusive" (the default) draws each side uniformly from
+{0, ..., 28}, so an "occluded" digit gets a zero-area box with probability
+1 - (28/29)^2 ~ 6.8% and, at the training chance 0.2, a digit actually loses pixels
+with probability 0.2 * (28/29)^2 ~ 18.6%. That a zero side is possible is the papers'
+scheme: SPE App. E, which applies "the scheme used in Oh et al. (2019)", states
+"if L_x = 0 or L_y = 0, the image was left unoccluded". The upper end 28 (a box may
+cover the whole side) is our reading of the closed interval. "positive" draws from
+{1, ..., 28}: every occluded digit loses at least one pixel, so the occluded fraction
+is exactly the occlusion chance. The shipped checkpoints and cached datasets were
+made with "inclusive".
 """
 from __future__ import annotations
 
@@ -18,21 +30,26 @@ import torch
 from hedgekit.errors import InputError
 
 DIGIT_SIZE = 28  # MNIST digits are 28 x 28 pixels
+# Shortest box side each `sides` option draws (the longest is 28): the papers' {0..28} (default) or {1..28}.
+_SHORTEST_SIDE = {"inclusive": 0, "positive": 1}
+SIDES = tuple(_SHORTEST_SIDE)
 
 
 def sample_digit_boxes(
-    rng: np.random.Generator, n_images: int, n_digits: int, p_occlude: float
+    rng: np.random.Generator, n_images: int, n_digits: int, p_occlude: float, sides: str = "inclusive"
 ) -> np.ndarray:
     """Occlusion boxes for `n_images` images of `n_digits` side-by-side 28x28 digits.
 
     Returns an int64 array (n_images, n_digits, 4) in image coordinates: digit j spans
     columns 28j..28j+27. Each digit is occluded independently with probability
     `p_occlude`; its height and width are then independent uniform integers in
-    {0, ..., 28} (our discretisation of the paper's L ~ Unif(0, 28): pixel sides,
-    both ends included, so an occluded digit can still get an empty box with
-    probability 1 - (28/29)^2 ~ 7%), and its top-left corner is uniform among the
-    positions that keep the box inside the digit's cell. Digits that are not
-    occluded get the empty box (0, 28j, 0, 0). `p_occlude=1.0` gives the corrupt twin.
+    {0, ..., 28} for ``sides="inclusive"`` (the default: HIB App. A's L ~ Unif(0, 28)
+    with SPE App. E's zero sides, so an occluded digit still gets an empty box with
+    probability 1 - (28/29)^2 ~ 6.8%) or in {1, ..., 28} for ``sides="positive"`` (every
+    occluded digit loses pixels); see the module docstring. Its top-left corner is
+    uniform among the positions that keep the box inside the digit's cell. Digits that
+    are not occluded get the empty box (0, 28j, 0, 0). `p_occlude=1.0` gives the corrupt
+    twin. For "inclusive" the random stream is the one every cached dataset was built with.
     """
     if not isinstance(rng, np.random.Generator):
         raise InputError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}.")
@@ -40,13 +57,21 @@ def sample_digit_boxes(
         raise InputError(f"p_occlude must be in [0, 1], got {p_occlude}.")
     if n_images < 0 or n_digits < 1:
         raise InputError(f"need n_images >= 0 and n_digits >= 1, got {n_images} and {n_digits}.")
+    shortest = _shortest_side(sides)
     shape = (n_images, n_digits)
     occluded = rng.random(shape) < p_occlude
-    height = rng.integers(0, DIGIT_SIZE + 1, shape) * occluded
-    width = rng.integers(0, DIGIT_SIZE + 1, shape) * occluded
+    height = rng.integers(shortest, DIGIT_SIZE + 1, shape) * occluded
+    width = rng.integers(shortest, DIGIT_SIZE + 1, shape) * occluded
     top = rng.integers(0, DIGIT_SIZE + 1 - height) * occluded  # high is exclusive
     left = rng.integers(0, DIGIT_SIZE + 1 - width) * occluded + DIGIT_SIZE * np.arange(n_digits)
     return np.stack([top, left, height, width], axis=-1).astype(np.int64)
+
+
+def _shortest_side(sides) -> int:
+    """The smallest box side that ``sides`` (one of `SIDES`) draws: 0 or 1; InputError for anything else."""
+    if not isinstance(sides, str) or sides not in SIDES:
+        raise InputError(f"sides must be one of {SIDES} (box sides uniform on {{0..28}} or {{1..28}}), got {sides!r}.")
+    return _SHORTEST_SIDE[sides]
 
 
 def occlude(images, boxes):
@@ -124,19 +149,21 @@ def clip_box(box, image_shape) -> np.ndarray | None:
     return np.array([y0, x0, y1 - y0, x1 - x0], dtype=np.int64)
 
 
-def random_occlusion(p_occlude: float = 0.2):
+def random_occlusion(p_occlude: float = 0.2, sides: str = "inclusive"):
     """An augmentation ``fn(x, rng) -> x`` re-drawing App. A's training occlusion for a batch.
 
     ``x`` is a float tensor (B, 1, 28, 28N); each digit is occluded independently
-    with probability ``p_occlude`` using `sample_digit_boxes`. Used by
+    with probability ``p_occlude`` using `sample_digit_boxes` with box ``sides``
+    ("inclusive", the papers' and the default, or "positive"; see `SIDES`). Used by
     `hedgekit.training.fit.fit` so every step sees freshly occluded digits.
     """
     if not 0.0 <= p_occlude <= 1.0:
         raise InputError(f"p_occlude must be in [0, 1], got {p_occlude}.")
+    _shortest_side(sides)
 
     def augment(x, rng: np.random.Generator):
         n_digits = x.shape[-1] // DIGIT_SIZE
-        boxes = sample_digit_boxes(rng, x.shape[0], n_digits, p_occlude)
+        boxes = sample_digit_boxes(rng, x.shape[0], n_digits, p_occlude, sides)
         return occlude(x[:, 0], boxes).unsqueeze(1)
 
     return augment
