@@ -15,9 +15,29 @@ no digit image is shared between training and test.
 
 The cap of 100 test classes is google/n-digit-mnist's rule of at least 100 test images
 per class (10,000 / 100). Class counts are balanced (they differ by at most one).
-Digit images are drawn independently, with replacement, from the MNIST images of the
-needed digit value. Each split is deterministic in (n_digits, split, seed) and cached
-as `.npz` under `cache_path('ndigit')`.
+google/n-digit-mnist's "number" split (the one HIB and SPE used) follows the same rules:
+a uniformly random 70% of the 10^N numbers are the training and test-seen classes, the
+rest test-unseen, each test split keeps a random subset of its classes with at least
+100 images each, and digits come from MNIST-train or MNIST-test. Its exact numbers are
+stored only in binary `.npz` files of that repository, so `class_split` draws its own.
+
+How digit images are drawn (``digit_draw``, `DIGIT_DRAWS`):
+
+* "with_replacement" (the default): every digit of every image is an independent uniform
+  draw from the MNIST images of that digit value. The cached datasets and the shipped
+  checkpoints were made this way.
+* "unique_per_class": google/n-digit-mnist's generator draws, for each class and digit
+  position, that class's images without replacement, so no MNIST image repeats at one
+  position within a class; different classes and positions share images. Neither HIB
+  (App. A: "we respect the training and test splits") nor SPE (App. A.3, Sec. 4.3: "the
+  same train and test data splits as Oh et al.") states a rule in the text.
+
+Using every MNIST image at most once per split is impossible at Table 3's sizes
+(100,000 x N digit slots from 60,000 MNIST-train images, 10,000 x N from 10,000
+MNIST-test images), so it is not offered.
+
+Each split is deterministic in (n_digits, split, seed, digit_draw, occlusion_sides) and
+cached as `.npz` under `cache_path('ndigit')`.
 """
 from __future__ import annotations
 
@@ -32,7 +52,7 @@ import torch
 
 from hedgekit.checks import load_checked_npz, save_checked_npz
 from hedgekit.data.mnist import load_mnist
-from hedgekit.data.occlusion import DIGIT_SIZE, occlude, sample_digit_boxes
+from hedgekit.data.occlusion import DIGIT_SIZE, SIDES, occlude, sample_digit_boxes
 from hedgekit.errors import InputError
 from hedgekit.paths import cache_path
 
@@ -42,6 +62,7 @@ N_IMAGES = {"train": 100_000, "test_seen": 10_000, "test_unseen": 10_000}
 MAX_TEST_CLASSES = 100  # Appendix A: N=3 tests use 100 seen and 100 unseen classes
 P_OCCLUDE = {"train": 0.2, "test_seen": 1.0, "test_unseen": 1.0}  # test: corrupt twin
 MAX_DIGITS = 6  # 10^6 classes; beyond that class_split alone would need gigabytes
+DIGIT_DRAWS = ("with_replacement", "unique_per_class")  # the first is the default; module docstring
 # Independent random streams per purpose, so that e.g. the test splits do not
 # change when the training split's recipe does.
 _STREAMS = {"classes": 0, "train": 1, "test_seen": 2, "test_unseen": 3}
@@ -131,30 +152,56 @@ def class_split(n_digits: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return np.sort(order[:n_seen]), np.sort(order[n_seen:])
 
 
-def load_ndigit(n_digits: int, split: str, seed: int = 0, mnist_root=None) -> NDigitSet:
+def load_ndigit(
+    n_digits: int,
+    split: str,
+    seed: int = 0,
+    mnist_root=None,
+    *,
+    digit_draw: str = "with_replacement",
+    occlusion_sides: str = "inclusive",
+) -> NDigitSet:
     """Load (from the cache) or build one split of N-digit MNIST; see the module docstring.
 
     split: "train", "test_seen" or "test_unseen". `mnist_root` is passed to
-    `load_mnist` when the split has to be built. The cache file is
-    `cache_path('ndigit', f'n{N}_{split}_s{seed}.npz')`, with a checksum of its arrays
-    inside (`hedgekit.checks.save_checked_npz`); an unreadable, inconsistent or edited
+    `load_mnist` when the split has to be built. ``digit_draw``: "with_replacement"
+    (default) or "unique_per_class" (google/n-digit-mnist's rule; InputError when a class
+    needs more images of a digit than its MNIST split holds, e.g. for N = 1).
+    ``occlusion_sides``: the box sides of `hedgekit.data.occlusion.sample_digit_boxes`,
+    "inclusive" (default, the papers') or "positive" (every occluded digit loses pixels).
+    The cache file is `cache_path('ndigit', f'n{N}_{split}_s{seed}.npz')` for the
+    defaults; each non-default option adds its name and value to the file name
+    (e.g. ``n2_train_s0_draw-unique_per_class.npz``), so no option reads or overwrites
+    another's file. The file holds a checksum of its arrays
+    (`hedgekit.checks.save_checked_npz`); an unreadable, inconsistent or edited
     cache file is rebuilt with a warning.
     """
     _check_args(n_digits, seed)
     if split not in SPLITS:
         raise InputError(f"split must be one of {SPLITS}, got {split!r}.")
-    path = cache_path("ndigit", f"n{n_digits}_{split}_s{seed}.npz")
+    if not isinstance(digit_draw, str) or digit_draw not in DIGIT_DRAWS:
+        raise InputError(f"digit_draw must be one of {DIGIT_DRAWS}, got {digit_draw!r}.")
+    if not isinstance(occlusion_sides, str) or occlusion_sides not in SIDES:
+        raise InputError(f"occlusion_sides must be one of {SIDES}, got {occlusion_sides!r}.")
+    path = cache_path("ndigit", _cache_name(n_digits, split, seed, digit_draw, occlusion_sides))
     if path.is_file():
         try:
             return _read_cache(path, n_digits, split)
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as err:
             warnings.warn(f"rebuilding the unreadable N-digit MNIST cache {path}: {err}", stacklevel=2)
-    dataset = _build(n_digits, split, seed, mnist_root)
+    dataset = _build(n_digits, split, seed, mnist_root, digit_draw, occlusion_sides)
     _write_cache(path, dataset)
     return dataset
 
 
-def _build(n_digits: int, split: str, seed: int, mnist_root) -> NDigitSet:
+def _cache_name(n_digits: int, split: str, seed: int, digit_draw: str, occlusion_sides: str) -> str:
+    """The defaults keep the name the caches had before the options existed; other values are appended."""
+    options = [f"draw-{digit_draw}"] if digit_draw != DIGIT_DRAWS[0] else []
+    options += [f"sides-{occlusion_sides}"] if occlusion_sides != SIDES[0] else []
+    return "_".join([f"n{n_digits}", split, f"s{seed}", *options]) + ".npz"
+
+
+def _build(n_digits: int, split: str, seed: int, mnist_root, digit_draw: str, occlusion_sides: str) -> NDigitSet:
     mnist = load_mnist(mnist_root)
     rng = _rng(seed, n_digits, split)
     seen, unseen = class_split(n_digits, seed)
@@ -170,21 +217,45 @@ def _build(n_digits: int, split: str, seed: int, mnist_root) -> NDigitSet:
     # Balanced: every class appears n_images // K times, a random n_images % K of them once more.
     labels = rng.permutation(rng.permutation(classes)[np.arange(n_images) % len(classes)])
     digits = labels[:, None] // 10 ** np.arange(n_digits - 1, -1, -1) % 10
-    clean = _compose(rng, digits, source_images, source_labels)
-    boxes = sample_digit_boxes(rng, n_images, n_digits, P_OCCLUDE[split])
+    clean = _compose(rng, digits, source_images, source_labels, digit_draw)
+    boxes = sample_digit_boxes(rng, n_images, n_digits, P_OCCLUDE[split], occlusion_sides)
     return NDigitSet(clean, occlude(clean, boxes), labels, digits, boxes, n_digits, split)
 
 
-def _compose(rng: np.random.Generator, digits: np.ndarray, images: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """Concatenate, for each digit value, a uniformly random MNIST image of that value."""
+def _compose(
+    rng: np.random.Generator, digits: np.ndarray, images: np.ndarray, labels: np.ndarray, digit_draw: str
+) -> np.ndarray:
+    """Concatenate, for each digit value, a random MNIST image of that value (drawn as ``digit_draw`` says)."""
     counts = np.bincount(labels, minlength=10)
     if (counts == 0).any():
         raise InputError(f"MNIST has no images of digit(s) {np.flatnonzero(counts == 0).tolist()}.")
     by_digit = np.argsort(labels, kind="stable")  # indices of 0s, then 1s, ...
     starts = np.cumsum(counts) - counts
-    picks = by_digit[starts[digits] + rng.integers(0, counts[digits])]  # (M, N)
+    if digit_draw == "with_replacement":
+        ranks = rng.integers(0, counts[digits])  # (M, N): which image of its digit value each digit is
+    else:
+        ranks = _unique_per_class_ranks(rng, digits, counts)
+    picks = by_digit[starts[digits] + ranks]  # (M, N)
     m, n = digits.shape
     return images[picks].transpose(0, 2, 1, 3).reshape(m, DIGIT_SIZE, DIGIT_SIZE * n)
+
+
+def _unique_per_class_ranks(rng: np.random.Generator, digits: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """(M, N) ranks among the images of each digit value, distinct within every (class, digit position)."""
+    numbers = spelled_number(digits)
+    order = np.argsort(numbers, kind="stable")
+    starts = np.flatnonzero(np.diff(numbers[order], prepend=-1))  # first row of each class in `order`
+    ranks = np.empty_like(digits)
+    for rows in np.split(order, starts[1:]):
+        for position, digit in enumerate(digits[rows[0]]):
+            if len(rows) > counts[digit]:
+                raise InputError(
+                    f"digit_draw='unique_per_class' needs {len(rows)} different MNIST images of digit {digit} "
+                    f"for class {numbers[rows[0]]}, but this MNIST split has only {counts[digit]}; "
+                    "use digit_draw='with_replacement' (e.g. for N = 1, whose classes are large)."
+                )
+            ranks[rows, position] = rng.choice(counts[digit], len(rows), replace=False)
+    return ranks
 
 
 _CACHE_KEYS = ("images", "labels", "digits", "boxes")

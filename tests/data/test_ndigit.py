@@ -1,5 +1,6 @@
 """Tests of hedgekit.data: MNIST loading, occlusion and N-digit MNIST (HIB Appendix A)."""
 import gzip
+import hashlib
 import re
 import struct
 
@@ -388,6 +389,93 @@ def test_ndigitset_api(train2):
 def test_load_ndigit_bad_args(args, match):
     with pytest.raises(InputError, match=match):
         load_ndigit(*args)
+
+
+# ---------------------------------------------------------------- conventions (issue 16)
+
+
+def arrays_hash(data):
+    """First 16 hex digits of the sha256 over a split's images, labels, digits and boxes."""
+    h = hashlib.sha256()
+    for array in (data.images, data.labels, data.digits, data.boxes):
+        h.update(np.ascontiguousarray(array).tobytes())
+    return h.hexdigest()[:16]
+
+
+def test_default_options_build_the_same_bytes_as_before(tmp_path, monkeypatch):
+    """Golden hashes of the implementation before digit_draw / occlusion_sides existed (same seeds, same cache
+    file names): the cached datasets and the checkpoints trained on them stay valid."""
+    monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path))
+    explicit = dict(digit_draw="with_replacement", occlusion_sides="inclusive")
+    assert arrays_hash(load_ndigit(2, "test_unseen", seed=3)) == "9ab78f58cb7b24d3"
+    assert arrays_hash(load_ndigit(1, "test_seen", seed=0, **explicit)) == "d4d09feca24bbab2"
+    assert sorted(p.name for p in (tmp_path / "ndigit").iterdir()) == ["n1_test_seen_s0.npz", "n2_test_unseen_s3.npz"]
+
+
+def test_unique_per_class_never_repeats_an_image_at_a_position_within_a_class(mnist_hashes):
+    """google/n-digit-mnist's rule. MNIST images are byte-unique, so equal cells are the same MNIST image."""
+    unique = load_ndigit(2, "test_unseen", digit_draw="unique_per_class")
+    default = load_ndigit(2, "test_unseen")
+    np.testing.assert_array_equal(unique.labels, default.labels)  # same classes and order, other digit images
+    _, test_table = mnist_hashes
+    repeats = {"unique": 0, "default": 0}
+    for name, data in (("unique", unique), ("default", default)):
+        digit_cells = cells(data.images, 2)
+        for number in np.unique(data.labels):
+            rows = data.labels == number
+            for position in range(2):
+                keys = [cell.tobytes() for cell in digit_cells[rows, position]]
+                repeats[name] += len(keys) - len(set(keys))
+                if name == "unique":
+                    digit = number // 10 if position == 0 else number % 10
+                    assert all(test_table.get(key) == digit for key in keys)  # an MNIST-test image of that digit
+    assert repeats["unique"] == 0
+    assert repeats["default"] > 100  # ~333 draws from ~1,000 images per class and position repeat often
+
+
+def test_unique_per_class_with_too_few_mnist_images_is_a_clear_error(tmp_path, monkeypatch):
+    """N = 1 test-seen needs ~1,429 images of each seen digit; MNIST-test has 892-1,135 of each."""
+    monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path))
+    with pytest.raises(InputError, match=r"unique_per_class' needs 14\d\d different MNIST images of digit \d for "
+                                         r"class \d, but this MNIST split has only \d+; use digit_draw='with_repl"):
+        load_ndigit(1, "test_seen", digit_draw="unique_per_class")
+    assert not (tmp_path / "ndigit").exists() or not any((tmp_path / "ndigit").iterdir())  # nothing cached
+
+
+def test_each_option_has_its_own_cache_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path))
+    folder = tmp_path / "ndigit"
+    variants = {
+        "n2_test_unseen_s3.npz": {},
+        "n2_test_unseen_s3_draw-unique_per_class.npz": dict(digit_draw="unique_per_class"),
+        "n2_test_unseen_s3_sides-positive.npz": dict(occlusion_sides="positive"),
+        "n2_test_unseen_s3_draw-unique_per_class_sides-positive.npz": dict(digit_draw="unique_per_class",
+                                                                           occlusion_sides="positive"),
+    }
+    default = load_ndigit(2, "test_unseen", seed=3)
+    default_bytes = (folder / "n2_test_unseen_s3.npz").read_bytes()
+    built = {name: load_ndigit(2, "test_unseen", seed=3, **options) for name, options in variants.items()}
+    assert sorted(p.name for p in folder.iterdir()) == sorted(variants)
+    assert (folder / "n2_test_unseen_s3.npz").read_bytes() == default_bytes  # never overwritten
+    assert len({arrays_hash(data) for data in built.values()}) == 4
+    positive = built["n2_test_unseen_s3_sides-positive.npz"]
+    np.testing.assert_array_equal(positive.images, default.images)  # only the boxes differ
+    assert (positive.boxes[..., 2] * positive.boxes[..., 3] > 0).all()  # the corrupt twin hides part of every digit
+    assert (default.boxes[..., 2] * default.boxes[..., 3] == 0).any()
+
+    monkeypatch.setattr(ndigit_module, "_build", None)  # from here on everything must come from its own file
+    for name, options in variants.items():
+        assert arrays_hash(load_ndigit(2, "test_unseen", seed=3, **options)) == arrays_hash(built[name])
+
+
+@pytest.mark.parametrize("options, match", [
+    (dict(digit_draw="without_replacement"), r"digit_draw must be one of \('with_replacement', 'unique_per_class'\)"),
+    (dict(digit_draw=None), "digit_draw must be one of"),
+    (dict(occlusion_sides="positve"), r"occlusion_sides must be one of \('inclusive', 'positive'\)"),
+])
+def test_load_ndigit_rejects_unknown_conventions(options, match):
+    with pytest.raises(InputError, match=match):
+        load_ndigit(2, "test_seen", **options)
 
 
 # ---------------------------------------------------------------- hardening (issue 14)
