@@ -7,7 +7,8 @@ Two ways to form pairs, one loss:
 * `hib_batch_loss`: every pair inside a class-balanced batch of P classes x Q
   images (our default recipe: B(B-1)/2 pairs from B forward passes).
   Positive and negative pairs are averaged separately and weighted 1:1 (the
-  paper's two streams aim for the same balance); documented choice.
+  paper's two streams aim for the same balance); documented choice. The pair
+  NLLs come from `hedgekit.methods.all_pairs.all_pairs_nll` (upper triangle only).
 
 For point embeddings (zero variance) the samples are the mean itself, so K = 1 is
 used and the loss is exactly the soft contrastive loss of eq. 3.
@@ -21,6 +22,7 @@ from hedgekit.checks import check_count, check_memory
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 from hedgekit.nets.match import SoftMatch
+from hedgekit.methods.all_pairs import all_pairs_nll
 from hedgekit.methods.contrastive import log_match
 
 
@@ -37,7 +39,8 @@ def kl_to_standard_normal(emb: Embedding) -> Tensor:
     return (emb.weights * kl_c).sum(-1)
 
 
-# d, the logits, their two sigmoids and the negated logits: tensors of the pair matrix's size alive at once.
+# Pair-matrix-sized tensors alive at once, at most: d, the logits, their two sigmoids and the negated logits in
+# `log_match` (pair loss); the all-pairs loss (`all_pairs_nll`) keeps fewer (d and one sigmoid, upper triangle).
 _PAIR_COPIES = 5
 
 
@@ -92,15 +95,8 @@ def hib_batch_loss(
         raise InputError(f"labels must have shape ({b},); got {tuple(labels.shape)}")
     k = _check_k(emb, k, lambda kk: (b * kk) ** 2)
     s = _samples(emb, k, generator)  # (B, K, D)
-    kk = s.shape[1]
-    d = torch.cdist(s.reshape(b * kk, -1), s.reshape(b * kk, -1)).reshape(b, kk, b, kk)
-    log_p, log_q = log_match(d, match, (1, 3))  # (B, B)
-    iu = torch.triu_indices(b, b, 1, device=labels.device)
-    same = (labels[iu[0]] == labels[iu[1]])
-    log_p, log_q = log_p[iu[0], iu[1]], log_q[iu[0], iu[1]]
-    if same.all() or (~same).all():
-        raise InputError("a batch needs both matching and non-matching pairs (use a class-balanced sampler)")
-    pos, neg = -log_p[same].mean(), -log_q[~same].mean()
+    nll = all_pairs_nll(s, match.a, match.b, labels[:, None] == labels[None, :])  # upper triangle only
+    pos, neg = nll[0], nll[1]
     loss = 0.5 * (pos + neg) + _kl_term(emb, 2 * beta)
     stats = {"nll_pos": pos.item(), "nll_neg": neg.item()}
     return loss, stats

@@ -1,0 +1,103 @@
+"""`all_pairs_nll` against the naive full-matrix computation (`log_match`) and finite differences."""
+import pytest
+import torch
+
+from hedgekit.errors import InputError
+from hedgekit.methods.all_pairs import all_pairs_nll
+from hedgekit.methods.contrastive import TINY, log_match
+from hedgekit.nets.match import SoftMatch
+
+
+def _naive(s, match, labels):
+    """The two mean NLLs from the full (BK x BK) matrix: log_match, then the i < j pairs."""
+    b, k, _ = s.shape
+    d = torch.cdist(s.reshape(b * k, -1), s.reshape(b * k, -1)).reshape(b, k, b, k)
+    log_p, log_q = log_match(d, match, (1, 3))
+    i, j = torch.triu_indices(b, b, 1)
+    same = labels[i] == labels[j]
+    return torch.stack([-log_p[i, j][same].mean(), -log_q[i, j][~same].mean()])
+
+
+def _grads(out, weights, *tensors):
+    return torch.autograd.grad((out * weights).sum(), tensors)
+
+
+@pytest.mark.parametrize("b,k,d,chunks", [(9, 3, 2, 1), (9, 3, 2, 4), (9, 3, 2, 9), (12, 1, 3, 5), (10, 8, 4, 3),
+                                           (7, 2, 1, 20)])
+def test_matches_log_match_values_and_gradients(b, k, d, chunks):
+    gen = torch.Generator().manual_seed(b * 100 + k)
+    s = torch.randn(b, k, d, dtype=torch.float64, generator=gen, requires_grad=True)
+    labels = torch.arange(b) % 3
+    match = SoftMatch(1.7, 0.4).double()
+    w = torch.tensor([0.3, 0.7], dtype=torch.float64)
+    ours = all_pairs_nll(s, match.a, match.b, labels[:, None] == labels[None], chunks)
+    ref = _naive(s, match, labels)
+    torch.testing.assert_close(ours, ref, rtol=1e-12, atol=1e-12)
+    for g1, g2 in zip(_grads(ours, w, s, match.a_raw, match.b), _grads(ref, w, s, match.a_raw, match.b)):
+        torch.testing.assert_close(g1, g2, rtol=1e-10, atol=1e-12)
+
+
+def test_gradcheck_finite_differences():
+    gen = torch.Generator().manual_seed(0)
+    s = torch.randn(6, 2, 2, dtype=torch.float64, generator=gen, requires_grad=True)
+    a = torch.tensor(1.3, dtype=torch.float64, requires_grad=True)
+    b = torch.tensor(0.5, dtype=torch.float64, requires_grad=True)
+    labels = torch.tensor([0, 0, 1, 1, 2, 2])
+    same = labels[:, None] == labels[None]
+    assert torch.autograd.gradcheck(lambda s, a, b: all_pairs_nll(s, a, b, same, 2), (s, a, b))
+
+
+def test_float32_batch_of_the_training_recipe():
+    """B = 256 (32 classes x 8), K = 8: the float32 results agree with the full matrix to rounding."""
+    gen = torch.Generator().manual_seed(1)
+    s = torch.randn(256, 8, 2, generator=gen, requires_grad=True)
+    labels = torch.arange(32).repeat_interleave(8)
+    match = SoftMatch()
+    ours = all_pairs_nll(s, match.a, match.b, labels[:, None] == labels[None])
+    ref = _naive(s, match, labels)
+    torch.testing.assert_close(ours, ref, rtol=1e-5, atol=1e-6)
+    w = torch.tensor([0.5, 0.5])
+    torch.testing.assert_close(_grads(ours, w, s)[0], _grads(ref, w, s)[0], rtol=1e-4, atol=1e-8)
+
+
+def test_zero_distance_pairs_get_zero_gradient():
+    """Two inputs with the same point embedding: the norm's subgradient at 0 is 0, no NaN."""
+    s = torch.tensor([[[0.0, 0.0]], [[0.0, 0.0]], [[1.0, 2.0]]], requires_grad=True)
+    labels = torch.tensor([0, 0, 1])
+    match = SoftMatch(2.0, 1.0)
+    out = all_pairs_nll(s, match.a, match.b, labels[:, None] == labels[None])
+    p = torch.sigmoid(torch.tensor(1.0))  # the matching pair at distance 0
+    torch.testing.assert_close(out[0], -p.log())
+    (g,) = torch.autograd.grad(out.sum(), s)
+    assert torch.isfinite(g).all()
+    # only the non-matching pairs move the points; by symmetry the two coincident points move alike
+    torch.testing.assert_close(g[0], g[1])
+
+
+def test_underflow_floor_like_log_match():
+    """Every sample pair with |a d - b| > 87: p underflows, -log is floored at -log(1e-38), gradient 0."""
+    s = torch.tensor([[[0.0]], [[100.0]], [[200.0]], [[300.0]]], requires_grad=True)
+    labels = torch.tensor([0, 0, 1, 1])
+    match = SoftMatch(5.0, 0.0)
+    out = all_pairs_nll(s, match.a, match.b, labels[:, None] == labels[None])
+    torch.testing.assert_close(out[0], -torch.tensor(TINY).log())
+    (g,) = torch.autograd.grad(out[0], s)
+    assert (g == 0).all()
+
+
+@pytest.mark.parametrize("bad", [
+    dict(samples=torch.zeros(4, 2)),
+    dict(same=torch.ones(3, 3, dtype=torch.bool)),
+    dict(same=torch.ones(4, 4)),
+    dict(a=torch.ones(2)),
+    dict(chunks=0),
+    dict(chunks=2.5),
+    dict(same=torch.ones(4, 4, dtype=torch.bool)),  # no non-matching pair
+    dict(same=torch.eye(4, dtype=torch.bool)),  # no matching pair
+])
+def test_bad_inputs_raise_clear_errors(bad):
+    args = dict(samples=torch.zeros(4, 1, 2), a=torch.tensor(1.0), b=torch.tensor(0.0),
+                same=torch.tensor([0, 0, 1, 1])[:, None] == torch.tensor([0, 0, 1, 1])[None], chunks=2)
+    args.update(bad)
+    with pytest.raises(InputError):
+        all_pairs_nll(**args)
