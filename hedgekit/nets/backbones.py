@@ -31,9 +31,11 @@ class LeNetBody(nn.Module):
 
     def __init__(self, in_channels: int = 1, height: int = 28, width: int = 56, features: int = 120):
         super().__init__()
+        # max-pool before ReLU: ReLU is monotone, so it commutes with max and the outputs and gradients are
+        # bit-identical to conv -> ReLU -> pool, with ReLU on 4x fewer values (docs/speed.md)
         self.conv = nn.Sequential(
-            nn.Conv2d(in_channels, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(6, 16, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(in_channels, 6, 5, padding=2), nn.MaxPool2d(2), nn.ReLU(),
+            nn.Conv2d(6, 16, 5, padding=2), nn.MaxPool2d(2), nn.ReLU(),
         )
         flat = 16 * (height // 4) * (width // 4)
         self.fc = nn.Sequential(nn.Flatten(), nn.Linear(flat, features), nn.ReLU())

@@ -230,3 +230,23 @@ def test_embed_refuses_bad_batch_sizes(batch_size):
 def test_build_model_names_the_bad_field(field, value):
     with pytest.raises(InputError, match=f"{field} must be an integer >= 1"):
         build_model("hib", **{field: value})
+
+
+@pytest.mark.parametrize("fmt", [torch.contiguous_format, torch.channels_last], ids=["NCHW", "NHWC"])
+def test_lenet_body_equals_conv_relu_pool_order_bit_for_bit(fmt):
+    """LeNetBody pools before its ReLUs; the paper's conv -> ReLU -> pool gives the same bits, forward and backward
+    (ReLU is monotone, so it commutes with max, ties included: all-zero images make every window tie)."""
+    from hedgekit.nets.backbones import LeNetBody
+
+    torch.manual_seed(0)
+    body = LeNetBody(height=28, width=56).to(memory_format=fmt)
+    c1, c2 = body.conv[0], body.conv[3]
+    x = _images(16, 2).to(memory_format=fmt)
+    x[:4] = 0
+    paper = body.fc(F.max_pool2d(F.relu(c2(F.max_pool2d(F.relu(c1(x)), 2))), 2))
+    ours = body(x)
+    assert torch.equal(ours, paper)
+    g = torch.randn_like(ours)
+    params = list(body.parameters())
+    for g1, g2 in zip(torch.autograd.grad(ours, params, g), torch.autograd.grad(paper, params, g)):
+        assert torch.equal(g1, g2)
