@@ -25,7 +25,8 @@ HIB, Appendix D (Figure 11)
     :func:`digit_run_lengths`, :func:`mean_run_length` -- how well a 1D
     embedding orders the 2-digit classes on the number line.
 URL, Section 3.1 and Algorithm 1 (Figures 1, 2); Sections 4.5-4.6 (Figures 4, 5)
-    :func:`recall_at_1`, :func:`r_auroc`, :func:`crop_uncertainty_rate`.
+    :func:`recall_at_1` (``metric="cosine"`` as in the URL code, or Euclidean),
+    :func:`r_auroc`, :func:`crop_uncertainty_rate`.
 
 Conventions: a *score* is "higher = more similar / more likely a match"; an
 *uncertainty* is "higher = less sure". Ties in nearest-neighbour search are
@@ -49,6 +50,7 @@ __all__ = [
     "average_precision",
     "topk_neighbours",
     "euclidean_score_fn",
+    "cosine_score_fn",
     "knn_predict",
     "knn_accuracy",
     "equal_count_bins",
@@ -235,6 +237,39 @@ def euclidean_score_fn(probe, gallery) -> ScoreFn:
         Distances are computed exactly (no ``|a|^2 + |b|^2 - 2ab`` shortcut),
         so near-ties are ordered correctly.
     """
+    p, g = _probe_and_gallery(probe, gallery)
+
+    def score_fn(probe_idx: torch.Tensor) -> torch.Tensor:
+        rows = p[probe_idx.to(p.device)]
+        return -torch.cdist(rows, g, compute_mode="donot_use_mm_for_euclid_dist")
+
+    return score_fn
+
+
+def cosine_score_fn(probe, gallery) -> ScoreFn:
+    """Score function for :func:`topk_neighbours`: the cosine similarity ``p^T g / (||p|| ||g||)``.
+
+    The URL benchmark's similarity (its code L2-normalises the embeddings, then
+    ranks by inner product). Like ``torch.nn.functional.normalize`` there, a zero
+    embedding stays zero: its similarity to everything is 0.
+
+    Args:
+        probe: (P, D) embeddings of the queries.
+        gallery: (G, D) embeddings searched.
+
+    Returns:
+        ``score_fn(probe_idx) -> Tensor (len(probe_idx), G)`` of cosine similarities.
+    """
+    p, g = (torch.nn.functional.normalize(x, dim=1) for x in _probe_and_gallery(probe, gallery))
+
+    def score_fn(probe_idx: torch.Tensor) -> torch.Tensor:
+        return p[probe_idx.to(p.device)] @ g.T
+
+    return score_fn
+
+
+def _probe_and_gallery(probe, gallery) -> tuple[torch.Tensor, torch.Tensor]:
+    """Checked (P, D) and (G, D) float tensors on the probe's device: 2-D, same D, non-empty, finite."""
     p = probe if isinstance(probe, torch.Tensor) else torch.as_tensor(_to_numpy(probe, "probe"))
     g = gallery if isinstance(gallery, torch.Tensor) else torch.as_tensor(_to_numpy(gallery, "gallery"))
     p, g = p.detach(), g.detach()
@@ -248,12 +283,7 @@ def euclidean_score_fn(probe, gallery) -> ScoreFn:
     p, g = p.to(dtype), g.to(device=p.device, dtype=dtype)
     if not (torch.isfinite(p).all() and torch.isfinite(g).all()):
         raise InputError("probe or gallery contains NaN or inf")
-
-    def score_fn(probe_idx: torch.Tensor) -> torch.Tensor:
-        rows = p[probe_idx.to(p.device)]
-        return -torch.cdist(rows, g, compute_mode="donot_use_mm_for_euclid_dist")
-
-    return score_fn
+    return p, g
 
 
 def _topk_stable(s: torch.Tensor, k: int):
@@ -522,16 +552,28 @@ def kendall_tau_bins(per_bin_performance) -> float:
 # ----------------------------------------------------------------------------
 # URL: R@1, R-AUROC, cropped-image test
 # ----------------------------------------------------------------------------
-def recall_at_1(embeddings, labels, chunk: int = 1024):
-    """Recall@1: does the nearest other item (Euclidean) share the class?
+_R1_METRICS = {"euclidean": euclidean_score_fn, "cosine": cosine_score_fn}
+
+
+def recall_at_1(embeddings, labels, chunk: int = 1024, metric: str = "euclidean"):
+    """Recall@1: does the nearest other item share the class?
 
     URL Section 3.1, Algorithm 1: ``is_same_class = labels == labels[next_neighbor_idx]``,
-    ``r_at_1 = mean(is_same_class)``; the item itself is excluded. Ties in
-    distance go to the lower index.
+    ``r_at_1 = mean(is_same_class)``; the item itself is excluded. Ties go to the
+    lower index.
+
+    ``metric``: "euclidean" (the default: the distance the kit's other
+    nearest-neighbour metrics use, e.g. HIB's KNN via :func:`euclidean_score_fn`,
+    and what this function computed before the option existed) or "cosine"
+    (:func:`cosine_score_fn`): the URL paper's R@1, whose code (``recall_at_one`` of
+    github.com/mkirchhof/url) L2-normalises the embeddings and takes the most similar
+    other item by inner product. `hedgekit.papers.url.protocol` uses "cosine".
 
     Returns:
         ``(r1, correct)``: float and bool array (n,).
     """
+    if not isinstance(metric, str) or metric not in _R1_METRICS:
+        raise InputError(f"metric must be one of {tuple(_R1_METRICS)}, got {metric!r}")
     emb = _float_array(embeddings, "embeddings", ndim=2)
     labels = _int_array(labels, "labels")
     _same_length(embeddings=emb, labels=labels)
@@ -540,7 +582,7 @@ def recall_at_1(embeddings, labels, chunk: int = 1024):
         raise InputError("recall_at_1 needs at least 2 items (one to query, one to find)")
     emb_t = torch.as_tensor(emb)
     idx, _ = topk_neighbours(
-        euclidean_score_fn(emb_t, emb_t), n, n, 1, exclude=np.arange(n), chunk=chunk
+        _R1_METRICS[metric](emb_t, emb_t), n, n, 1, exclude=np.arange(n), chunk=chunk
     )
     correct = labels[idx[:, 0]] == labels
     return float(correct.mean()), correct

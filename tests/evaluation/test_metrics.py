@@ -372,6 +372,73 @@ def test_recall_at_1_small_and_errors():
         M.recall_at_1(np.zeros(3), [0, 1, 2])
 
 
+def brute_force_recall_at_1(emb, labels, metric):
+    """Second implementation: a double loop over (query, other item), first best kept (ties -> lower index).
+    Cosine as in the URL code: rows scaled to unit length first, a zero row stays zero (similarity 0)."""
+    emb = np.asarray(emb, dtype=float)
+    if metric == "cosine":
+        norms = np.linalg.norm(emb, axis=1, keepdims=True)
+        emb = emb / np.where(norms > 0, norms, 1.0)
+    correct = []
+    for i in range(len(emb)):
+        best_score, best_j = -math.inf, None
+        for j in range(len(emb)):
+            if j == i:
+                continue
+            score = float(emb[i] @ emb[j]) if metric == "cosine" else -math.dist(emb[i], emb[j])
+            if score > best_score:
+                best_score, best_j = score, j
+        correct.append(labels[best_j] == labels[i])
+    return np.array(correct)
+
+
+@pytest.mark.parametrize("emb, labels, want", [
+    # two classes on two rays, different lengths: only the angle finds the own ray
+    ([[1, 0], [10, 0], [0, 1], [0, 10], [9, 1]], [0, 0, 1, 1, 1],
+     {"euclidean": [False, False, False, True, False], "cosine": [True, True, True, True, False]}),
+    # two classes by length along almost one direction: only the distance separates them
+    ([[1, 0], [1.1, 0.05], [5, 0], [5.2, 0.1]], [0, 0, 1, 1],
+     {"euclidean": [True, True, True, True], "cosine": [False, False, False, False]}),
+    # a zero embedding: cosine similarity 0 to everything, ties -> lower index
+    ([[0, 0], [1, 0], [2, 0], [0, 1]], [0, 1, 1, 0],
+     {"euclidean": [False, False, True, True], "cosine": [False, True, True, True]}),
+])
+def test_recall_at_1_metrics_on_hand_made_cases(emb, labels, want):
+    labels = np.array(labels)
+    for metric, expected in want.items():
+        np.testing.assert_array_equal(brute_force_recall_at_1(emb, labels, metric), expected)  # the oracle agrees
+        r1, correct = M.recall_at_1(np.array(emb, float), labels, metric=metric)
+        np.testing.assert_array_equal(correct, expected)
+        assert r1 == pytest.approx(np.mean(expected))
+    assert want["euclidean"] != want["cosine"]
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_recall_at_1_metrics_vs_brute_force(rng, metric):
+    labels = rng.integers(0, 5, size=150)
+    emb = rng.normal(size=(150, 3)) * rng.uniform(0.2, 5, size=(150, 1)) + labels[:, None] * 0.5
+    r1, correct = M.recall_at_1(torch.tensor(emb), labels, chunk=32, metric=metric)
+    np.testing.assert_array_equal(correct, brute_force_recall_at_1(emb, labels, metric))
+    assert 0 < r1 < 1
+    if metric == "euclidean":
+        np.testing.assert_array_equal(correct, M.recall_at_1(emb, labels)[1])  # the default
+
+
+@pytest.mark.parametrize("metric", ["manhattan", "Cosine", None])
+def test_recall_at_1_unknown_metric(metric):
+    with pytest.raises(InputError, match=r"metric must be one of \('euclidean', 'cosine'\)"):
+        M.recall_at_1(np.zeros((3, 2)), [0, 1, 0], metric=metric)
+
+
+def test_cosine_score_fn_checks_like_euclidean():
+    with pytest.raises(InputError, match="D=2 but gallery has D=3"):
+        M.cosine_score_fn(np.zeros((2, 2)), np.zeros((2, 3)))
+    with pytest.raises(InputError, match="NaN or inf"):
+        M.cosine_score_fn(np.array([[np.nan, 1.0]]), np.ones((2, 2)))
+    scores = M.cosine_score_fn(np.array([[3.0, 4.0]]), np.array([[1.0, 0.0], [0.0, -2.0], [0.0, 0.0]]))
+    torch.testing.assert_close(scores(torch.tensor([0])), torch.tensor([[0.6, -0.8, 0.0]], dtype=torch.float64))
+
+
 def test_r_auroc_vs_sklearn_and_perfect(rng):
     correct = rng.random(500) < 0.6
     u = rng.normal(size=500) + ~correct

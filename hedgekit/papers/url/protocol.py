@@ -8,9 +8,9 @@ Data (kit scale of the paper's ImageNet -> CUB / CARS / SOP zero-shot transfer):
   item classes (100 classes), built like N-digit MNIST so the same 28x56 backbone reads it.
 
 Metrics (`evaluate`): R@1 and R-AUROC (`hedgekit.evaluation.metrics.recall_at_1`, `r_auroc`) on every set;
-R@1 uses cosine similarity like the official code (embeddings are L2-normalised first, so Euclidean
-neighbours are cosine neighbours); upstream classification accuracy for heads that output logits;
-the cropped-image rate (`crop_uncertainty_rate`) with the crop of `crop_images`.
+R@1 uses cosine similarity like the official code (``recall_at_1(..., metric="cosine")``); upstream
+classification accuracy for heads that output logits; the cropped-image rate (`crop_uncertainty_rate`) with
+the crop of `crop_images`.
 """
 from __future__ import annotations
 
@@ -23,8 +23,7 @@ import torch.nn.functional as F
 from hedgekit.errors import InputError
 from hedgekit.evaluation.metrics import crop_uncertainty_rate, r_auroc, recall_at_1
 
-__all__ = ["CROP_AREA", "crop_boxes", "crop_images", "fashion_pairs", "cosine_normalise", "evaluate_set",
-           "evaluate"]
+__all__ = ["CROP_AREA", "crop_boxes", "crop_images", "fashion_pairs", "evaluate_set", "evaluate"]
 
 # The paper never says how its crop is made (Sec. 4.5, App. C.3: "a cropped version of an image"). Ours is
 # an ImageNet-style random resized crop at kit scale: keep a random window of 25%-50% of the image's area
@@ -94,12 +93,6 @@ def fashion_pairs(n_per_class: int, seed: int = 0, fashion=None) -> tuple[torch.
     return torch.from_numpy(images).unsqueeze(1).float().div_(255.0), torch.from_numpy(labels)
 
 
-def cosine_normalise(embeddings: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length (a zero row stays zero): Euclidean neighbours become cosine neighbours."""
-    norm = np.linalg.norm(embeddings, axis=1, keepdims=True)
-    return embeddings / np.where(norm > 0, norm, 1.0)
-
-
 def _safe_r_auroc(u, correct) -> float:
     try:
         return r_auroc(u, correct)
@@ -114,7 +107,7 @@ def evaluate_set(predict, x: torch.Tensor, y, crop_seed: int | None = None) -> d
     Returns ``{"r1", "rauroc"[, "crop"], "u_mean"}``.
     """
     out = predict(x)
-    r1, correct = recall_at_1(cosine_normalise(out["embedding"]), np.asarray(y))
+    r1, correct = recall_at_1(out["embedding"], np.asarray(y), metric="cosine")
     res = {"r1": r1, "rauroc": _safe_r_auroc(out["uncertainty"], correct),
            "u_mean": float(np.mean(out["uncertainty"]))}
     if crop_seed is not None:
