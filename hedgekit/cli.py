@@ -2,7 +2,7 @@
 
 * ``train``    — load-or-train one zoo model of any kind (`hedgekit.zoo`), print where it lives.
 * ``evaluate`` — print a HIB Table-1-style block: our numbers beside the paper's.
-* ``table1``   — HIB Tables 1-2 from the metrics recorded in every trained paper checkpoint.
+* ``table1``   — HIB Tables 1, 2 and 4 from the metrics recorded in every trained paper checkpoint.
 * ``bench``    — training throughput (point; HIB with the preset's K and the paper's K = 8) and inference
                  throughput (embeddings + eta per second); ``--app`` adds the
                  playground's per-update latency.
@@ -93,19 +93,27 @@ def cmd_evaluate(a) -> int:
 
 
 def cmd_table1(a) -> int:
-    from hedgekit.papers.hib.experiments import recorded_table1
-    from hedgekit.papers.hib.protocol import table1_frame, table2_frame
+    from hedgekit.papers.hib.experiments import TABLE4_SETTING, recorded_table1
+    from hedgekit.papers.hib.protocol import table1_frame, table2_frame, table4_frame
     from hedgekit.repro.report import dataframe_markdown
 
     results, missing = recorded_table1(a.preset, a.seed)
-    if not results:
+    table4, missing4 = recorded_table1(a.preset, a.seed, settings=(TABLE4_SETTING,))
+    if not results and not table4:
         print(f"no {a.preset} checkpoints of the Table 1 grid yet; train them with `python -m hedgekit train ...`")
         return 1
-    for title, frame in (("HIB Table 1 (AP, KNN majority K=5)", table1_frame), ("HIB Table 2 (Kendall tau)", table2_frame)):
+    tables = [("HIB Table 1 (AP, KNN majority K=5)", table1_frame, results),
+              ("HIB Table 2 (Kendall tau)", table2_frame, results),
+              ("HIB Table 4 (N=3, D=4: AP, KNN majority K=5, Kendall tau)", table4_frame, table4)]
+    for title, frame, res in tables:
+        if not res:
+            continue
         print(f"### {title}: ours (as recorded at training time) beside Oh et al. 2019\n")
-        df = frame(results)
+        df = frame(res)
         print(dataframe_markdown(df[[c for c in df.columns if not c.endswith("±")]]), "\n")
-    ratios = ", ".join(f"N={n} D={d} {lab}: {r.var_ratio:.1f}x" for (n, d, lab), r in results.items() if lab != "point")
+    missing += missing4
+    ratios = ", ".join(f"N={n} D={d} {lab}: {r.var_ratio:.1f}x" for (n, d, lab), r in {**results, **table4}.items()
+                       if lab != "point")
     print(f"mean variance corrupt / clean: {ratios}")
     if missing:
         print("not trained yet: " + ", ".join(missing))
@@ -170,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     _spec_args(e)
     e.add_argument("--eval-seed", type=count_arg(0), default=0, help="seed of the verification pairs")
     e.set_defaults(fn=cmd_evaluate)
-    t1 = sub.add_parser("table1", help="HIB Tables 1-2 from the recorded metrics of every trained checkpoint")
+    t1 = sub.add_parser("table1", help="HIB Tables 1, 2 and 4 from the recorded metrics of every trained checkpoint")
     t1.add_argument("--preset", choices=("fast", "paper"), default="paper")
     t1.add_argument("--seed", type=count_arg(0), default=0)
     t1.set_defaults(fn=cmd_table1)

@@ -115,3 +115,25 @@ def test_a_spec_error_names_the_field_not_a_key_error(capsys):
                           (dict(steps=0), "Spec.steps must be"), (dict(loss="l2"), "Spec.loss must be one of")):
         with pytest.raises(InputError, match=field):
             Spec(**kwargs)
+
+
+def test_table1_prints_table4_beside_the_paper_when_its_checkpoints_exist(monkeypatch, capsys):
+    """Issue 16: `table1` also prints HIB Table 4 (N = 3, D = 4) from the recorded metrics of its three models."""
+    from hedgekit.papers.hib import experiments
+    from hedgekit.papers.hib.protocol import RepeatedEvaluation
+
+    metrics = dict(ap_clean=0.99, ap_corrupt=0.93, knn_clean=0.90, knn_corrupt=0.80, tau_ap_clean=0.3,
+                   tau_ap_corrupt=0.7, tau_knn_clean=0.2, tau_knn_corrupt=0.4, var_clean=0.1, var_corrupt=0.5)
+    recorded = {(3, 4, "MoG-1"): RepeatedEvaluation.from_metrics("MoG-1", 3, 4, metrics, 10_000)}
+
+    def fake(preset, seed, settings=experiments.TABLE1_SETTINGS):  # only Table 4's MoG-1 is trained
+        return ({}, ["point-n2-d2-paper-s0"]) if settings == experiments.TABLE1_SETTINGS else (
+            recorded, ["point-n3-d4-paper-s0", "hib-n3-d4-c2-beta0.0001-paper-s0"])
+
+    monkeypatch.setattr(experiments, "recorded_table1", fake)
+    assert main(["table1"]) == 0
+    out = capsys.readouterr().out
+    assert "HIB Table 1" not in out and "### HIB Table 4 (N=3, D=4" in out
+    assert "| 3 | 4 | accuracy | KNN | corrupt | — | 0.803 | — | 0.800 | 0.816 | -0.016 |" in out
+    assert "N=3 D=4 MoG-1: 5.0x" in out
+    assert "not trained yet: point-n2-d2-paper-s0, point-n3-d4-paper-s0, hib-n3-d4-c2" in out

@@ -11,6 +11,7 @@ FULL mode follows the paper (Oh et al. 2019):
 * Figure 10, 11 and Appendix D: D = 2 point and MoG-1; D = 1 point and MoG-1 over
   four seeds ("four trials").
 * Tables 1, 2, 6, 7 and Figures 5, 9: N in {2, 3} x D in {2, 3} x {point, MoG-1, MoG-2}.
+* Table 4 (App. C.1): N = 3, D = 4 x {point, MoG-1, MoG-2}.
 * Table 5: MoG-1, beta in {0, 1e-4} at (N, D) = (2, 2) and (3, 3);
   Figure 12: MoG-1, N = 3, D = 3, beta in {1e-6, ..., 1e-2};
   Figure 6: point models with the hard contrastive loss over a range of margins M,
@@ -21,7 +22,7 @@ Figure 12 (5 betas) and Figure 6 (5 margins + the soft reference) need 19 models
 CPU-hours at the full `paper` preset on this kit's 2-core machine; they train for a
 quarter of the preset's steps (`SWEEP_DIVISOR`: point 3,000, HIB 2,250 steps), every
 model of one sweep alike, so each sweep compares like with like. Tables 1, 2, 5, 6, 7
-and Figures 1b, 3, 4, 5, 7, 8, 9, 10 use full `paper` models. The notebooks print the
+and Figures 1b, 3, 4, 5, 7, 8, 9, 10 and Table 4 use full `paper` models. The notebooks print the
 steps of every checkpoint they use.
 
 FAST mode (CI; every notebook < 3 minutes on 2 shared cores, including training
@@ -29,7 +30,9 @@ its `fast` preset models once) keeps the *kind* of every experiment but shrinks
 the grid: N = 2, D = 2 wherever the paper's setting is not essential, two seeds
 instead of four, the app's beta values {0, 1e-4, 1e-2} (shared checkpoints) and
 two margins, no MoG-4 (Figure 7 shows C = 2 only), 2-digit instead of 3-digit
-MNIST in Figure 8. What was left out is printed by each notebook.
+MNIST in Figure 8, no Table 4 (its 3-digit D = 4 models are the paper's setting or nothing:
+three more models and a second data set would double notebook 04's FAST time; the notebook
+shows the paper's column alone). What was left out is printed by each notebook.
 """
 from __future__ import annotations
 
@@ -38,7 +41,8 @@ from dataclasses import replace
 from hedgekit.zoo import PRESETS, Spec
 
 __all__ = ["SWEEP_DIVISOR", "FIG12_BETAS", "FAST_BETAS", "TABLE5_BETAS", "FIG6_MARGINS", "FAST_MARGINS",
-           "TABLE1_SETTINGS", "preset", "sweep", "table1_settings", "table1_specs", "embedding_specs",
+           "TABLE1_SETTINGS", "TABLE4_SETTING", "preset", "sweep", "table1_settings", "table1_specs",
+           "table4_specs", "embedding_specs",
            "number_line_specs", "beta_specs", "table5_specs", "margin_specs", "notebook_specs", "all_specs",
            "recorded_table1"]
 
@@ -50,6 +54,7 @@ TABLE5_BETAS = (0.0, 1e-4)  # HIB Table 5
 FIG6_MARGINS = (0.25, 0.5, 1.0, 2.0, 4.0)
 FAST_MARGINS = (0.5, 2.0)
 TABLE1_SETTINGS = ((2, 2), (2, 3), (3, 2), (3, 3))  # (N, D) of HIB Tables 1, 2, 6, 7
+TABLE4_SETTING = (3, 4)  # (N, D) of HIB Table 4 (App. C.1, "4D embeddings with 3-digit MNIST")
 
 
 # FULL-mode sweeps train 1/SWEEP_DIVISOR of the preset's steps (module docstring).
@@ -79,6 +84,16 @@ def table1_specs(n: int, d: int, fast: bool, seed: int = 0) -> list[Spec]:
     return [Spec(kind="point", n_digits=n, dim=d, preset=p, seed=seed),
             Spec(kind="hib", n_digits=n, dim=d, components=1, preset=p, seed=seed),
             Spec(kind="hib", n_digits=n, dim=d, components=2, preset=p, seed=seed)]
+
+
+def table4_specs(fast: bool, seed: int = 0) -> list[Spec]:
+    """Table 4's point, MoG-1, MoG-2 at (N, D) = `TABLE4_SETTING` with the `paper` preset; none in FAST mode.
+
+    FAST mode skips Table 4 rather than shrinking it: its point is the 3-digit, D = 4 setting itself, and
+    three `fast` models there (plus building the 3-digit data set on a fresh clone) would roughly double
+    notebook 04's FAST time for numbers that say nothing about the paper's.
+    """
+    return [] if fast else table1_specs(*TABLE4_SETTING, fast=False, seed=seed)
 
 
 def embedding_specs(fast: bool, seed: int = 0) -> dict[str, Spec]:
@@ -145,6 +160,7 @@ def notebook_specs(notebook: str, fast: bool) -> list[Spec]:
     elif notebook.startswith("04"):
         for n, d in table1_settings(fast):
             out += table1_specs(n, d, fast)
+        out += table4_specs(fast)
     elif notebook.startswith("05"):
         out += beta_specs(fast)
         for group in table5_specs(fast).values():
@@ -170,19 +186,21 @@ def all_specs(fast: bool) -> list[Spec]:
     return out
 
 
-def recorded_table1(preset_name: str = "paper", seed: int = 0) -> tuple[dict, list[str]]:
+def recorded_table1(preset_name: str = "paper", seed: int = 0,
+                    settings: tuple[tuple[int, int], ...] = TABLE1_SETTINGS) -> tuple[dict, list[str]]:
     """Table 1/2 results as recorded in the checkpoints of the grid (no re-evaluation).
 
     Returns ``(results, missing)``: (N, D, label) -> `hedgekit.papers.hib.protocol.RepeatedEvaluation`
     (one repetition: the metrics `hedgekit.zoo` stored at training time) for every model of
     the Table 1 grid that has a checkpoint, and the names of those that have none.
+    ``settings=(TABLE4_SETTING,)`` reads Table 4's three models instead.
     ``python -m hedgekit table1`` prints them beside the paper.
     """
     from hedgekit.papers.hib.protocol import RepeatedEvaluation
     from hedgekit.zoo import find_checkpoint, load_checkpoint
 
     results, missing = {}, []
-    for n, d in TABLE1_SETTINGS:
+    for n, d in settings:
         for spec in table1_specs(n, d, fast=False, seed=seed):
             spec = Spec(**{**spec.__dict__, "preset": preset_name})
             path = find_checkpoint(spec)

@@ -41,7 +41,7 @@ from hedgekit.nets import EmbeddingNet
 from hedgekit.nets.match import SoftMatch
 
 __all__ = ["eta_mc", "KNN_VARIANTS", "RepeatedEvaluation", "evaluate_repeated", "binned_curve",
-           "match_scores_by_bin", "table1_frame", "table2_frame", "table6_frame", "table7_frame",
+           "match_scores_by_bin", "table1_frame", "table2_frame", "table4_frame", "table6_frame", "table7_frame",
            "table5_frame", "display_frame", "TABLE1_KEYS", "TABLE2_KEYS", "dataset_counts",
            "table3_frame"]
 
@@ -253,6 +253,28 @@ def table2_frame(results: dict) -> pd.DataFrame:
             rows.append({"N": n, "D": d, "task": task, "split": split, "model": label,
                          **_row(res, "tau_" + key, ref.get("tau_" + key))})
     return _frame(rows, ["N", "D", "task", "split"], models)
+
+
+def table4_frame(results: dict, setting: tuple[int, int] = (3, 4)) -> pd.DataFrame:
+    """Table 4 (App. C.1, 3-digit MNIST, D = 4) side by side, both of its parts in one frame.
+
+    Rows (N, D, measure, task, split): measure "accuracy" is part (a), AP and KNN accuracy as in Table 1;
+    measure "τ" is part (b), Kendall's τ between η bin and performance as in Table 2 (HIB models only: the
+    paper gives none for point, whose η is one constant). Columns ``<model> ours / ± / paper / Δ`` for the
+    paper's three models. ``results`` maps (N, D, label) -> `RepeatedEvaluation`; entries at other settings
+    are ignored and a model without one shows the paper's numbers beside NaN (FAST mode trains none).
+    """
+    n, d = setting
+    ref = numbers.HIB_TABLE4[setting]
+    rows = []
+    for measure, prefix in (("accuracy", ""), ("τ", "tau_")):
+        for label, paper in ref.items():
+            if prefix + "ap_clean" not in paper:
+                continue
+            for key, (task, split) in _SPLITS.items():
+                rows.append({"N": n, "D": d, "measure": measure, "task": task, "split": split, "model": label,
+                             **_row(results.get((n, d, label)), prefix + key, paper[prefix + key])})
+    return _frame(rows, ["N", "D", "measure", "task", "split"], list(ref))
 
 
 def table6_frame(results: dict) -> pd.DataFrame:

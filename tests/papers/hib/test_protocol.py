@@ -126,3 +126,31 @@ def test_eta_mc_refuses_bad_or_huge_k_before_allocating(k):
     emb = Embedding.gaussian(torch.zeros(64, 2), torch.ones(64, 2))
     with pytest.raises(InputError, match=r"k \(Monte-Carlo samples per input\) must be an integer >= 1|K=10000000 on 64"):
         P.eta_mc(emb, SoftMatch(), k)
+
+
+def _evaluation(label, n=3, d=4, **values):
+    """A RepeatedEvaluation holding the given per-repetition values (tiny synthetic results)."""
+    r = P.RepeatedEvaluation(label, n, d, 2, 10_000)
+    r.values = {k: np.asarray(v, dtype=float) for k, v in values.items()}
+    return r
+
+
+def test_table4_frame_puts_both_parts_of_table4_beside_the_papers_numbers():
+    acc = dict(ap_clean=[0.99, 0.99], ap_corrupt=[0.90, 0.92], knn_clean=[0.90, 0.90], knn_corrupt=[0.80, 0.80])
+    tau = dict(tau_ap_clean=[0.2, 0.4], tau_ap_corrupt=[0.8, 0.8], tau_knn_clean=[0.1, 0.1], tau_knn_corrupt=[0.5, 0.3])
+    results = {(3, 4, "point"): _evaluation("point", **acc), (3, 4, "MoG-1"): _evaluation("MoG-1", **acc, **tau),
+               (2, 2, "MoG-2"): _evaluation("MoG-2", 2, 2, **acc, **tau)}  # another setting: ignored
+    t4 = P.table4_frame(results)
+    assert t4.index.names == ["N", "D", "measure", "task", "split"] and len(t4) == 4 + 4
+    assert list(t4.columns[:4]) == ["point ours", "point ±", "point paper", "point Δ"] and len(t4.columns) == 12
+    row = t4.loc[(3, 4, "accuracy", "AP", "corrupt")]
+    assert row["point ours"] == pytest.approx(0.91) and row["point ±"] == pytest.approx(math.sqrt(2) * 0.01)
+    assert row["point paper"] == 0.942 and row["point Δ"] == pytest.approx(0.91 - 0.942)
+    assert row["MoG-2 paper"] == 0.948 and math.isnan(row["MoG-2 ours"]) and math.isnan(row["MoG-2 Δ"])
+    row = t4.loc[(3, 4, "τ", "KNN", "corrupt")]  # part (b): MoG-1 / MoG-2 only
+    assert row["MoG-1 ours"] == pytest.approx(0.4) and row["MoG-1 paper"] == 0.42
+    assert row["MoG-1 Δ"] == pytest.approx(0.4 - 0.42) and row["MoG-2 paper"] == 0.35
+    assert math.isnan(row["point ours"]) and math.isnan(row["point paper"])  # the paper gives no τ for point
+    empty = P.table4_frame({})  # FAST mode: the paper's numbers alone
+    assert empty["MoG-1 paper"].tolist() == [0.996, 0.944, 0.917, 0.816, 0.35, 0.79, 0.31, 0.42]
+    assert empty.filter(like="ours").isna().all().all()

@@ -1,0 +1,103 @@
+"""hedgekit.papers.hib.claims: Table 4's verdict lines (App. C.1) on tiny synthetic results, hand-computed."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hedgekit.papers.hib.claims import known_unknowns_verdict, table4_claims
+from hedgekit.papers.hib.protocol import RepeatedEvaluation
+from hedgekit.papers.verdict import Verdict
+
+KEYS = ("ap_clean", "ap_corrupt", "knn_clean", "knn_corrupt")
+
+
+def _res(label, ap_corrupt, ap_clean, knn_clean, knn_corrupt, taus=None, var=(np.nan, np.nan), n=3, d=4):
+    """Three repetitions on 10,000 test images; AP corrupt varies per repetition, the rest is constant
+    (KNN neighbours never change between repetitions, so its noise is the binomial standard error)."""
+    r = RepeatedEvaluation(label, n, d, 3, 10_000)
+    r.values = {"ap_corrupt": np.array(ap_corrupt, dtype=float), "ap_clean": np.full(3, ap_clean),
+                "knn_clean": np.full(3, knn_clean), "knn_corrupt": np.full(3, knn_corrupt)}
+    if taus is not None:
+        r.values.update({"tau_" + k: np.full(3, t) for k, t in zip(KEYS, taus)})
+    r.var_clean, r.var_corrupt = var
+    return r
+
+
+def _table4():
+    return {(3, 4, "point"): _res("point", [0.90, 0.91, 0.92], 0.995, 0.90, 0.80),
+            (3, 4, "MoG-1"): _res("MoG-1", [0.95, 0.95, 0.95], 0.996, 0.88, 0.81, (0.3, 0.8, 0.2, 0.4), (0.1, 0.5)),
+            (3, 4, "MoG-2"): _res("MoG-2", [0.85, 0.85, 0.86], 0.985, 0.92, 0.85, (0.3, 0.7, -0.1, 0.2), (0.1, 0.12))}
+
+
+def test_table4_claims_are_computed_from_the_numbers():
+    v = table4_claims(Verdict("t"), _table4())
+    by = {c.claim: c for c in v.claims}
+    assert len(v.claims) == 8 and v.counts == (3, 4, 1)
+
+    sat = by["Table 4 (N=3, D=4): clean verification saturates (AP > 0.99 for point, MoG-1, MoG-2)"]
+    assert (sat.matched, sat.paper, sat.ours) == (False, "0.996, 0.996, 0.995", "0.995, 0.996, 0.985")
+    assert sat.why == "MoG-2 at or below 0.99"
+
+    # MoG-1 AP: +0.040 against a repetition noise of hypot(0, 0.01): 2 std = 0.020, a clear win.
+    ap1 = by["Table 4 (N=3, D=4): MoG-1 beats point on corrupt verification AP"]
+    assert ap1.matched is True and ap1.ours == "0.950 vs 0.910 (+0.040)" and ap1.paper == "0.944 vs 0.942 (+0.002)"
+    # MoG-1 KNN: +0.010, but 2 binomial SE of 10,000 probes = 2 sqrt(.81 .19 / 1e4 + .8 .2 / 1e4) = 0.011.
+    knn1 = by["Table 4 (N=3, D=4): MoG-1 beats point on corrupt KNN accuracy"]
+    assert knn1.matched is None and "0.011" in knn1.why and "binomial" in knn1.why and "agrees" in knn1.why
+    # MoG-2 AP: -0.057 > 2 hypot(0.0058, 0.01) = 0.023 below point; its variances barely grow (1.2x).
+    ap2 = by["Table 4 (N=3, D=4): MoG-2 beats point on corrupt verification AP"]
+    assert ap2.matched is False and ap2.ours == "0.853 vs 0.910 (-0.057)" and "variance collapse" in ap2.why
+    assert by["Table 4 (N=3, D=4): MoG-2 beats point on corrupt KNN accuracy"].matched is True  # +0.05 vs 0.011
+
+    tau1 = by["Table 4 (N=3, D=4, MoG-1): η(x) correlates with performance (all four τ > 0)"]
+    assert tau1.matched is True and tau1.paper == "0.35, 0.79, 0.31, 0.42" and tau1.ours == "0.30, 0.80, 0.20, 0.40"
+    tau2 = by["Table 4 (N=3, D=4, MoG-2): η(x) correlates with performance (all four τ > 0)"]
+    assert tau2.matched is False and "1.20x" in tau2.why
+
+    # |ours - paper| <= 0.02 in 3 (point) + 3 (MoG-1) + 2 (MoG-2) of the 12 accuracy cells: 8 < 0.75 x 12.
+    # Mean difference (-0.050 - 0.037 - 0.065667) / 12 = -0.0127.
+    absolute = by["Table 4: the absolute numbers"]
+    assert absolute.matched is False and absolute.paper == "12 cells (4 metrics x 3 models)"
+    assert absolute.ours == "8 of 12 cells within ±0.02" and absolute.why.startswith("mean Δ -0.013: our models are weaker")
+
+
+def test_table4_claims_use_only_what_was_evaluated():
+    only_point = table4_claims(Verdict("t"), {(3, 4, "point"): _table4()[(3, 4, "point")],
+                                              (2, 2, "MoG-1"): _table4()[(3, 4, "MoG-1")]})  # other setting: ignored
+    assert [c.claim for c in only_point.claims] == ["Table 4: the absolute numbers"]
+    assert only_point.claims[0].ours == "3 of 4 cells within ±0.02"
+    assert table4_claims(Verdict("t"), {}).claims == []
+
+
+def test_known_unknowns_verdict_adds_table4_after_tables_1_and_2_only_when_given():
+    t1 = {(2, 2, "point"): _res("point", [0.88] * 3, 0.987, 0.87, 0.58, n=2, d=2),
+          (2, 2, "MoG-1"): _res("MoG-1", [0.90] * 3, 0.989, 0.88, 0.76, (0.7, 0.8, 0.7, 0.5), (0.1, 1.0), n=2, d=2)}
+    without = known_unknowns_verdict(t1)
+    assert not any(c.claim.startswith("Table 4") for c in without.claims)
+    both = known_unknowns_verdict(t1, table4=_table4())
+    assert [c.claim for c in both.claims[:len(without.claims)]] == [c.claim for c in without.claims]
+    assert len(both.claims) == len(without.claims) + 8
+    assert all(c.claim.startswith("Table 4") for c in both.claims[len(without.claims):])
+    assert "Table 4 (N=3, D=4): MoG-1 beats point" in both.markdown()
+
+
+@pytest.mark.parametrize("ap_clean, matched", [(0.991, True), (0.99, False)])
+def test_saturation_threshold_is_strict(ap_clean, matched):
+    res = _table4()
+    for label in ("point", "MoG-1", "MoG-2"):
+        res[(3, 4, label)].values["ap_clean"] = np.full(3, ap_clean)
+    claim = table4_claims(Verdict("t"), res).claims[0]
+    assert claim.claim.startswith("Table 4 (N=3, D=4): clean verification saturates") and claim.matched is matched
+
+
+@pytest.mark.parametrize("repeats", [3, 10])
+def test_constant_knn_repetitions_use_the_binomial_rule_despite_float_rounding(repeats):
+    """np.nanstd of three copies of 0.8 (or ten of 0.81) is ~1e-16, not 0: KNN accuracy, whose neighbours never
+    change between repetitions, must still be judged by the binomial standard error of its test images."""
+    res = _table4()
+    for label, acc in (("point", 0.80), ("MoG-1", 0.81)):
+        res[(3, 4, label)].values["knn_corrupt"] = np.full(repeats, acc)
+    assert res[(3, 4, "point")].std("knn_corrupt") + res[(3, 4, "MoG-1")].std("knn_corrupt") > 0  # the rounding
+    knn1 = {c.claim: c for c in table4_claims(Verdict("t"), res).claims}[
+        "Table 4 (N=3, D=4): MoG-1 beats point on corrupt KNN accuracy"]
+    assert knn1.matched is None and "binomial standard errors of 10000 test images" in knn1.why
