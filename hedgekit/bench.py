@@ -13,6 +13,9 @@ machine slows all of them alike:
 
 Ratios hedgekit / plain and hedgekit / ceiling say how much of the hardware the kit uses;
 medians over interleaved repeats damp the noise of a shared machine (docs/speed.md).
+`layer_times` says where a step's time goes: every layer of the network timed alone, forward and
+backward, with its FLOPs and the rate it reaches; their sum is the floor of any loop built from
+these PyTorch layers.
 """
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from hedgekit.errors import InputError
@@ -93,6 +96,49 @@ def plain_step(model: EmbeddingNet, images: Tensor, labels: Tensor, batch: int, 
         loss.backward()
         opt.step()
     return (time.perf_counter() - t0) / steps
+
+
+def layer_times(model: EmbeddingNet, batch: int = 256, repeats: int = 5) -> list[dict]:
+    """Each layer of ``model`` (body then head, in order) timed alone: forward + backward of a batch.
+
+    Every layer gets the input it sees in a training step (recorded from one forward pass of random
+    images, in the training memory format of `hedgekit.training.fit.memory_format`, channels_last on
+    CPU); its input needs a gradient except for the first layer's. Returns one dict per layer:
+    ``name`` (layer type -> output shape per image), ``seconds`` (median of ``repeats`` after a warm-up), ``flops`` (forward + backward,
+    `torch.utils.flop_counter`; 0 for pooling, ReLU and reshapes) and ``gflops`` (their rate).
+    """
+    from hedgekit.training.fit import memory_format
+
+    batch, repeats = int(batch), int(repeats)
+    if batch < 1 or repeats < 1:
+        raise InputError(f"batch and repeats must be >= 1; got {batch} and {repeats}")
+    model = model.to(memory_format=memory_format(torch.device("cpu"))).train()
+    layers = [m for part in (model.body, model.head) for m in part.modules()
+              if not list(m.children()) and not isinstance(m, nn.Identity)]
+    x = torch.rand(batch, *model.input_shape).to(memory_format=memory_format(torch.device("cpu")))
+    rows = []
+    for i, layer in enumerate(layers):
+        inp = x.detach().requires_grad_(i > 0)
+        with torch.no_grad():
+            x = layer(inp)
+
+        def step():
+            out = layer(inp)
+            out.backward(torch.ones_like(out))
+
+        with FlopCounterMode(display=False) as counter:
+            step()
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            step()
+            times.append(time.perf_counter() - t0)
+        seconds = statistics.median(times)
+        flops = counter.get_total_flops()
+        rows.append({"name": f"{type(layer).__name__} -> {tuple(x.shape[1:])}", "seconds": seconds, "flops": flops, "gflops": flops / seconds / 1e9})
+    model.zero_grad(set_to_none=True)
+    model.to(memory_format=torch.contiguous_format)
+    return rows
 
 
 @dataclass

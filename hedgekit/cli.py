@@ -148,6 +148,16 @@ def cmd_bench(a) -> int:
             steps = paper[kind].steps
             line += f"  -> paper preset: {steps} steps = {steps * ms / 60000:.1f} min"
         print(line)
+    if a.layers:
+        from hedgekit.bench import layer_times
+
+        rows = layer_times(build_model("point", 2, 2), repeats=a.repeats)
+        total = sum(r["seconds"] for r in rows)
+        print(f"layers of the point model alone, forward + backward of 256 images (medians of {a.repeats}): "
+              f"sum {total * 1000:.1f} ms = {256 / total:.0f} images/s at most from these layers")
+        for r in rows:
+            print(f"  {r['name']:<32} {r['seconds'] * 1000:7.2f} ms  {r['seconds'] / total:4.0%}  "
+                  f"{r['flops'] / 256 / 1e6:5.2f} MFLOP/image  {r['gflops']:6.1f} GFLOP/s")
     model = build_model("hib", 2, 2).eval()
     t0 = time.perf_counter()
     emb = model.embed(x)
@@ -187,6 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--threads", type=count_arg(1), default=2)
     b.add_argument("--repeats", type=count_arg(1), default=3, help="interleaved runs per loop; medians are printed")
     b.add_argument("--app", action="store_true", help="also time one playground update")
+    b.add_argument("--layers", action="store_true", help="also time every layer of the point model alone")
     b.add_argument("--preset", choices=("fast", "paper"), default="paper")
     b.set_defaults(fn=cmd_bench)
     from hedgekit.repro.reproduce import add_subcommand

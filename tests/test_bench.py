@@ -64,3 +64,24 @@ def test_compare_reports_medians_and_ratios():
     assert r.vs_plain == pytest.approx(r.hedgekit / r.plain)
     assert r.vs_ceiling == pytest.approx(r.hedgekit / r.ceiling)
     assert r.ceiling == pytest.approx(r.gflops * 1e9 / bench.train_flops_per_image(build_model("point", 2, 2)))
+
+
+def test_layer_times_cover_every_layer_and_their_flops_sum_to_the_training_count():
+    """One row per leaf layer of body and head, in order; FLOPs per layer add up to `train_flops_per_image`
+    (the first convolution needs no input gradient), pooling and ReLU count none."""
+    model = build_model("point", 2, 2)
+    rows = bench.layer_times(model, batch=4, repeats=1)
+    names = [r["name"].split(" ")[0] for r in rows]
+    assert names == ["Conv2d", "MaxPool2d", "ReLU", "Conv2d", "MaxPool2d", "ReLU", "Flatten", "Linear", "ReLU",
+                     "Linear"]
+    assert rows[0]["name"].endswith("(6, 28, 56)") and rows[-1]["name"].endswith("(2,)")
+    assert sum(r["flops"] for r in rows) / 4 == bench.train_flops_per_image(build_model("point", 2, 2))
+    assert all(r["flops"] == 0 for r in rows if r["name"].startswith(("MaxPool2d", "ReLU", "Flatten")))
+    assert all(r["seconds"] > 0 for r in rows)
+    assert not any(p.grad is not None for p in model.parameters())  # gradients of the timing runs are dropped
+
+
+@pytest.mark.parametrize("kwargs", [dict(batch=0), dict(repeats=0)])
+def test_layer_times_refuses_empty_runs(kwargs):
+    with pytest.raises(InputError, match=">= 1"):
+        bench.layer_times(build_model("point", 2, 2), **kwargs)
