@@ -200,17 +200,19 @@ def test_all_specs_are_consistent():
     assert [s.seed for s in X.number_line_specs(False)["hib_d1"]] == [0, 1, 2, 3]
 
 
-def test_sweeps_train_a_quarter_of_the_steps_and_tables_the_full_preset():
+def test_sweeps_train_a_quarter_of_the_steps_and_tables_and_the_number_line_the_full_preset():
     from hedgekit.papers.hib import experiments as X
     from hedgekit.zoo import PRESETS
 
     full = {kind: PRESETS["paper"][kind]["steps"] for kind in ("point", "hib")}
     soft, hard = X.margin_specs(False)
     nl = X.number_line_specs(False)
-    sweeps = [soft, *hard, *X.beta_specs(False), *nl["point_d1"], *nl["hib_d1"]]
-    assert len(sweeps) == 19 and all(s.steps * X.SWEEP_DIVISOR == full[s.kind] for s in sweeps)
+    sweeps = [soft, *hard, *X.beta_specs(False)]
+    assert len(sweeps) == 11 and all(s.steps * X.SWEEP_DIVISOR == full[s.kind] for s in sweeps)
     assert {s.train_config().steps for s in hard} == {3000} and X.beta_specs(False)[0].train_config().steps == 2250
-    assert all(s.steps is None for s in [*X.notebook_specs("04", False), *X.notebook_specs("02", False), *nl["d2"]])
+    assert all(s.steps is None for s in [*X.notebook_specs("04", False), *X.notebook_specs("02", False),
+                                         *X.notebook_specs("03", False)])
+    assert len(nl["point_d1"]) == len(nl["hib_d1"]) == 4
     assert all(s.steps is None for group in X.table5_specs(False).values() for s in group)
     assert all(s.steps is None for s in X.all_specs(True))  # FAST models are never shortened further
     assert X.sweep(nl["d2"][0]).name == "point-n2-d2-paper3000-s0"
