@@ -687,11 +687,9 @@ def trained_or_fast(spec):
     Models no checkpoint ships for (SPE, the triplet models) would take minutes at the paper preset; the
     app shows their fast twin (seconds to train) unless the paper one was trained, e.g. by a notebook.
     """
-    from dataclasses import replace
-
     from hedgekit.zoo import find_checkpoint
 
-    return spec if find_checkpoint(spec) is not None else replace(spec, preset="fast", steps=None)
+    return spec if find_checkpoint(spec) is not None else spec.at_preset("fast")
 
 
 def retrieval_spec(preset: str | None = None, n_digits: int = 2):

@@ -80,12 +80,37 @@ def _outputs(model, x):
         (Spec(kind="point", preset="fast"), "point-n2-d2-fast-s0"),
         (Spec(n_digits=3, dim=4, components=2, beta=2.5e-5, preset="fast", steps=150, seed=7),
          "hib-n3-d4-c2-beta2.5e_05-fast150-s7"),
+        (Spec(dim=3, samples=8), "hib-n2-d3-c1-beta0.0001-k8-paper-s0"),
+        (Spec(samples=4, preset="fast", steps=20), "hib-n2-d2-c1-beta0.0001-k4-fast20-s0"),
     ],
 )
 def test_name_round_trip(spec, name):
     assert spec.name == name
     back = spec_from_name(name)
     assert back == spec and back.name == name
+
+
+def test_hib_samples_are_k_of_eq5_defaulting_to_the_presets_and_named_only_when_they_differ():
+    from hedgekit.training.fit import TrainConfig
+    from hedgekit.zoo import PRESETS
+
+    paper_k = PRESETS["paper"]["hib"]["k"]
+    assert Spec(samples=paper_k) == Spec() and Spec().samples is None  # one model, one name
+    assert Spec().train_config().k == paper_k and Spec(samples=8).train_config().k == 8
+    assert Spec(preset="fast").train_config().k == TrainConfig.k  # the fast preset names no K: the trainer's
+    assert Spec(samples=TrainConfig.k, preset="fast") == Spec(preset="fast")
+    assert Spec(kind="point", samples=8) == Spec(kind="point")  # K means nothing for point models
+    for bad in (0, -1, 2.0, True, "8"):
+        with pytest.raises(InputError, match="samples per input"):
+            Spec(samples=bad)
+
+
+def test_at_preset_keeps_an_own_k_and_lets_the_presets_k_follow_the_preset():
+    assert Spec().at_preset("fast") == Spec(preset="fast")
+    assert Spec(samples=8, dim=3).at_preset("fast").name == "hib-n2-d3-c1-beta0.0001-fast-s0"  # fast's K is 8
+    assert Spec(samples=2).at_preset("fast", steps=30).name == "hib-n2-d2-c1-beta0.0001-k2-fast30-s0"
+    assert Spec(kind="spe", samples=9).at_preset("fast").samples == 9
+    assert Spec(kind="point", steps=100).at_preset("fast") == Spec(kind="point", preset="fast")
 
 
 def test_labels():

@@ -12,6 +12,12 @@ FULL mode follows the paper (Oh et al. 2019):
   four seeds ("four trials").
 * Tables 1, 2, 6, 7 and Figures 5, 9: N in {2, 3} x D in {2, 3} x {point, MoG-1, MoG-2}.
 * Table 4 (App. C.1): N = 3, D = 4 x {point, MoG-1, MoG-2}.
+
+HIB models draw the `paper` preset's K = 4 samples per input, except where D >= 3 in Tables 1, 2,
+6, 7, 4 and Figure 8 (`hib_k`): there they draw the paper's own K = 8, because with K = 4 the
+MoG-1 variances collapse to one input-independent value at D = 3 (corrupt / clean variance ratio
+~1x instead of the tens the paper's Figure 8 implies; docs/recipes.md, "D = 3 hedging"). Notebook
+05's N = 3, D = 3 models (Table 5, Figure 12) and notebook 07's HIB rows keep K = 4.
 * Table 5: MoG-1, beta in {0, 1e-4} at (N, D) = (2, 2) and (3, 3);
   Figure 12: MoG-1, N = 3, D = 3, beta in {1e-6, ..., 1e-2};
   Figure 6: point models with the hard contrastive loss over a range of margins M,
@@ -42,7 +48,7 @@ from dataclasses import replace
 from hedgekit.zoo import PRESETS, Spec
 
 __all__ = ["SWEEP_DIVISOR", "FIG12_BETAS", "FAST_BETAS", "TABLE5_BETAS", "FIG6_MARGINS", "FAST_MARGINS",
-           "TABLE1_SETTINGS", "TABLE4_SETTING", "preset", "sweep", "table1_settings", "table1_specs",
+           "TABLE1_SETTINGS", "TABLE4_SETTING", "PAPER_K", "preset", "hib_k", "sweep", "table1_settings", "table1_specs",
            "table4_specs", "embedding_specs",
            "number_line_specs", "beta_specs", "table5_specs", "margin_specs", "notebook_specs", "all_specs",
            "recorded_table1"]
@@ -56,6 +62,7 @@ FIG6_MARGINS = (0.25, 0.5, 1.0, 2.0, 4.0)
 FAST_MARGINS = (0.5, 2.0)
 TABLE1_SETTINGS = ((2, 2), (2, 3), (3, 2), (3, 3))  # (N, D) of HIB Tables 1, 2, 6, 7
 TABLE4_SETTING = (3, 4)  # (N, D) of HIB Table 4 (App. C.1, "4D embeddings with 3-digit MNIST")
+PAPER_K = 8  # HIB sec. 4.1: K = 8 Monte-Carlo samples per input (eq. 5)
 
 
 # FULL-mode sweeps train 1/SWEEP_DIVISOR of the preset's steps (module docstring).
@@ -74,6 +81,12 @@ def sweep(spec: Spec) -> Spec:
     return replace(spec, steps=steps)
 
 
+def hib_k(dim: int, fast: bool) -> int | None:
+    """K of a Table 1 / Table 4 / Figure 8 MoG model: the paper's `PAPER_K` at D >= 3 in FULL mode, else
+    None (the preset's K; module docstring)."""
+    return PAPER_K if dim >= 3 and not fast else None
+
+
 def table1_settings(fast: bool) -> tuple[tuple[int, int], ...]:
     """(N, D) settings of Tables 1/2/6/7: all four in FULL mode, (2, 2) in FAST mode."""
     return ((2, 2),) if fast else TABLE1_SETTINGS
@@ -83,8 +96,8 @@ def table1_specs(n: int, d: int, fast: bool, seed: int = 0) -> list[Spec]:
     """point, MoG-1, MoG-2 for one (N, D) setting (Table 1's three columns)."""
     p = preset(fast)
     return [Spec(kind="point", n_digits=n, dim=d, preset=p, seed=seed),
-            Spec(kind="hib", n_digits=n, dim=d, components=1, preset=p, seed=seed),
-            Spec(kind="hib", n_digits=n, dim=d, components=2, preset=p, seed=seed)]
+            Spec(kind="hib", n_digits=n, dim=d, components=1, samples=hib_k(d, fast), preset=p, seed=seed),
+            Spec(kind="hib", n_digits=n, dim=d, components=2, samples=hib_k(d, fast), preset=p, seed=seed)]
 
 
 def table4_specs(fast: bool, seed: int = 0) -> list[Spec]:
@@ -110,7 +123,8 @@ def embedding_specs(fast: bool, seed: int = 0) -> dict[str, Spec]:
              "mog1": Spec(kind="hib", components=1, preset=p, seed=seed),
              "mog2": Spec(kind="hib", components=2, preset=p, seed=seed),
              "mog4": Spec(kind="hib", components=4, preset=p, seed=seed),
-             "mog1_3d": Spec(kind="hib", n_digits=2 if fast else 3, dim=3, components=1, preset=p, seed=seed)}
+             "mog1_3d": Spec(kind="hib", n_digits=2 if fast else 3, dim=3, components=1, samples=hib_k(3, fast),
+                             preset=p, seed=seed)}
     if fast:
         del specs["mog4"]
     return specs
@@ -205,7 +219,7 @@ def recorded_table1(preset_name: str = "paper", seed: int = 0,
     results, missing = {}, []
     for n, d in settings:
         for spec in table1_specs(n, d, fast=False, seed=seed):
-            spec = Spec(**{**spec.__dict__, "preset": preset_name})
+            spec = spec.at_preset(preset_name)
             path = find_checkpoint(spec)
             if path is None:
                 missing.append(spec.name)
