@@ -533,6 +533,20 @@ def test_session_records_prototype_checkpoints_and_heads(proto_sandbox):
     assert s1.model(spec) is m1 and len(s1.checkpoints) == 1  # cached within a session
 
 
+def test_session_records_the_k_each_hib_model_trained_with_and_the_verdict_names_it(sandbox):
+    from hedgekit.papers.verdict import training_context
+    from hedgekit.repro.session import Session
+
+    s = Session("t")
+    s.configure(fast=True)
+    s.model(Spec(kind="hib", n_digits=1, preset="fast", samples=3), progress=False)
+    s.model(Spec(kind="hib", n_digits=1, preset="fast"), progress=False)
+    s.model(Spec(kind="point", n_digits=1, preset="fast"), progress=False)
+    assert [c.k for c in s.checkpoints] == [3, 8, None] and [f.k for f in sandbox["fits"][:2]] == [3, 8]
+    assert "HIB models drew K = 3/8 samples per input (the paper: 8)." in training_context(s.checkpoints)
+    assert "samples per input" not in training_context(s.checkpoints[2:])
+
+
 def test_checkpoint_without_head_metadata_is_rejected(tmp_path):
     from hedgekit.errors import CheckpointError
     from hedgekit.nets import build_model

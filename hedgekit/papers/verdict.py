@@ -54,6 +54,9 @@ def training_context(checkpoints: Sequence) -> str:
     txt = (f"{len(checkpoints)} model(s), preset {', '.join(presets)}: {step_txt} training steps each "
            f"({fmt(frac, 2)}% of the paper's {PAPER_STEPS:,} iterations; hedgekit trains on all pairs of a "
            f"class-balanced batch instead), {sum(secs):.0f} CPU-seconds of training in total.")
+    ks = sorted({int(c.k) for c in checkpoints if getattr(c, "k", None)})
+    if ks:
+        txt += f" HIB models drew K = {'/'.join(map(str, ks))} samples per input (the paper: 8)."
     if "fast" in presets:
         txt += (" FAST mode: these models are trained for seconds, so their absolute numbers are far below the "
                 "paper's and differences between methods are mostly noise; run the notebook with FAST = False "

@@ -72,6 +72,7 @@ class CheckpointRecord:
     preset: str
     steps: int
     train_seconds: float
+    k: int | None = None  # HIB's samples per input (eq. 5) the model trained with; None for other kinds
 
 
 class Session:
@@ -173,7 +174,8 @@ class Session:
         path = meta.get("path") or ""
         self.checkpoints.append(CheckpointRecord(
             spec.name, meta["source"], _short_path(path or None), file_hash(path) if path else "—", spec.preset,
-            int(meta.get("train_config", {}).get("steps", spec.steps or 0)), float(meta.get("train_seconds", 0.0))))
+            int(meta.get("train_config", {}).get("steps", spec.steps or 0)), float(meta.get("train_seconds", 0.0)),
+            meta.get("train_config", {}).get("k") if spec.kind == "hib" else None))
         self._models[spec.name] = (model, meta)
         self._show()
         return model
