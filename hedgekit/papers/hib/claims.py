@@ -363,7 +363,7 @@ def kl_margin_verdict(beta_scales: Mapping[float, float], table5: Mapping, margi
         ref = numbers.HIB_TABLE5.get((n, d), {})
         for key, what in (("knn_corrupt", "KNN corrupt"), ("tau_knn_clean", "τ KNN clean")):
             _beats(v, f"Table 5 (N={n}, D={d}): β = 1e-4 improves {what} over β = 0", key, r4, r0,
-                   ref.get(1e-4, {}).get(key, math.nan), ref.get(0.0, {}).get(key, math.nan))
+                   ref.get(1e-4, {}).get(key, math.nan), ref.get(0.0, {}).get(key, math.nan), ("β = 1e-4", "β = 0"))
     if hard and soft and margins:
         wins, total, losses = 0, 0, []
         for key in hard:
@@ -393,18 +393,36 @@ def _z(x) -> float:
     return 0.0 if x is None or not math.isfinite(x) else float(x)
 
 
-def _beats(v: Verdict, claim: str, key: str, ours_a, ours_b, paper_a: float, paper_b: float) -> None:
+def _beats(v: Verdict, claim: str, key: str, ours_a, ours_b, paper_a: float, paper_b: float,
+           names: tuple[str, str] | None = None) -> None:
     """Add the verdict "A beats B on ``key``" (`hib_protocol.RepeatedEvaluation` A and B, the paper's
-    values beside them): open when the difference is within noise, else failed with the
-    variance-collapse diagnosis of A when A does not win."""
+    values beside them): open when the difference is within noise, else, when A does not win, failed with
+    the variance-collapse diagnosis of A or, without a collapse, how far each of A and B sits from its
+    paper value (`shift_reason`)."""
     diff = ours_a.mean(key) - ours_b.mean(key)
     noise = _diff_noise(ours_a, ours_b, key, diff)
     ok = None if noise else diff > 0
     v.add(claim, f"{fmt(paper_a)} vs {fmt(paper_b)} ({fmt(paper_a - paper_b, signed=True)})",
           f"{fmt(ours_a.mean(key))} vs {fmt(ours_b.mean(key))} ({fmt(diff, signed=True)})", ok,
           noise + (f" (direction {'agrees' if diff > 0 else 'disagrees'})" if noise else "")
-          or ("" if ok else collapse_reason(ours_a.var_ratio, ours_a.var_clean)))
+          or ("" if ok else collapse_reason(ours_a.var_ratio, ours_a.var_clean)
+              or shift_reason(ours_a, ours_b, paper_a, paper_b, key, names)))
 
+
+def shift_reason(ours_a, ours_b, paper_a: float, paper_b: float, key: str,
+                 names: tuple[str, str] | None = None) -> str:
+    """Why A lost to B although A hedges: each model's difference from its own paper value on ``key``, and
+    which of them reverses the paper's gap: a B stronger than the paper's by more than that gap, or an A
+    that falls short of the paper's. ``names`` default to the evaluations' labels."""
+    a, b = names or (ours_a.label, ours_b.label)
+    da, db = ours_a.mean(key) - paper_a, ours_b.mean(key) - paper_b
+    gap = paper_a - paper_b
+    txt = f"against the paper's own values, our {a} is {fmt(da, signed=True)} and our {b} {fmt(db, signed=True)}"
+    if db >= gap and db > -da:
+        return txt + f": our {b} alone is above the paper's by more than the paper's gap ({fmt(gap, signed=True)})"
+    if da < 0 and -da > db:
+        return txt + f": our {a} falls short of the paper's"
+    return txt
 
 def _diff_noise(r1, r2, key: str, diff: float) -> str:
     """Noise statement for ``r1 - r2`` on metric ``key``: repetition std, or for KNN accuracy (whose

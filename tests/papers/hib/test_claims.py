@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hedgekit.papers.hib.claims import known_unknowns_verdict, table4_claims
+from hedgekit.papers.hib.claims import known_unknowns_verdict, shift_reason, table4_claims
 from hedgekit.papers.hib.protocol import RepeatedEvaluation
 from hedgekit.papers.verdict import Verdict
 
@@ -164,3 +164,20 @@ def test_hib_adjacency_reason_states_the_measured_trend_along_training():
                                "would take ~2,750 more steps")
     # a curve of the point models only (or a single step) adds nothing
     assert _nl_claims(stats, _curve([[75, 73, 70, 64]]).assign(model="point"))[HIB_RANGE].why.endswith("training steps")
+
+
+def test_a_hedging_model_that_loses_is_explained_by_how_far_each_model_sits_from_the_paper():
+    """N = 3, D = 3 as measured: MoG-1 0.650 against the paper's 0.555 (+0.095), point 0.736 against 0.522
+    (+0.214): the paper's gap is +0.033, our point alone moved by more than that."""
+    hib = _res("MoG-1", [0.9] * 3, 0.99, 0.81, 0.650, var=(0.01, 0.12), n=3, d=3)
+    point = _res("point", [0.9] * 3, 0.99, 0.85, 0.736, n=3, d=3)
+    why = shift_reason(hib, point, 0.555, 0.522, "knn_corrupt")
+    assert why == ("against the paper's own values, our MoG-1 is +0.095 and our point +0.214: our point alone is "
+                   "above the paper's by more than the paper's gap (+0.033)")
+    # HIB below its paper value by more than point gained: HIB falls short
+    weak = _res("MoG-1", [0.9] * 3, 0.99, 0.81, 0.500, var=(0.01, 0.12), n=3, d=3)
+    assert shift_reason(weak, point, 0.555, 0.722, "knn_corrupt", ("β = 1e-4", "β = 0")).endswith(
+        "our β = 1e-4 is -0.055 and our β = 0 +0.014: our β = 1e-4 falls short of the paper's")
+    v = known_unknowns_verdict({(3, 3, "point"): point, (3, 3, "MoG-1"): hib})
+    knn = next(c for c in v.claims if c.claim == "Table 1 (N=3, D=3): MoG-1 beats point on corrupt KNN accuracy")
+    assert knn.matched is False and knn.why == why  # a 12x variance ratio is no collapse, so the shift explains it
