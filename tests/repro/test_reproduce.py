@@ -177,8 +177,8 @@ def test_main_lists(capsys):
     assert "point-n2-d2-fast-s0" in out and "hib-n2-d2-c2-beta0.0001-fast-s0" in out and "-n3-d4-" not in out
     assert R.main(["--list-models", "--only", "04"]) == 0  # full mode: Table 4's models, to pre-train them
     out = [line.split()[1] for line in capsys.readouterr().out.splitlines()[1:-1]]
-    assert len(out) == 15 and out[-3:] == ["point-n3-d4-paper-s0", "hib-n3-d4-c1-beta0.0001-paper-s0",
-                                           "hib-n3-d4-c2-beta0.0001-paper-s0"]
+    assert len(out) == 15 and out[-3:] == ["point-n3-d4-paper-s0", "hib-n3-d4-c1-beta0.0001-k8-paper-s0",
+                                           "hib-n3-d4-c2-beta0.0001-k8-paper-s0"]
     assert R.main(["--list-models", "--only", "spe"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].split() == ["notebook", "checkpoint", "status"]
