@@ -424,6 +424,7 @@ def shift_reason(ours_a, ours_b, paper_a: float, paper_b: float, key: str,
         return txt + f": our {a} falls short of the paper's"
     return txt
 
+
 def _diff_noise(r1, r2, key: str, diff: float) -> str:
     """Noise statement for ``r1 - r2`` on metric ``key``: repetition std, or for KNN accuracy (whose
     neighbours do not change between repetitions) the binomial standard error of the test set."""
