@@ -4,9 +4,10 @@ import math
 import pytest
 
 from hedgekit.evaluation.retrieval import table1_metrics
+from hedgekit.playground import APP_MODELS, app_spec
 from hedgekit.zoo import SHIPPED_DIR, eval_set, is_stale, load_checkpoint, shipped_names, spec_from_name
 
-APP_DEFAULTS = ["point-n2-d2-paper-s0", "hib-n2-d2-c1-beta0.0001-paper-s0", "hib-n2-d2-c2-beta0.0001-paper-s0"]
+APP_DEFAULTS = [app_spec(choice, preset="paper").name for choice in APP_MODELS]  # the playground's four models
 # KNN re-ranks 10,000 probes against the whole gallery by match probability: 1-5 CPU-min per HIB checkpoint, most
 # of this file's time. The KNN code itself is checked against a naive loop (tests/test_zoo.py), so the recorded
 # KNN numbers are reproduced for every point checkpoint and one HIB checkpoint, the rest of Table 1 for all.
