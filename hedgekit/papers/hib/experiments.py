@@ -12,12 +12,6 @@ FULL mode follows the paper (Oh et al. 2019):
   four seeds ("four trials").
 * Tables 1, 2, 6, 7 and Figures 5, 9: N in {2, 3} x D in {2, 3} x {point, MoG-1, MoG-2}.
 * Table 4 (App. C.1): N = 3, D = 4 x {point, MoG-1, MoG-2}.
-
-HIB models draw the `paper` preset's K = 4 samples per input, except where D >= 3 in Tables 1, 2,
-6, 7, 4 and Figure 8 (`hib_k`): there they draw the paper's own K = 8, because with K = 4 the
-MoG-1 variances collapse to one input-independent value at D = 3 (corrupt / clean variance ratio
-~1x instead of the tens the paper's Figure 8 implies; docs/recipes.md, "D = 3 hedging"). Notebook
-05's N = 3, D = 3 models (Table 5, Figure 12) and notebook 07's HIB rows keep K = 4.
 * Table 5: MoG-1, beta in {0, 1e-4} at (N, D) = (2, 2) and (3, 3);
   Figure 12: MoG-1, N = 3, D = 3, beta in {1e-6, ..., 1e-2};
   Figure 6: point models with the hard contrastive loss over a range of margins M,
@@ -31,6 +25,13 @@ number line (Appendix D: 4 seeds x point / MoG-1, D = 1) trains at full length, 
 claim is about the organisation a fully trained model reaches. Tables 1, 2, 5, 6, 7, Table 4,
 Appendix D and Figures 1b, 3, 4, 5, 7, 8, 9, 10, 11 use full `paper` models. The notebooks
 print the steps of every checkpoint they use.
+
+HIB models draw the `paper` preset's K = 4 samples per input, except the MoG models at D >= 3 of
+Tables 1, 2, 6, 7, 4 and Figure 8 (`hib_k`): they draw the paper's own K = 8, because with K = 4
+MoG-1's variances collapse to one input-independent value at D = 3 (corrupt / clean variance
+ratio ~1x against 12-43x at K = 8; at N = 3, D = 4 it collapses at K = 8 too: docs/recipes.md,
+"MoG-1 at D = 3 collapses its variances at K = 4"). Notebook 05's N = 3, D = 3 models (Table 5,
+Figure 12) and notebook 07's HIB rows keep K = 4.
 
 FAST mode (CI; every notebook < 3 minutes on 2 shared cores, including training
 its `fast` preset models once) keeps the *kind* of every experiment but shrinks
