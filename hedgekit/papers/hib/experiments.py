@@ -49,8 +49,8 @@ from dataclasses import replace
 from hedgekit.zoo import PRESETS, Spec
 
 __all__ = ["SWEEP_DIVISOR", "FIG12_BETAS", "FAST_BETAS", "TABLE5_BETAS", "FIG6_MARGINS", "FAST_MARGINS",
-           "TABLE1_SETTINGS", "TABLE4_SETTING", "PAPER_K", "preset", "hib_k", "sweep", "table1_settings", "table1_specs",
-           "table4_specs", "embedding_specs",
+           "TABLE1_SETTINGS", "TABLE4_SETTING", "PAPER_K", "preset", "hib_k", "sweep", "table1_settings",
+           "table1_specs", "table4_specs", "embedding_specs",
            "number_line_specs", "beta_specs", "table5_specs", "margin_specs", "notebook_specs", "all_specs",
            "recorded_table1"]
 
