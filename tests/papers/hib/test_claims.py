@@ -167,8 +167,8 @@ def test_hib_adjacency_reason_states_the_measured_trend_along_training():
 
 
 def test_a_hedging_model_that_loses_is_explained_by_how_far_each_model_sits_from_the_paper():
-    """N = 3, D = 3 as measured: MoG-1 0.650 against the paper's 0.555 (+0.095), point 0.736 against 0.522
-    (+0.214): the paper's gap is +0.033, our point alone moved by more than that."""
+    """N = 3, D = 3 with an earlier point checkpoint: MoG-1 0.650 against the paper's 0.555 (+0.095), point
+    0.736 against 0.522 (+0.214): the paper's gap is +0.033, our point alone moved by more than that."""
     hib = _res("MoG-1", [0.9] * 3, 0.99, 0.81, 0.650, var=(0.01, 0.12), n=3, d=3)
     point = _res("point", [0.9] * 3, 0.99, 0.85, 0.736, n=3, d=3)
     why = shift_reason(hib, point, 0.555, 0.522, "knn_corrupt")
