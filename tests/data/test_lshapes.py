@@ -303,6 +303,47 @@ def test_class_log_likelihood_is_normalised_wrapped_normal():
     np.testing.assert_allclose(L.class_log_likelihood(370.0, -350.0), L.class_log_likelihood(10.0, 10.0))
 
 
+def test_prototype_oracle_matches_a_naive_loop_over_episodes():
+    """Second implementation: the same draws, features from the 4-class posterior, one query at a time."""
+    e, k, q, seed = 12, 2, 3, 5
+    factors = L.CLASS_CENTERS[:, None, None, :] + np.random.default_rng(seed).normal(0.0, L.CLASS_STD, (4, e, k + q, 2))
+    correct = 0
+    for ep in range(e):
+        feats = {}
+        for c in range(4):
+            post = L.class_posterior(factors[c, ep, :, 0], factors[c, ep, :, 1])       # (k + q, 4)
+            feats[c] = np.stack([post[:, 1] + post[:, 3], post[:, 2] + post[:, 3]], axis=1)
+        protos = [feats[c][:k].mean(axis=0) for c in range(4)]
+        for c in range(4):
+            for z in feats[c][k:]:
+                correct += int(np.argmin([((z - p) ** 2).sum() for p in protos]) == c)
+    assert L.prototype_oracle_accuracy(k, e, q, seed) == pytest.approx(correct / (4 * e * q), abs=1e-12)
+
+
+def test_prototype_oracle_tends_to_bayes_and_pays_for_few_support_images():
+    bayes = L.bayes_optimal_accuracy()
+    n_e, q = 500, 25
+    se = np.sqrt(bayes * (1 - bayes) / (4 * n_e * q))
+    many = L.prototype_oracle_accuracy(200, n_e, q, seed=1)
+    assert abs(many - bayes) < 4 * se + 0.002          # + the prototypes' residual spread at k = 200
+    few = [L.prototype_oracle_accuracy(k, n_e, q, seed=1) for k in (1, 2)]
+    assert few[0] < few[1] < many - 4 * se             # k = 2: ~0.860, a point below Bayes
+    # limits: no overlap -> perfect; no information (huge spread: every posterior ~0.5) -> chance
+    assert L.prototype_oracle_accuracy(2, 50, 10, class_std=3.0) == 1.0
+    assert abs(L.prototype_oracle_accuracy(2, 200, 25, class_std=1e4) - 0.25) < 0.02
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(k_support=0), "k_support"), (dict(k_support=2.5), "k_support"), (dict(k_support=True), "k_support"),
+    (dict(k_support=2, n_episodes=0), "n_episodes"), (dict(k_support=2, query_per_class=-1), "query_per_class"),
+    (dict(k_support=2, class_std=0.0), "class_std"), (dict(k_support=2, class_std=float("nan")), "class_std"),
+    (dict(k_support=10**6, n_episodes=10**3), "fit in memory"),
+])
+def test_prototype_oracle_rejects_bad_arguments(kwargs, match):
+    with pytest.raises(InputError, match=match):
+        L.prototype_oracle_accuracy(**kwargs)
+
+
 def test_bayes_accuracy_closed_form_quadrature_and_monte_carlo():
     a1 = L.bayes_accuracy_1d()
     assert a1 == pytest.approx(L.bayes_accuracy_1d(method="quadrature"), abs=1e-9)

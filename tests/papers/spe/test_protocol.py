@@ -314,10 +314,17 @@ def test_lshapes_verdict_follows_the_numbers():
     var = np.full((5, 5, 2), 0.1)
     var[:, 2, 0], var[2, :, 1] = 0.4, 0.4
     axes = Z.factor_axes(np.stack([o, h], -1), o, h)
-    stats = dict(acc={2: (0.855, 0.003)}, bayes=0.8708, axes=axes, peaks=Z.ambiguity_peaks(var, axes["axis"]),
+    stats = dict(acc={2: (0.855, 0.003)}, bayes=0.8708, oracle={2: 0.8597}, axes=axes, peaks=Z.ambiguity_peaks(var, axes["axis"]),
                  axis=axes["axis"], noise=np.array([1.0, 2.0]), legs=np.array([1.8, 1.9]))
     v = P.lshapes_verdict(stats)
     assert all(c.matched for c in v.claims), v.markdown()
+    assert "2 support: SPE 85.5% vs 86.0% for perfect features (Bayes -1.1)" in v.claims[1].ours
+    assert "perfect features 1.1 points below Bayes" in v.claims[1].why
+    # the same 85.5% measured against Bayes itself (no oracle) is 1.6 points short: not matched
+    alone = P.lshapes_verdict({k: x for k, x in stats.items() if k != "oracle"})
+    assert not alone.claims[1].matched and "1.6 points below Bayes at 2 support" in alone.claims[1].why
+    best = P.lshapes_verdict(dict(stats, acc={2: (0.855, 0.003), 50: (0.873, 0.001)}, oracle={2: 0.8597, 50: 0.8703}))
+    assert best.claims[1].matched and "50 support: SPE 87.3% vs 87.0%" in best.claims[1].ours
     v = P.lshapes_verdict(dict(stats, acc={2: (0.70, 0.003)}, noise=np.array([1.0, 0.7]), legs=np.array([1.0, 1.9]),
                                noise_acc=(0.86, 0.855), legs_acc=(0.90, 0.60), noise_shift=0.1, legs_shift=0.8))
     assert [c.matched for c in v.claims] == [False, False, True, True, False, False]
