@@ -138,7 +138,7 @@ __all__ = [
     "IMAGE_SIZE", "STROKE_WIDTH", "LONG_LEG", "SHORT_LEG", "CLASS_CENTERS", "ORIENTATION_CENTERS",
     "HUE_CENTERS", "CLASS_STD", "NOISY_FRACTION", "HUE_NOISE_RANGE", "LEG_LENGTH_RANGE",
     "LShapes", "render_lshape", "render_batch", "sample_factors", "make_lshapes", "interpolation_grid",
-    "centroid_sweep", "class_log_likelihood", "class_posterior", "bayes_accuracy_1d",
+    "centroid_sweep", "readout_sweep", "class_log_likelihood", "class_posterior", "bayes_accuracy_1d",
     "bayes_optimal_accuracy", "prototype_oracle_accuracy", "hsv_hue_to_rgb", "rgb_to_hue", "orientation_from_centroid",
     "wrap_degrees", "circular_mean", "circular_std",
 ]
@@ -629,6 +629,38 @@ def centroid_sweep(levels: Any, factor: str = "hue_noise", repeats: int = 1, *, 
 # ============================================================================================
 # likelihoods and the Bayes-optimal classifier
 # ============================================================================================
+
+def readout_sweep(levels: Any, factor: str = "hue_noise", repeats: int = 1, *, leg_length: float = 1.0,
+                  seed: int = 0, class_std: float = CLASS_STD) -> dict[str, np.ndarray]:
+    """How much of each factor the pixels of Fig. 3's inputs still carry, read back without a network.
+
+    Renders exactly the images of :func:`centroid_sweep` (same arguments, same noise draws) and reads the
+    factors back: the orientation from the pixel-mass centroid (:func:`orientation_from_centroid`), the hue
+    as the coverage-weighted circular mean of the shape's pixel hues (:func:`rgb_to_hue`). Returns
+    ``level`` (L,), ``orientation_error`` and ``hue_error`` (L,): the root-mean-square circular error in
+    degrees over the four centroids and the repeats, and ``accuracy`` (L,): the Bayes accuracy of an
+    observer who sees the factors through these read-outs, ``A_1d(sqrt(s^2 + e_o^2)) A_1d(sqrt(s^2 + e_h^2))``
+    with ``s = class_std`` (:func:`bayes_accuracy_1d`), i.e. treating each read-out error as Gaussian
+    noise independent of the factor. Fig. 3 expects uncertainty to grow where this accuracy falls.
+    """
+    f = centroid_sweep(levels, factor, repeats, leg_length=leg_length, seed=seed)
+    images = render_batch(f["orientation"], f["hue"], f["hue_noise"], f["leg_length"], f["noise_seed"],
+                          dtype=np.float32)                               # (L, 4, repeats, 3, H, W)
+    coverage = images.max(axis=-3).astype(np.float64)
+    hue = rgb_to_hue(images)
+    w = np.where(np.isnan(hue), 0.0, coverage)
+    ang = np.deg2rad(np.nan_to_num(hue))
+    hue_read = np.rad2deg(np.arctan2((w * np.sin(ang)).sum((-2, -1)), (w * np.cos(ang)).sum((-2, -1))))
+    errors = {}
+    for name, read in (("orientation", orientation_from_centroid(images)), ("hue", hue_read)):
+        diff = wrap_degrees(read - f[name] + 180.0) - 180.0
+        errors[name] = np.sqrt((diff ** 2).mean(axis=(1, 2)))
+    s = float(_as_float_array("class_std", class_std))
+    acc = np.array([bayes_accuracy_1d(np.hypot(s, eo), ORIENTATION_CENTERS) * bayes_accuracy_1d(np.hypot(s, eh), HUE_CENTERS)
+                    for eo, eh in zip(errors["orientation"], errors["hue"])])
+    return dict(level=f["level"][:, 0, 0].copy(), orientation_error=errors["orientation"], hue_error=errors["hue"],
+                accuracy=acc, factor=factor)
+
 
 def _wrapped_normal_logpdf(x: np.ndarray, mu: float, sigma: float, n_wrap: int) -> np.ndarray:
     """log density (per degree) of a wrapped normal N(mu, sigma^2) on [0, 360)."""

@@ -303,6 +303,26 @@ def test_class_log_likelihood_is_normalised_wrapped_normal():
     np.testing.assert_allclose(L.class_log_likelihood(370.0, -350.0), L.class_log_likelihood(10.0, 10.0))
 
 
+def test_readout_sweep_reads_the_factors_back_from_figure_3s_images():
+    bayes = L.bayes_optimal_accuracy()
+    clean = L.readout_sweep([0.98, 0.3, 0.1], "leg_length", 2)
+    np.testing.assert_allclose(clean["orientation_error"], 0.0, atol=1e-6)   # axis-aligned centroids
+    np.testing.assert_allclose(clean["hue_error"], 0.0, atol=1e-6)           # one hue per shape
+    np.testing.assert_allclose(clean["accuracy"], bayes, atol=1e-12)
+    np.testing.assert_allclose(clean["level"], [0.98, 0.3, 0.1])
+    # hue noise: the weighted circular mean of N_eff independent pixel hues errs by ~ sigma / sqrt(N_eff)
+    noisy = L.readout_sweep([0.0, 36.0], "hue_noise", 16, seed=3)
+    w = L.render_batch(90.0, 90.0, 0.0, 1.0, dtype=np.float32).max(axis=0).astype(float)
+    n_eff = w.sum() ** 2 / (w ** 2).sum()
+    assert noisy["hue_error"][0] == pytest.approx(0.0, abs=1e-6)
+    assert noisy["hue_error"][1] == pytest.approx(36.0 / np.sqrt(n_eff), rel=0.25)
+    a1 = L.bayes_accuracy_1d()
+    assert noisy["accuracy"][1] == pytest.approx(a1 * L.bayes_accuracy_1d(np.hypot(30.0, noisy["hue_error"][1])), abs=1e-12)
+    assert noisy["accuracy"][1] < noisy["accuracy"][0]
+    with pytest.raises(InputError, match="factor"):
+        L.readout_sweep([1.0], "blur")
+
+
 def test_prototype_oracle_matches_a_naive_loop_over_episodes():
     """Second implementation: the same draws, features from the 4-class posterior, one query at a time."""
     e, k, q, seed = 12, 2, 3, 5

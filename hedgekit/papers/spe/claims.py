@@ -85,11 +85,13 @@ def lshapes_verdict(stats: Mapping, checkpoints: Sequence = ()) -> SPEVerdict:
     ``oracle`` (optional) {k_support: accuracy} of a nearest-prototype classifier on perfect features
     (`hedgekit.data.lshapes.prototype_oracle_accuracy`), the ceiling an episode with k support images allows:
     the "close to Bayes" claim holds when the SPE is within 1 point of it at every k (of Bayes where absent);
-    ``axes`` from `spe_zoo.factor_axes` (grid); ``peaks`` from `spe_zoo.ambiguity_peaks`;
-    ``noise`` / ``legs``: (D,) growth of the per-axis variance over the sweep (`spe_zoo.sweep_growth`);
+    ``axes`` from `protocol.factor_axes` (grid); ``peaks`` from `protocol.ambiguity_peaks`;
+    ``noise`` / ``legs``: (D,) growth of the per-axis variance over the sweep (`protocol.sweep_growth`);
     ``noise_shift`` / ``legs_shift`` (optional): how far the mean embedding moved over the sweep, in class
-    spacings (`spe_zoo.class_spacing`); ``noise_acc`` / ``legs_acc`` (optional): held-out accuracy at the
-    easy and the hard end of the factor (`spe_zoo.accuracy_by_level`); ``axis`` {"orientation": j, "hue": j}.
+    spacings (`protocol.class_spacing`); ``noise_acc`` / ``legs_acc`` (optional): held-out accuracy at the
+    easy and the hard end of the factor (`protocol.accuracy_by_level`); ``noise_readout`` / ``legs_readout``
+    (optional): `hedgekit.data.lshapes.readout_sweep` over the same sweep, from easy to hard (how much of
+    each factor the pixels themselves keep); ``axis`` {"orientation": j, "hue": j}.
     """
     v = SPEVerdict("06 SPE on synthetic L-shapes", checkpoints)
     bayes = stats["bayes"]
@@ -144,8 +146,17 @@ def lshapes_verdict(stats: Mapping, checkpoints: Sequence = ()) -> SPEVerdict:
     j_o, j_h = stats["axis"]["orientation"], stats["axis"]["hue"]
 
     def why_not(key: str, what: str) -> str:
-        """Reasons computed from the sweep's mean shift and the accuracy by factor level."""
+        """Reasons computed from the pixels' read-out, the accuracy by factor level and the sweep's mean shift."""
         out = []
+        rd = stats.get(f"{key}_readout")  # lshapes.readout_sweep over the sweep's levels
+        if rd is not None:
+            a0, a1 = rd["accuracy"][0], rd["accuracy"][-1]
+            errs = f"{rd['orientation_error'][-1]:.1f}° (orientation) and {rd['hue_error'][-1]:.1f}° (hue)"
+            out.append(f"the pixels keep both factors: read back without a network they err by {errs} at the "
+                       f"hard end against the classes' 30° spread, so an ideal observer's accuracy moves only from "
+                       f"{_pct(a0)} to {_pct(a1)}" if 100 * (a0 - a1) < 1.0 else
+                       f"the pixels lose evidence (read-out error {errs}; an ideal observer drops from {_pct(a0)} to "
+                       f"{_pct(a1)}), yet the embedding does not report it")
         acc = stats.get(f"{key}_acc")  # (accuracy at the easy end, accuracy at the hard end)
         if acc is not None and all(math.isfinite(a) for a in acc):
             drop = 100 * (acc[0] - acc[1])

@@ -332,6 +332,15 @@ def test_lshapes_verdict_follows_the_numbers():
     assert "as accurately" in noise and "0.10 class spacings" in noise  # nothing to hedge
     assert "only the hue axis grows" in legs and "classified worse (90.0% → 60.0%)" in legs
     assert "moved, not hedged" in legs
+    keep = dict(level=np.array([0.0, 54.0]), orientation_error=np.array([0.0, 0.0]), hue_error=np.array([0.0, 2.5]),
+                accuracy=np.array([0.8708, 0.8702]))
+    lose = dict(keep, orientation_error=np.array([0.0, 25.0]), accuracy=np.array([0.8708, 0.80]))
+    v = P.lshapes_verdict(dict(stats, noise=np.array([1.0, 0.7]), legs=np.array([1.0, 1.0]), noise_readout=keep,
+                               legs_readout=lose))
+    noise, legs = v.claims[4].why, v.claims[5].why
+    assert "the pixels keep both factors" in noise and "0.0° (orientation) and 2.5° (hue)" in noise
+    assert "from 87.1% to 87.0%" in noise
+    assert "the pixels lose evidence" in legs and "drops from 87.1% to 80.0%" in legs
 
 
 def test_spe_verdict_replaces_hibs_training_context():
