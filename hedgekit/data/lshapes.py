@@ -521,6 +521,16 @@ class LShapes:
     def __len__(self) -> int:
         return int(self.labels.shape[0])
 
+    def bayes_accuracy(self) -> float:
+        """Accuracy of the Bayes classifier on this set's own true factors (arg-max of
+        :func:`class_log_likelihood`): the ceiling for these very images. It differs from the population
+        rate :func:`bayes_optimal_accuracy` by the set's sampling noise, about ``sqrt(A (1 - A) / n)``
+        (0.005 for 4,000 images)."""
+        if len(self) == 0:
+            raise InputError("the set has no images; a Bayes accuracy needs at least one")
+        ll = class_log_likelihood(self.orientation, self.hue, class_std=self.config.get("class_std", CLASS_STD))
+        return float(np.mean(np.argmax(ll, axis=-1) == self.labels))
+
     def params(self) -> dict[str, np.ndarray]:
         """The factor arrays, as keyword arguments of :func:`render_batch`."""
         return dict(orientation=self.orientation, hue=self.hue, hue_noise=self.hue_noise,

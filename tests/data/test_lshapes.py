@@ -323,6 +323,15 @@ def test_readout_sweep_reads_the_factors_back_from_figure_3s_images():
         L.readout_sweep([1.0], "blur")
 
 
+def test_set_bayes_accuracy_is_the_per_axis_side_rule_on_its_own_factors():
+    ds = L.make_lshapes(400, seed=2, train=False, size=16)
+    side = lambda deg: ((np.asarray(deg) % 360 > 135) & (np.asarray(deg) % 360 < 315)).astype(int)  # nearer 180
+    pred = side(ds.orientation) + 2 * side(ds.hue)        # class k: orientation index k % 2, hue index k // 2
+    assert ds.bayes_accuracy() == pytest.approx(np.mean(pred == ds.labels), abs=1e-12)
+    a = L.bayes_optimal_accuracy()
+    assert abs(ds.bayes_accuracy() - a) < 4 * np.sqrt(a * (1 - a) / len(ds))   # the population rate, up to sampling
+
+
 def test_prototype_oracle_matches_a_naive_loop_over_episodes():
     """Second implementation: the same draws, features from the 4-class posterior, one query at a time."""
     e, k, q, seed = 12, 2, 3, 5

@@ -85,6 +85,8 @@ def lshapes_verdict(stats: Mapping, checkpoints: Sequence = ()) -> SPEVerdict:
     ``oracle`` (optional) {k_support: accuracy} of a nearest-prototype classifier on perfect features
     (`hedgekit.data.lshapes.prototype_oracle_accuracy`), the ceiling an episode with k support images allows:
     the "close to Bayes" claim holds when the SPE is within 1 point of it at every k (of Bayes where absent);
+    ``bayes_test`` (optional) the Bayes classifier's accuracy on the test set's own factors
+    (`hedgekit.data.lshapes.LShapes.bayes_accuracy`), shown beside them;
     ``axes`` from `protocol.factor_axes` (grid); ``peaks`` from `protocol.ambiguity_peaks`;
     ``noise`` / ``legs``: (D,) growth of the per-axis variance over the sweep (`protocol.sweep_growth`);
     ``noise_shift`` / ``legs_shift`` (optional): how far the mean embedding moved over the sweep, in class
@@ -114,8 +116,9 @@ def lshapes_verdict(stats: Mapping, checkpoints: Sequence = ()) -> SPEVerdict:
     ok = max(short.values()) <= 0.01
     worst = max(short, key=short.get)
     few = min(oracle) if oracle else None
+    own = f"; Bayes on the test images themselves {_pct(stats['bayes_test'])}" if "bayes_test" in stats else ""
     v.add("sec. 4.1: the SPE is close to the Bayes-optimal classifier (≈ 87%)", "≈ 1 point below Bayes",
-          f"Bayes {_pct(bayes)}; " + "; ".join(parts), ok,
+          f"Bayes {_pct(bayes)}; " + "; ".join(parts) + own, ok,
           ("within 1 point of what a prototype classifier on the true factors reaches with as many support images" +
            (f"; with {few} per class the prototypes' own spread costs even perfect features "
             f"{100 * (bayes - oracle[few]):.1f} points below Bayes" if few is not None else "")) if ok else

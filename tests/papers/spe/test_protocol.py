@@ -325,6 +325,9 @@ def test_lshapes_verdict_follows_the_numbers():
     assert not alone.claims[1].matched and "1.6 points below Bayes at 2 support" in alone.claims[1].why
     best = P.lshapes_verdict(dict(stats, acc={2: (0.855, 0.003), 50: (0.873, 0.001)}, oracle={2: 0.8597, 50: 0.8703}))
     assert best.claims[1].matched and "50 support: SPE 87.3% vs 87.0%" in best.claims[1].ours
+    assert "themselves" not in best.claims[1].ours
+    own = P.lshapes_verdict(dict(stats, bayes_test=0.8738))
+    assert own.claims[1].ours.endswith("; Bayes on the test images themselves 87.4%")
     v = P.lshapes_verdict(dict(stats, acc={2: (0.70, 0.003)}, noise=np.array([1.0, 0.7]), legs=np.array([1.0, 1.9]),
                                noise_acc=(0.86, 0.855), legs_acc=(0.90, 0.60), noise_shift=0.1, legs_shift=0.8))
     assert [c.matched for c in v.claims] == [False, False, True, True, False, False]
