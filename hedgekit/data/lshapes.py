@@ -640,6 +640,9 @@ def centroid_sweep(levels: Any, factor: str = "hue_noise", repeats: int = 1, *, 
 # likelihoods and the Bayes-optimal classifier
 # ============================================================================================
 
+_READOUT_MAX_IMAGES = 20_000  # 64 x 64 RGB float32 images rendered at once: ~1 GB
+
+
 def readout_sweep(levels: Any, factor: str = "hue_noise", repeats: int = 1, *, leg_length: float = 1.0,
                   seed: int = 0, class_std: float = CLASS_STD) -> dict[str, np.ndarray]:
     """How much of each factor the pixels of Fig. 3's inputs still carry, read back without a network.
@@ -653,7 +656,13 @@ def readout_sweep(levels: Any, factor: str = "hue_noise", repeats: int = 1, *, l
     with ``s = class_std`` (:func:`bayes_accuracy_1d`), i.e. treating each read-out error as Gaussian
     noise independent of the factor. Fig. 3 expects uncertainty to grow where this accuracy falls.
     """
+    s = float(_as_float_array("class_std", class_std))
+    if s <= 0:
+        raise InputError(f"class_std must be > 0; got {s}")
     f = centroid_sweep(levels, factor, repeats, leg_length=leg_length, seed=seed)
+    if f["labels"].size > _READOUT_MAX_IMAGES:
+        raise InputError(f"levels x 4 classes x repeats = {f['labels'].size:,} images; at most {_READOUT_MAX_IMAGES:,} "
+                         "are rendered at once (~1 GB): use fewer repeats or levels")
     images = render_batch(f["orientation"], f["hue"], f["hue_noise"], f["leg_length"], f["noise_seed"],
                           dtype=np.float32)                               # (L, 4, repeats, 3, H, W)
     coverage = images.max(axis=-3).astype(np.float64)
@@ -665,7 +674,6 @@ def readout_sweep(levels: Any, factor: str = "hue_noise", repeats: int = 1, *, l
     for name, read in (("orientation", orientation_from_centroid(images)), ("hue", hue_read)):
         diff = wrap_degrees(read - f[name] + 180.0) - 180.0
         errors[name] = np.sqrt((diff ** 2).mean(axis=(1, 2)))
-    s = float(_as_float_array("class_std", class_std))
     acc = np.array([bayes_accuracy_1d(np.hypot(s, eo), ORIENTATION_CENTERS) * bayes_accuracy_1d(np.hypot(s, eh), HUE_CENTERS)
                     for eo, eh in zip(errors["orientation"], errors["hue"])])
     return dict(level=f["level"][:, 0, 0].copy(), orientation_error=errors["orientation"], hue_error=errors["hue"],

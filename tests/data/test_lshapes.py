@@ -319,8 +319,10 @@ def test_readout_sweep_reads_the_factors_back_from_figure_3s_images():
     a1 = L.bayes_accuracy_1d()
     assert noisy["accuracy"][1] == pytest.approx(a1 * L.bayes_accuracy_1d(np.hypot(30.0, noisy["hue_error"][1])), abs=1e-12)
     assert noisy["accuracy"][1] < noisy["accuracy"][0]
-    with pytest.raises(InputError, match="factor"):
-        L.readout_sweep([1.0], "blur")
+    for args, kwargs, match in ((([1.0], "blur"), {}, "factor"), (([0.0],), dict(class_std=-1.0), "class_std"),
+                                (([0.0, 18.0],), dict(repeats=10**4), "at most"), (([float("nan")],), {}, "NaN")):
+        with pytest.raises(InputError, match=match):
+            L.readout_sweep(*args, **kwargs)
 
 
 def test_set_bayes_accuracy_is_the_per_axis_side_rule_on_its_own_factors():
