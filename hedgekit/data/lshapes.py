@@ -528,8 +528,7 @@ class LShapes:
         (0.005 for 4,000 images)."""
         if len(self) == 0:
             raise InputError("the set has no images; a Bayes accuracy needs at least one")
-        ll = class_log_likelihood(self.orientation, self.hue, class_std=self.config.get("class_std", CLASS_STD))
-        return float(np.mean(np.argmax(ll, axis=-1) == self.labels))
+        return _bayes_hit_rate(self.orientation, self.hue, self.labels, self.config.get("class_std", CLASS_STD))
 
     def params(self) -> dict[str, np.ndarray]:
         """The factor arrays, as keyword arguments of :func:`render_batch`."""
@@ -666,10 +665,8 @@ def readout_sweep(levels: Any, factor: str = "hue_noise", repeats: int = 1, *, l
     images = render_batch(f["orientation"], f["hue"], f["hue_noise"], f["leg_length"], f["noise_seed"],
                           dtype=np.float32)                               # (L, 4, repeats, 3, H, W)
     coverage = images.max(axis=-3).astype(np.float64)
-    hue = rgb_to_hue(images)
-    w = np.where(np.isnan(hue), 0.0, coverage)
-    ang = np.deg2rad(np.nan_to_num(hue))
-    hue_read = np.rad2deg(np.arctan2((w * np.sin(ang)).sum((-2, -1)), (w * np.cos(ang)).sum((-2, -1))))
+    hue = rgb_to_hue(images)                                              # NaN on the black background
+    hue_read = circular_mean(np.nan_to_num(hue), weights=np.where(np.isnan(hue), 0.0, coverage), axis=(-2, -1))
     errors = {}
     for name, read in (("orientation", orientation_from_centroid(images)), ("hue", hue_read)):
         diff = wrap_degrees(read - f[name] + 180.0) - 180.0
@@ -760,8 +757,13 @@ def bayes_optimal_accuracy(n_mc: int = 200_000, seed: int = 0, exact: bool = Tru
         return bayes_accuracy_1d(class_std, ORIENTATION_CENTERS, "closed") * \
             bayes_accuracy_1d(class_std, HUE_CENTERS, "closed")
     f = sample_factors(_check_count("n_mc", n_mc), seed, train=False, class_std=class_std)
-    pred = np.argmax(class_log_likelihood(f["orientation"], f["hue"], class_std=class_std), axis=-1)
-    return float(np.mean(pred == f["labels"]))
+    return _bayes_hit_rate(f["orientation"], f["hue"], f["labels"], class_std)
+
+
+def _bayes_hit_rate(orientation: np.ndarray, hue: np.ndarray, labels: np.ndarray, class_std: float) -> float:
+    """Fraction of (orientation, hue) whose arg-max of :func:`class_log_likelihood` is their label."""
+    pred = np.argmax(class_log_likelihood(orientation, hue, class_std=class_std), axis=-1)
+    return float(np.mean(pred == labels))
 
 
 _ORACLE_MAX_IMAGES = 50_000_000  # episodes x 4 classes x (support + query): ~1.6 GB of float64 features
