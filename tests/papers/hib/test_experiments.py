@@ -28,11 +28,32 @@ def test_recorded_table4_lists_its_three_models_as_missing_in_an_empty_cache(tmp
 
 def test_mog_models_draw_the_papers_k_8_at_d3_and_above_in_full_mode_only():
     for n, d in X.TABLE1_SETTINGS + (X.TABLE4_SETTING,):
-        point, *mogs = X.table1_specs(n, d, fast=False)
-        assert [m.train_config().k for m in mogs] == [X.PAPER_K if d >= 3 else 4] * 2, (n, d)
-        assert all(("-k8-" in m.name) == (d >= 3) for m in mogs)
+        point, mog1, mog2 = X.table1_specs(n, d, fast=False)
+        assert mog1.train_config().k == (X.PAPER_K if d >= 3 else 4), (n, d)
+        assert mog2.train_config().k == (X.PAPER_K if d >= 3 or n == 2 else 4), (n, d)
+        assert ("-k8-" in mog1.name) == (d >= 3) and ("-k8-" in mog2.name) == (d >= 3 or n == 2)
     assert all(s.samples is None for s in X.table1_specs(2, 3, fast=True)[1:])  # FAST: the fast preset's K
     assert X.embedding_specs(False)["mog1_3d"].train_config().k == X.PAPER_K
     assert X.embedding_specs(False)["mog1"].train_config().k == 4
     # notebook 05's N = 3, D = 3 models keep the preset's K (module docstring)
     assert {s.train_config().k for s in X.beta_specs(False)} == {4}
+
+
+def test_mog2_trains_twice_the_presets_steps_at_n2_in_full_mode_only():
+    hib_steps = X.PRESETS["paper"]["hib"]["steps"]
+    for n, d in X.TABLE1_SETTINGS + (X.TABLE4_SETTING,):
+        point, mog1, mog2 = X.table1_specs(n, d, fast=False)
+        assert point.train_config().steps == X.PRESETS["paper"]["point"]["steps"]
+        assert mog1.train_config().steps == hib_steps
+        assert mog2.train_config().steps == (X.MOG2_STEP_FACTOR * hib_steps if n == 2 else hib_steps), (n, d)
+    assert X.table1_specs(2, 2, fast=False)[2].name == "hib-n2-d2-c2-beta0.0001-k8-paper18000-s0"
+    assert all(s.steps is None for s in X.table1_specs(2, 2, fast=True))  # FAST: the fast preset as is
+    assert X.embedding_specs(False)["mog2"].steps is None  # Figures 3, 4, 7 keep the shipped MoG-2
+
+
+def test_recorded_table1_looks_for_the_long_mog2_checkpoint_at_the_paper_preset(tmp_path, monkeypatch):
+    monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path))  # empty cache; the 18,000-step MoG-2 is not shipped
+    _, missing = X.recorded_table1("paper", settings=((2, 2),))
+    assert missing == ["hib-n2-d2-c2-beta0.0001-k8-paper18000-s0"]
+    _, missing_fast = X.recorded_table1("fast", settings=((2, 2),))
+    assert missing_fast[-1] == "hib-n2-d2-c2-beta0.0001-fast-s0"  # another preset: its own steps and K (8)
