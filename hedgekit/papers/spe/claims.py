@@ -23,7 +23,7 @@ PAPER_ROW_OF = {"PN": "PN", "SPE": "SPE", "HIB (PN rule)": "HIB", "HIB (SPE rule
 def table2_side_by_side(rows: Sequence[Mapping], settings: Sequence[tuple[int, int]]):
     """Table 2 with our numbers beside the paper's: a DataFrame indexed by (condition, method, source).
 
-    ``rows``: `hedgekit.papers.spe.experiments.evaluate_table2` rows. For every condition and every paper method
+    ``rows``: `hedgekit.papers.spe.protocol.evaluate_table2` rows. For every condition and every paper method
     (contrastive, HIB, PN, SPE) the paper's row comes first, then each of our models compared with it
     ("ours: <label>") and its difference ("Δ <label>" = ours − paper, in points). Columns: "<split> N<n>D<d>"
     for the settings run, and "<split> mean" over them when more than one setting was run.

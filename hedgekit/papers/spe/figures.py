@@ -209,8 +209,8 @@ def variance_sweep_figure(left: Mapping, right: Mapping, axes: Mapping[str, int]
     """Figure 3: the embedding variance on each axis as hue noise grows (left) and legs shorten (right).
 
     ``left`` / ``right``: dict(level (L,), var (L, D), example (L, 3, H, W), factor) from
-    `hedgekit.papers.spe.experiments.variance_sweep`. ``axes``: which embedding coordinate carries orientation and
-    hue (`hedgekit.papers.spe.experiments.factor_axes`). Grey bars: the orientation axis; black: the hue axis (the
+    `hedgekit.papers.spe.protocol.variance_sweep`. ``axes``: which embedding coordinate carries orientation and
+    hue (`hedgekit.papers.spe.protocol.factor_axes`). Grey bars: the orientation axis; black: the hue axis (the
     paper's grey/black = horizontal/vertical dimension; we name the axis by the factor it codes).
     Under each group, the class-0 centroid at that level.
     """
