@@ -3,15 +3,24 @@
 Scott, Ridgeway & Mozer, "Stochastic Prototype Embeddings" (2019). Every model is a `hedgekit.zoo.Spec`
 (kind "pn" or "spe"), loaded or trained by `hedgekit.zoo.load_or_train`; how the models are evaluated
 is `hedgekit.papers.spe.protocol`.
+
+PN and SPE train the `paper` preset's 3,000 episodes everywhere except at N = 3, D = 2 in FULL mode
+(`TABLE2_STEP_FACTORS`, `table2_steps`): four times as many (12,000). There the preset leaves SPE 20
+points below the paper's clean accuracy (60.1 vs 80.2, seen classes), and the longer run reaches it
+(docs/recipes.md, "N = 3, D = 2 is held back by training"); PN trains as long, so the two stay compared
+at equal cost. N = 3, D = 3 is not measured at 12,000 steps (two more models, ~1 CPU-hour) and keeps the
+preset's.
 """
 from __future__ import annotations
 
-from hedgekit.zoo import Spec
+from hedgekit.zoo import PRESETS, Spec
 
-__all__ = ["table2_settings", "table2_specs", "fig4_specs", "notebook_specs", "FIG4_SAMPLES", "FAST_FIG4_SAMPLES"]
+__all__ = ["TABLE2_STEP_FACTORS", "table2_steps", "table2_settings", "table2_specs", "fig4_specs", "notebook_specs",
+           "FIG4_SAMPLES", "FAST_FIG4_SAMPLES"]
 
 FIG4_SAMPLES = (1, 3, 9, 27, 81)  # s of Figure 4
 FAST_FIG4_SAMPLES = (1, 9)
+TABLE2_STEP_FACTORS = {(3, 2): 4}  # (N, D) -> multiple of the preset's steps in FULL mode (module docstring)
 
 
 def table2_settings(fast: bool) -> tuple[tuple[int, int], ...]:
@@ -19,11 +28,18 @@ def table2_settings(fast: bool) -> tuple[tuple[int, int], ...]:
     return ((2, 2),) if fast else ((2, 2), (2, 3), (3, 2), (3, 3))
 
 
+def table2_steps(n: int, d: int, fast: bool) -> int | None:
+    """Training steps of Table 2's PN and SPE at (N, D): None (the preset's) except in FULL mode at the
+    settings of `TABLE2_STEP_FACTORS` (module docstring)."""
+    factor = 1 if fast else TABLE2_STEP_FACTORS.get((n, d), 1)
+    return None if factor == 1 else factor * PRESETS["paper"]["ndigit"]["steps"]
+
+
 def table2_specs(fast: bool, seed: int = 0) -> dict[tuple[int, int], dict[str, Spec]]:
     """(N, D) -> {"PN": spec, "SPE": spec} (SPE: intersection sampler, s = 1, sec. 4.2)."""
     p = "fast" if fast else "paper"
-    return {(n, d): {"PN": Spec(kind="pn", n_digits=n, dim=d, preset=p, seed=seed),
-                     "SPE": Spec(kind="spe", n_digits=n, dim=d, preset=p, seed=seed)}
+    return {(n, d): {kind: Spec(kind=kind.lower(), n_digits=n, dim=d, preset=p, seed=seed,
+                                steps=table2_steps(n, d, fast)) for kind in ("PN", "SPE")}
             for n, d in table2_settings(fast)}
 
 
