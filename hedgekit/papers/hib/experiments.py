@@ -34,11 +34,9 @@ ratio ~1x against 12-43x at K = 8; at N = 3, D = 4 it collapses at K = 8 too: do
 Figure 12) and notebook 07's HIB rows keep K = 4.
 
 MoG-2 at N = 2 in Tables 1, 2, 6, 7 (`mog2_training`) also trains `MOG2_STEP_FACTOR` = 2 times the preset's
-steps (18,000) at K = 8: at 9,000 steps its clean KNN at N = 2, D = 2 stays ~0.1 below the paper's 0.888
-(0.789 at K = 4, 0.821 at K = 8, 0.826 at K = 16), and twice the steps at K = 8 reach 0.896 / 0.891 (seeds 0
-and 1), 0.933 at D = 3 (paper 0.939); docs/recipes.md, "MoG-2 at N = 2, D = 2 is behind MoG-1". At N = 3 the
-preset's MoG-2 is already at or above the paper's KNN, so it keeps the preset's steps (each 18,000-step
-model costs ~25 CPU-minutes).
+steps (18,000) at K = 8: at 9,000 steps its clean KNN stays ~0.1 below the paper's, whatever K, and twice
+the steps close the gap (docs/recipes.md, "MoG-2 at N = 2, D = 2 is behind MoG-1"). At N = 3 the preset's
+MoG-2 is already at or above the paper's KNN, so it keeps the preset's steps.
 
 FAST mode (CI; every notebook < 3 minutes on 2 shared cores, including training
 its `fast` preset models once) keeps the *kind* of every experiment but shrinks

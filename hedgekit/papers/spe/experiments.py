@@ -5,11 +5,10 @@ Scott, Ridgeway & Mozer, "Stochastic Prototype Embeddings" (2019). Every model i
 is `hedgekit.papers.spe.protocol`.
 
 PN and SPE train the `paper` preset's 3,000 episodes everywhere except at N = 3, D = 2 in FULL mode
-(`TABLE2_STEP_FACTORS`, `table2_steps`): four times as many (12,000). There the preset leaves SPE 20
-points below the paper's clean accuracy (60.1 vs 80.2, seen classes), and the longer run reaches it
-(docs/recipes.md, "N = 3, D = 2 is held back by training"); PN trains as long, so the two stay compared
-at equal cost. N = 3, D = 3 is not measured at 12,000 steps (two more models, ~1 CPU-hour) and keeps the
-preset's.
+(`TABLE2_STEP_FACTORS`, `table2_steps`): four times as many (12,000), because there the preset leaves SPE
+~20 points below the paper and the longer run closes the gap (docs/recipes.md, "N = 3, D = 2 is held back
+by training"). PN trains as long, so the two stay compared at equal cost. The other settings keep the
+preset's steps.
 """
 from __future__ import annotations
 
