@@ -210,7 +210,7 @@ def reproduce(fast: bool = False, only: Sequence[str] | str | None = None, out_d
     """Execute the selected notebooks and write ``<out_dir>/summary.md``; returns its path.
 
     Args:
-        fast: pass ``FAST=True`` (fast preset models) instead of the paper preset.
+        fast: pass ``FAST=True`` (CI sizes: shipped `paper` models where they exist, else `fast` ones) instead of FULL mode.
         only: group names ("hib", "spe") or notebook names/prefixes ("04"); default all.
         inplace: write executed notebooks back into notebooks/ (outputs kept) instead of
             ``<out_dir>/notebooks``.
@@ -315,7 +315,7 @@ def write_summary(runs: Sequence[dict], out_dir: str | Path, fast: bool, total_s
         metas[r["notebook"]] = meta
     versions = next((m["versions"] for m in metas.values() if m.get("versions")), {})
     lines = ["# hedgekit — reproduction report", "",
-             f"- mode: **{'FAST (fast preset models; CI sizes)' if fast else 'FULL (paper preset models)'}**",
+             f"- mode: **{'FAST (CI sizes: shipped paper models where they exist, else fast preset models)' if fast else 'FULL (paper preset models)'}**",
              f"- written: {time.strftime('%Y-%m-%d %H:%M:%S')}",
              f"- total run time: {total:.0f} s (sum over the notebooks below; each says when it ran)",
              f"- command: `python -m hedgekit reproduce{' --fast' if fast else ''}`",
@@ -395,7 +395,7 @@ def add_subcommand(subparsers) -> argparse.ArgumentParser:
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--fast", action="store_true", help="FAST mode: fast preset models (CI sizes)")
+    p.add_argument("--fast", action="store_true", help="FAST mode (CI sizes): shipped paper models where they exist, else fast preset models")
     p.add_argument("--only", action="append", default=None,
                    help="group (hib, spe) or notebook name/prefix; repeat or comma-separate")
     p.add_argument("--out", default="reports", help="output folder (default: reports)")
@@ -428,14 +428,16 @@ def _cmd(a) -> int:
         pairs = notebook_models(a.only, a.fast)
     if a.list_models:
         from hedgekit.playground import expected_train_seconds
-        from hedgekit.zoo import find_checkpoint
+        from hedgekit.zoo import SHIPPED_DIR, find_checkpoint
 
         print(f"{'notebook':<34} {'checkpoint':<44} status")
         seen: dict[str, bool] = {}
         missing_seconds = 0
         for nb, spec in pairs:
-            have = find_checkpoint(spec) is not None
-            print(f"{Path(nb).stem:<34} {spec.name:<44} {'cached' if have else 'missing'}")
+            path = find_checkpoint(spec)
+            have = path is not None
+            status = "missing" if path is None else "shipped" if path.parent == SHIPPED_DIR else "cached"
+            print(f"{Path(nb).stem:<34} {spec.name:<44} {status}")
             if spec.name not in seen and not have:
                 missing_seconds += expected_train_seconds(spec)
             seen[spec.name] = have

@@ -103,11 +103,13 @@ class Session:
                  f"platform: {v['platform']}", ""]
         if self.full_mode:
             lines += [f"full mode (`FAST = False`): {self.full_mode}. The fast tour: set `FAST = True` in the "
-                      "parameters cell (small `fast` models, under 3 minutes).", ""]
+                      "parameters cell (shipped `paper` models where they exist, else small `fast` ones; "
+                      "under 3 minutes).", ""]
         if self.fast is None:
             lines.append("mode: (set by the parameters cell below)")
         else:
-            mode = "FAST (CI; `fast` preset models)" if self.fast else "FULL (`paper` preset models)"
+            mode = ("FAST (CI; shipped `paper` models where they exist, else `fast` preset models)" if self.fast
+                    else "FULL (`paper` preset models)")
             extra = ", ".join(f"{k}={val!r}" for k, val in self.params.items())
             lines.append(f"mode: **{mode}**" + (f"; parameters: {extra}" if extra else ""))
         if self.checkpoints:

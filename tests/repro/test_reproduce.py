@@ -174,7 +174,8 @@ def test_main_lists(capsys):
     assert "hib: 01_ndigit_mnist.ipynb" in capsys.readouterr().out
     assert R.main(["--list-models", "--fast", "--only", "04"]) == 0
     out = capsys.readouterr().out
-    assert "point-n2-d2-fast-s0" in out and "hib-n2-d2-c2-beta0.0001-fast-s0" in out and "-n3-d4-" not in out
+    assert "point-n2-d2-paper-s0                         shipped" in out  # FAST mode loads the shipped trio
+    assert "hib-n2-d2-c2-beta0.0001-paper-s0             shipped" in out and "-n3-d4-" not in out
     assert R.main(["--list-models", "--only", "04"]) == 0  # full mode: Table 4's models, to pre-train them
     out = [line.split()[1] for line in capsys.readouterr().out.splitlines()[1:-1]]
     assert len(out) == 15 and out[-3:] == ["point-n3-d4-paper-s0", "hib-n3-d4-c1-beta0.0001-k8-paper-s0",
@@ -193,9 +194,11 @@ def test_main_lists(capsys):
 
 def test_all_specs_are_consistent():
     from hedgekit.papers.hib import experiments as X
+    from hedgekit.zoo import shipped_names
 
     fast, full = X.all_specs(True), X.all_specs(False)
-    assert all(s.preset == "fast" for s in fast) and all(s.preset == "paper" for s in full)
+    shipped = set(shipped_names())  # FAST mode loads a figure's shipped `paper` models (`X.shipped_or_fast`)
+    assert all(s.preset == "fast" or s.name in shipped for s in fast) and all(s.preset == "paper" for s in full)
     assert len({s.name for s in full}) == len(full) and len(full) > len(fast)
     assert len(X.notebook_specs("04", False)) == 12 + 3 and X.notebook_specs("01", False) == []  # + Table 4
     assert [s.seed for s in X.number_line_specs(False)["hib_d1"]] == [0, 1, 2, 3]

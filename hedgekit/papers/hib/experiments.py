@@ -42,20 +42,24 @@ FAST mode (CI; every notebook < 3 minutes on 2 shared cores, including training
 its `fast` preset models once) keeps the *kind* of every experiment but shrinks
 the grid: N = 2, D = 2 wherever the paper's setting is not essential, two seeds
 instead of four, the app's beta values {0, 1e-4, 1e-2} (shared checkpoints) and
-two margins, no MoG-4 (Figure 7 shows C = 2 only), 2-digit instead of 3-digit
-MNIST in Figure 8, no Table 4 (its 3-digit D = 4 models are the paper's setting or nothing:
-three more models and a second data set would double notebook 04's FAST time; the notebook
-shows the paper's column alone). What was left out is printed by each notebook.
+two margins, no MoG-4 (Figure 7 shows C = 2 only), no Table 4 (its 3-digit D = 4 models are the
+paper's setting or nothing: three more models and a second data set would double notebook 04's
+FAST time; the notebook shows the paper's column alone). What was left out is printed by each
+notebook. Where a figure's or table's FULL-mode models all ship with the package (Figures 1b, 3, 4,
+7, 8 and 10, Table 1's N = 2, D = 2 row with the preset's MoG-2), FAST mode loads them instead of
+training `fast` ones (`shipped_or_fast`): a `fast` HIB model barely hedges (docs/recipes.md, "The
+`fast` HIB preset does not hedge in under a minute"), a shipped one does, and loading it costs no
+training. Sweeps and the D = 1 number line keep `fast` models: none of theirs is shipped.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
-from hedgekit.zoo import PRESETS, Spec
+from hedgekit.zoo import PRESETS, Spec, shipped_names
 
 __all__ = ["SWEEP_DIVISOR", "FIG12_BETAS", "FAST_BETAS", "TABLE5_BETAS", "FIG6_MARGINS", "FAST_MARGINS",
            "TABLE1_SETTINGS", "TABLE4_SETTING", "PAPER_K", "MOG2_STEP_FACTOR", "preset", "hib_k",
-           "mog2_training", "sweep", "table1_settings",
+           "mog2_training", "sweep", "shipped_or_fast", "table1_settings",
            "table1_specs", "table4_specs", "embedding_specs",
            "number_line_specs", "beta_specs", "table5_specs", "margin_specs", "notebook_specs", "all_specs",
            "recorded_table1"]
@@ -109,12 +113,28 @@ def table1_settings(fast: bool) -> tuple[tuple[int, int], ...]:
     return ((2, 2),) if fast else TABLE1_SETTINGS
 
 
-def table1_specs(n: int, d: int, fast: bool, seed: int = 0) -> list[Spec]:
-    """point, MoG-1, MoG-2 for one (N, D) setting (Table 1's three columns)."""
-    p = preset(fast)
+def shipped_or_fast(paper: list[Spec], fast: list[Spec]) -> list[Spec]:
+    """FAST mode's models for one figure or table: ``paper`` if every one of them ships with the package
+    (`hedgekit.zoo.shipped_names`), else ``fast``. All or none, so a figure never sets a `paper` model
+    beside a `fast` one (module docstring)."""
+    shipped = set(shipped_names())
+    return list(paper) if all(s.name in shipped for s in paper) else list(fast)
+
+
+def _table1_trio(n: int, d: int, p: str, seed: int, mog1_k: int | None, mog2: dict) -> list[Spec]:
     return [Spec(kind="point", n_digits=n, dim=d, preset=p, seed=seed),
-            Spec(kind="hib", n_digits=n, dim=d, components=1, samples=hib_k(d, fast), preset=p, seed=seed),
-            Spec(kind="hib", n_digits=n, dim=d, components=2, preset=p, seed=seed, **mog2_training(n, d, fast))]
+            Spec(kind="hib", n_digits=n, dim=d, components=1, samples=mog1_k, preset=p, seed=seed),
+            Spec(kind="hib", n_digits=n, dim=d, components=2, preset=p, seed=seed, **mog2)]
+
+
+def table1_specs(n: int, d: int, fast: bool, seed: int = 0) -> list[Spec]:
+    """point, MoG-1, MoG-2 for one (N, D) setting (Table 1's three columns). FAST mode: the three shipped
+    `paper` models at the preset's K and steps if all three are shipped, else three `fast` ones."""
+    if fast:
+        k = hib_k(d, fast=False)
+        return shipped_or_fast(_table1_trio(n, d, "paper", seed, k, {"samples": k}),
+                               _table1_trio(n, d, "fast", seed, None, {}))
+    return _table1_trio(n, d, "paper", seed, hib_k(d, fast), mog2_training(n, d, fast))
 
 
 def table4_specs(fast: bool, seed: int = 0) -> list[Spec]:
@@ -130,21 +150,28 @@ def table4_specs(fast: bool, seed: int = 0) -> list[Spec]:
 def embedding_specs(fast: bool, seed: int = 0) -> dict[str, Spec]:
     """Models of notebook 02 (Figures 1b, 3, 4, 7, 8), by role.
 
-    FAST mode leaves out the MoG-4 model of Figure 7's second row (with its
-    evaluation ~75 s of the notebook's 3-minute budget on 2 shared cores) and draws
-    Figure 8 with the 2-digit D = 3 model the app also uses, instead of a 3-digit one
-    (which needs the 100k-image 3-digit training set built and one more model trained).
+    FAST mode leaves out the MoG-4 model of Figure 7's second row (with its evaluation ~75 s of the
+    notebook's 3-minute budget on 2 shared cores) and loads the shipped `paper` point / MoG-1 / MoG-2
+    (Figures 1b, 3, 4, 7) and 3-digit D = 3 MoG-1 (Figure 8) where they ship (`shipped_or_fast`); else
+    `fast` models, with Figure 8 on 2-digit MNIST (the 3-digit one needs the 100k-image 3-digit training
+    set built and one more model trained).
     """
-    p = preset(fast)
-    specs = {"point": Spec(kind="point", preset=p, seed=seed),
-             "mog1": Spec(kind="hib", components=1, preset=p, seed=seed),
-             "mog2": Spec(kind="hib", components=2, preset=p, seed=seed),
-             "mog4": Spec(kind="hib", components=4, preset=p, seed=seed),
-             "mog1_3d": Spec(kind="hib", n_digits=2 if fast else 3, dim=3, components=1, samples=hib_k(3, fast),
-                             preset=p, seed=seed)}
-    if fast:
-        del specs["mog4"]
-    return specs
+    def roles(p: str, n3: int) -> dict[str, Spec]:
+        return {"point": Spec(kind="point", preset=p, seed=seed),
+                "mog1": Spec(kind="hib", components=1, preset=p, seed=seed),
+                "mog2": Spec(kind="hib", components=2, preset=p, seed=seed),
+                "mog4": Spec(kind="hib", components=4, preset=p, seed=seed),
+                "mog1_3d": Spec(kind="hib", n_digits=n3, dim=3, components=1, samples=hib_k(3, p == "fast"),
+                                preset=p, seed=seed)}
+
+    paper = roles("paper", 3)
+    if not fast:
+        return paper
+    quick = roles("fast", 2)
+    out = {}
+    for group in (("point", "mog1", "mog2"), ("mog1_3d",)):
+        out.update(zip(group, shipped_or_fast([paper[r] for r in group], [quick[r] for r in group])))
+    return out
 
 
 def number_line_specs(fast: bool, seeds: int = 4) -> dict[str, list[Spec]]:
@@ -156,7 +183,10 @@ def number_line_specs(fast: bool, seeds: int = 4) -> dict[str, list[Spec]]:
     """
     p = preset(fast)
     n_seeds = min(seeds, 2) if fast else seeds
-    return {"d2": [Spec(kind="point", preset=p), Spec(kind="hib", preset=p)],
+    d2 = [Spec(kind="point", preset="paper"), Spec(kind="hib", preset="paper")]
+    if fast:  # Figure 10: the shipped `paper` models if they ship (module docstring)
+        d2 = shipped_or_fast(d2, [Spec(kind="point", preset=p), Spec(kind="hib", preset=p)])
+    return {"d2": d2,
             "point_d1": [Spec(kind="point", dim=1, preset=p, seed=s) for s in range(n_seeds)],
             "hib_d1": [Spec(kind="hib", dim=1, preset=p, seed=s) for s in range(n_seeds)]}
 

@@ -57,3 +57,29 @@ def test_recorded_table1_looks_for_the_long_mog2_checkpoint_at_the_paper_preset(
     assert missing == ["hib-n2-d2-c2-beta0.0001-k8-paper18000-s0"]
     _, missing_fast = X.recorded_table1("fast", settings=((2, 2),))
     assert missing_fast[-1] == "hib-n2-d2-c2-beta0.0001-fast-s0"  # another preset: its own steps and K (8)
+
+
+FAST_02 = ["point-n2-d2-paper-s0", "hib-n2-d2-c1-beta0.0001-paper-s0", "hib-n2-d2-c2-beta0.0001-paper-s0",
+           "hib-n3-d3-c1-beta0.0001-k8-paper-s0"]
+
+
+def test_fast_mode_loads_the_shipped_paper_models_where_a_figure_ships_and_fast_ones_elsewhere():
+    shipped = set(X.shipped_names())
+    fast = {nb: X.notebook_specs(nb, True) for nb in ("02", "03", "04", "05")}
+    assert [s.name for s in fast["02"]] == FAST_02
+    assert X.embedding_specs(True) == {r: s for r, s in X.embedding_specs(False).items() if r != "mog4"}
+    assert [s.name for s in fast["04"]] == FAST_02[:3]  # Table 1's N = 2, D = 2 row: the preset's MoG-2 (9,000)
+    nl = X.number_line_specs(True)
+    assert [s.name for s in nl["d2"]] == FAST_02[:2]  # Figure 10
+    assert {s.preset for s in nl["point_d1"] + nl["hib_d1"] + fast["05"]} == {"fast"}  # nothing of theirs ships
+    assert all(s.preset == "fast" or s.name in shipped for group in fast.values() for s in group)
+
+
+def test_fast_mode_trains_fast_models_for_a_whole_figure_when_one_of_its_models_is_not_shipped(monkeypatch):
+    monkeypatch.setattr(X, "shipped_names", lambda: FAST_02[:2])  # point and MoG-1 only
+    specs = X.embedding_specs(True)
+    assert [s.name for s in specs.values()] == ["point-n2-d2-fast-s0", "hib-n2-d2-c1-beta0.0001-fast-s0",
+                                                "hib-n2-d2-c2-beta0.0001-fast-s0", "hib-n2-d3-c1-beta0.0001-fast-s0"]
+    assert {s.preset for s in X.table1_specs(2, 2, fast=True)} == {"fast"}  # never paper beside fast in one table
+    assert [s.preset for s in X.number_line_specs(True)["d2"]] == ["paper", "paper"]  # both of Figure 10's ship
+    assert X.shipped_or_fast(X.table1_specs(2, 2, fast=False), ["fallback"]) == ["fallback"]
