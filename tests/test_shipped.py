@@ -64,8 +64,8 @@ def test_recorded_table1_reads_the_checkpoints_and_lists_the_missing(tmp_path, m
 
 def test_the_models_fast_mode_loads_hedge():
     """FAST notebooks 02-04 load shipped `paper` models (`shipped_or_fast`) so that they show the effect they
-    are about: on 1,000 seen test images, corrupt inputs get >= 3x the clean variance and a higher eta (HIB
-    eq. 9; a `fast` model scores ~2.6x and 0.104 -> 0.108, docs/recipes.md)."""
+    are about: on 1,000 seen test images, corrupt inputs get >= 3x the clean variance and more than twice
+    the clean eta (HIB eq. 9; a `fast` model scores ~2.6x and 0.104 -> 0.108, docs/recipes.md)."""
     import numpy as np
 
     from hedgekit.data import load_ndigit

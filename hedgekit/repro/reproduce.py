@@ -41,6 +41,8 @@ from hedgekit.errors import InputError
 from hedgekit.paths import REPO_DIR
 from hedgekit.repro.report import read_manifest
 
+FAST_MODE = "FAST (CI sizes: shipped paper models where they exist, else fast preset models)"
+
 if TYPE_CHECKING:
     from hedgekit.zoo import Spec
 
@@ -210,7 +212,8 @@ def reproduce(fast: bool = False, only: Sequence[str] | str | None = None, out_d
     """Execute the selected notebooks and write ``<out_dir>/summary.md``; returns its path.
 
     Args:
-        fast: pass ``FAST=True`` (CI sizes: shipped `paper` models where they exist, else `fast` ones) instead of FULL mode.
+        fast: pass ``FAST=True`` (CI sizes: shipped `paper` models where they exist, else `fast` ones)
+            instead of FULL mode.
         only: group names ("hib", "spe") or notebook names/prefixes ("04"); default all.
         inplace: write executed notebooks back into notebooks/ (outputs kept) instead of
             ``<out_dir>/notebooks``.
@@ -315,7 +318,7 @@ def write_summary(runs: Sequence[dict], out_dir: str | Path, fast: bool, total_s
         metas[r["notebook"]] = meta
     versions = next((m["versions"] for m in metas.values() if m.get("versions")), {})
     lines = ["# hedgekit — reproduction report", "",
-             f"- mode: **{'FAST (CI sizes: shipped paper models where they exist, else fast preset models)' if fast else 'FULL (paper preset models)'}**",
+             f"- mode: **{FAST_MODE if fast else 'FULL (paper preset models)'}**",
              f"- written: {time.strftime('%Y-%m-%d %H:%M:%S')}",
              f"- total run time: {total:.0f} s (sum over the notebooks below; each says when it ran)",
              f"- command: `python -m hedgekit reproduce{' --fast' if fast else ''}`",
@@ -395,7 +398,7 @@ def add_subcommand(subparsers) -> argparse.ArgumentParser:
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--fast", action="store_true", help="FAST mode (CI sizes): shipped paper models where they exist, else fast preset models")
+    p.add_argument("--fast", action="store_true", help=f"{FAST_MODE} instead of FULL mode")
     p.add_argument("--only", action="append", default=None,
                    help="group (hib, spe) or notebook name/prefix; repeat or comma-separate")
     p.add_argument("--out", default="reports", help="output folder (default: reports)")

@@ -4,10 +4,11 @@ The oracle is the single-process run: under torch.distributed every rank draws t
 batch, embeds half of it and computes the loss of the whole gathered batch, so the loss curve must
 equal the single-process curve up to float rounding (smaller convolution batches, gradients summed
 in another order; the step-0 gradients agree to ~1e-7). Tolerance on every logged loss of 8 steps:
-1e-4 relative (measured: <= 1.2e-6). The hard contrastive loss gets 1e-2 (measured: 4.2e-3): Adam
-divides each gradient coordinate by its own running scale, so coordinates whose gradient is ~1e-8
-(e.g. the head's bias: distances do not change when every embedding moves alike) take steps of
-about lr in directions set by rounding, and the hinge's kinks let them change the loss slightly.
+1e-4 relative (measured: <= 1.2e-6). The hard contrastive loss gets 1e-4 on its first loss and 2e-2
+on the rest (measured: 4.2e-3; 1.02e-2 on an AMD EPYC machine whose kernels round differently):
+Adam divides each gradient coordinate by its own running scale, so coordinates whose gradient is
+~1e-8 (e.g. the head's bias: distances do not change when every embedding moves alike) take steps
+of about lr in directions set by rounding, and the hinge's kinks let them change the loss slightly.
 """
 import socket
 
@@ -31,7 +32,7 @@ RUNS = [
     ("mog2-two-stream", "hib", dict(pairing="two_stream", pairs_per_batch=9)),
     ("het-triplet", "het", None),
 ]
-RTOL = {"point-hard": 1e-2}  # see the module docstring; 1e-4 for the others
+RTOL = {"point-hard": 2e-2}  # after the first step (module docstring); 1e-4 for the others
 
 
 def _data():
@@ -91,6 +92,7 @@ def test_two_processes_follow_the_single_process_loss_curve(two_ranks, name, kin
     losses, state = _train(name, kind, cfg)
     for rank in (0, 1):
         got_losses, got_state = two_ranks[rank]["results"][name]
+        np.testing.assert_allclose(got_losses[0], losses[0], rtol=1e-4)  # before rounding can compound
         np.testing.assert_allclose(got_losses, losses, rtol=RTOL.get(name, 1e-4))
         if name not in RTOL:
             for key, value in state.items():
