@@ -147,6 +147,7 @@ class Throughput:
 
     kind: str
     k: int
+    precision: str
     hedgekit: float
     plain: float
     ceiling: float
@@ -164,9 +165,10 @@ class Throughput:
 
 
 def compare(kind: str, k: int, images: Tensor, labels: Tensor, steps: int = 30, repeats: int = 3,
-            classes_per_batch: int = 32, per_class: int = 8) -> Throughput:
+            classes_per_batch: int = 32, per_class: int = 8, precision: str = "float32") -> Throughput:
     """hedgekit's `fit`, `plain_step` and `matmul_gflops` on the same network and batch, interleaved
-    ``repeats`` times (a warm-up of both loops comes first).
+    ``repeats`` times (a warm-up of both loops comes first). ``precision`` is `fit`'s
+    (`hedgekit.training.fit.TrainConfig.precision`); the plain loop and the ceiling stay float32.
 
     ``images``: uint8 (N, 28, 28N) training digits; ``labels`` (N,). Returns medians: images per
     second of both loops, the machine's GFLOP/s and the FLOP ceiling in images per second.
@@ -178,7 +180,7 @@ def compare(kind: str, k: int, images: Tensor, labels: Tensor, steps: int = 30, 
     n_digits = images.shape[-1] // 28
     floats = images.unsqueeze(1).float() / 255.0
     cfg = TrainConfig(steps=steps, classes_per_batch=classes_per_batch, per_class=per_class, k=k,
-                      log_every=10**9)
+                      log_every=10**9, precision=precision)
     ours, plain, rates = [], [], []
     for r in range(repeats + 1):  # repeat 0 is the warm-up
         model = build_model(kind, n_digits, 2)
@@ -190,4 +192,4 @@ def compare(kind: str, k: int, images: Tensor, labels: Tensor, steps: int = 30, 
             rates.append(matmul_gflops())
     gflops = statistics.median(rates)
     ceiling = gflops * 1e9 / train_flops_per_image(build_model(kind, n_digits, 2))
-    return Throughput(kind, k, statistics.median(ours), statistics.median(plain), ceiling, gflops, ours, plain)
+    return Throughput(kind, k, precision, statistics.median(ours), statistics.median(plain), ceiling, gflops, ours, plain)

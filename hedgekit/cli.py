@@ -3,7 +3,8 @@
 * ``train``    — load-or-train one zoo model of any kind (`hedgekit.zoo`), print where it lives.
 * ``evaluate`` — print a HIB Table-1-style block: our numbers beside the paper's.
 * ``table1``   — HIB Tables 1, 2 and 4 from the metrics recorded in every trained paper checkpoint.
-* ``bench``    — training throughput (point; HIB with the preset's K and the paper's K = 8) and inference
+* ``bench``    — training throughput (point; HIB with the preset's K and the paper's K = 8; in float32 and
+                 with a bfloat16 body, `hedgekit.training.fit.TrainConfig.precision`) and inference
                  throughput (embeddings + eta per second); ``--app`` adds the
                  playground's per-update latency.
 * ``reproduce`` — run the reproduction notebooks into ``reports/`` with one summary
@@ -122,6 +123,7 @@ def cmd_table1(a) -> int:
 
 def cmd_bench(a) -> int:
     from hedgekit.bench import compare, train_flops_per_image
+    from hedgekit.training.fit import PRECISIONS
     from hedgekit.data import load_ndigit
     from hedgekit.nets import build_model
     from hedgekit.uncertainty import self_mismatch
@@ -137,17 +139,23 @@ def cmd_bench(a) -> int:
           "machine's float32 matmul GFLOP/s (measured between the runs) / FLOPs per image")
     images = torch.from_numpy(test.images)
     paper = {kind: Spec(kind=kind, preset="paper").train_config() for kind in ("point", "hib")}
+    precisions = PRECISIONS if a.precision == "both" else (a.precision,)
     for kind, k in (("point", 1), ("hib", paper["hib"].k), ("hib", 8)):  # the preset's K, then the paper's K = 8
-        r = compare(kind, k, images, y, steps=a.steps, repeats=a.repeats)
-        ms = 256 / r.hedgekit * 1000
-        line = (f"train {kind:<5} (K={k}, batch 256, all pairs): {ms:7.1f} ms/step  {r.hedgekit:8.0f} images/s"
-                f" | plain {r.plain:6.0f} /s, ceiling {r.ceiling:6.0f} /s ({r.gflops:.1f} GFLOP/s) | "
-                f"hedgekit/plain {r.vs_plain:.2f}, "
-                f"hedgekit/ceiling {r.vs_ceiling:.2f}, plain/ceiling {r.plain / r.ceiling:.2f}")
-        if kind == "point" or k == paper["hib"].k:
-            steps = paper[kind].steps
-            line += f"  -> paper preset: {steps} steps = {steps * ms / 60000:.1f} min"
-        print(line)
+        rates = {}
+        for precision in precisions:
+            r = compare(kind, k, images, y, steps=a.steps, repeats=a.repeats, precision=precision)
+            rates[precision] = r.hedgekit
+            ms = 256 / r.hedgekit * 1000
+            line = (f"train {kind:<5} (K={k}, batch 256, all pairs, {precision:<8}): {ms:7.1f} ms/step  "
+                    f"{r.hedgekit:8.0f} images/s | plain {r.plain:6.0f} /s, ceiling {r.ceiling:6.0f} /s "
+                    f"({r.gflops:.1f} GFLOP/s) | hedgekit/plain {r.vs_plain:.2f}, "
+                    f"hedgekit/ceiling {r.vs_ceiling:.2f}, plain/ceiling {r.plain / r.ceiling:.2f}")
+            if kind == "point" or k == paper["hib"].k:
+                steps = paper[kind].steps
+                line += f"  -> paper preset: {steps} steps = {steps * ms / 60000:.1f} min"
+            print(line)
+        if len(rates) == 2:
+            print(f"  bfloat16 / float32: {rates['bfloat16'] / rates['float32']:.2f}x")
     if a.layers:
         from hedgekit.bench import layer_times
 
@@ -199,6 +207,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--app", action="store_true", help="also time one playground update")
     b.add_argument("--layers", action="store_true", help="also time every layer of the point model alone")
     b.add_argument("--preset", choices=("fast", "paper"), default="paper")
+    b.add_argument("--precision", choices=("float32", "bfloat16", "both"), default="both",
+                   help="training precision of hedgekit's step (TrainConfig.precision); the plain loop is float32")
     b.set_defaults(fn=cmd_bench)
     from hedgekit.repro.reproduce import add_subcommand
 

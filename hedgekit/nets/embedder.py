@@ -33,7 +33,11 @@ class EmbeddingNet(nn.Module):
         return check_images(x, self.input_shape)
 
     def forward(self, x: Tensor) -> Embedding:
-        return self.head(self.body(self.check_input(x)))
+        h = self.body(self.check_input(x))
+        # Under mixed precision (`hedgekit.training.fit.TrainConfig.precision`) only the body runs in bfloat16;
+        # the head's means and variances, and all that is computed from them, stay float32.
+        with torch.autocast(h.device.type, enabled=False):
+            return self.head(h.float())
 
     @torch.no_grad()
     def embed(self, x: Tensor, batch_size: int = 2048) -> Embedding:

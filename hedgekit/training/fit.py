@@ -32,6 +32,22 @@ from hedgekit.nets.match import SoftMatch
 from hedgekit.training import distributed
 
 
+PRECISIONS = ("float32", "bfloat16")
+
+
+def body_autocast(precision: str, device: torch.device):
+    """The context a training forward pass runs in: bfloat16 autocast for ``precision="bfloat16"``, else none.
+
+    Autocast runs convolutions and linear layers in bfloat16 (float32 weights are cast on the fly, gradients
+    come back in float32); `hedgekit.nets.EmbeddingNet` turns it off for its head, so means, variances, the
+    loss and Adam's state stay float32. It pays on CPUs with native bfloat16 (AVX512-BF16, AMX; GPUs); elsewhere
+    bfloat16 is emulated and slower. Speed and results against float32: docs/speed.md.
+    """
+    if precision not in PRECISIONS:
+        raise InputError(f"precision must be one of {PRECISIONS}; got {precision!r}")
+    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bfloat16")
+
+
 @dataclass
 class TrainConfig:
     """Hyper-parameters of `fit`. Presets live in `hedgekit.zoo.PRESETS`."""
@@ -50,11 +66,14 @@ class TrainConfig:
     pairs_per_batch: int = 128  # for pairing="two_stream" (HIB sec. 4.1: batch 128)
     occlusion_p: float = 0.2  # per-digit occlusion probability at every step (HIB App. A)
     log_every: int = 50
+    # "bfloat16": the network's body (convolutions, first linear layer) under bfloat16 autocast, the head, loss
+    # and weights in float32 (`body_autocast`); "float32": everything in float32, as the shipped models were trained
+    precision: str = "float32"
 
     def __post_init__(self) -> None:
         check_fields(self, counts=dict(steps=1, classes_per_batch=1, per_class=2, k=1, pairs_per_batch=1, log_every=1),
                      positive=("lr", "margin"), non_negative=("weight_decay", "beta"), fractions=("warmup", "occlusion_p"),
-                     choices=dict(loss=("soft", "hard"), pairing=("all", "two_stream")))
+                     choices=dict(loss=("soft", "hard"), pairing=("all", "two_stream"), precision=PRECISIONS))
 
 
 def seed_everything(seed: int) -> torch.Generator:
@@ -213,7 +232,8 @@ def fit(
         if augment is not None:
             x = augment(x, rng)
         y = labels[torch.as_tensor(idx)].to(dev)
-        emb = distributed.embed_share(net, x.to(dev, memory_format=fmt), ctx)
+        with body_autocast(cfg.precision, dev):
+            emb = distributed.embed_share(net, x.to(dev, memory_format=fmt), ctx)
         return _step_loss(emb, model.match, y, cfg, dev_gen, pair_idx)
 
     def log_row(stats: dict) -> dict:

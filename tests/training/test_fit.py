@@ -53,8 +53,9 @@ def evaluate(model, x, y):
         ("hib", 1, dict()),  # MoG-1, all pairs in P x Q batches (default recipe)
         ("point", 1, dict(loss="hard")),  # eq. 1, all pairs
         ("hib", 2, dict(pairing="two_stream", pairs_per_batch=16)),  # MoG-2, the paper's two streams
+        ("hib", 1, dict(precision="bfloat16")),  # MoG-1 with a bfloat16 body
     ],
-    ids=["mog1-all-pairs", "point-hard-contrastive", "mog2-two-stream"],
+    ids=["mog1-all-pairs", "point-hard-contrastive", "mog2-two-stream", "mog1-bfloat16"],
 )
 def test_tiny_fit_beats_chance(data, kind, components, cfg):
     (xtr, ytr), (xte, yte) = data
@@ -195,6 +196,8 @@ def test_divergence_through_weights_raises_floating_point_error(data):
         (dict(occlusion_p=-0.1), "TrainConfig.occlusion_p must be >= 0"),
         (dict(margin=0.0), "TrainConfig.margin must be > 0"),
         (dict(weight_decay=-1.0), "TrainConfig.weight_decay must be >= 0"),
+        (dict(precision="float16"), r"TrainConfig.precision must be one of \('float32', 'bfloat16'\)"),
+        (dict(precision=torch.bfloat16), r"TrainConfig.precision must be one of"),
     ],
 )
 def test_train_config_rejects_bad_values(kwargs, match):
@@ -239,6 +242,7 @@ def test_bench_reports_the_preset_budget(capsys):
     assert "train point (K=1" in out and "-> paper preset: 12000 steps" in out
     assert "train hib   (K=4" in out and "-> paper preset: 9000 steps" in out and "train hib   (K=8" in out
     assert "embeddings" in out and "eta" in out
+    assert "float32 ):" in out and "bfloat16):" in out and out.count("bfloat16 / float32:") == 3
 
 
 def test_fit_refuses_every_kind_of_bad_training_images(data, bad_images):
@@ -256,3 +260,51 @@ def test_resolve_device_refuses_devices_that_do_not_exist_here(device):
         pytest.skip("a machine with 100 GPUs")
     with pytest.raises(InputError, match="device|CUDA"):
         resolve_device(device)
+
+
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_precision_runs_only_the_body_in_bfloat16(data, monkeypatch, precision):
+    """TrainConfig.precision: the body's layers compute in bfloat16 (or float32); the head, the loss and
+    every weight and gradient stay float32, and the body's output is the float32 net's to bfloat16 rounding."""
+    from hedgekit.training import fit as fit_module
+
+    (x, y), _ = data
+    torch.manual_seed(0)
+    model = build_model("hib", n_digits=2, dim=2)
+    seen = {}
+
+    def record(name):
+        def hook(module, inputs, output):
+            seen.setdefault(name, (inputs[0].dtype, output.dtype))
+        return hook
+
+    model.body.conv[0].register_forward_hook(record("conv"))
+    model.head.branches[0].register_forward_hook(record("head"))
+    step_loss = fit_module._step_loss
+
+    def checked_step_loss(emb, *args, **kwargs):
+        seen["loss autocast"] = torch.is_autocast_enabled("cpu")
+        seen["embedding"] = (emb.mean.dtype, emb.var.dtype)
+        return step_loss(emb, *args, **kwargs)
+
+    monkeypatch.setattr(fit_module, "_step_loss", checked_step_loss)
+    fit(model, x, y, TrainConfig(steps=1, classes_per_batch=4, per_class=3, k=2, precision=precision), progress=False)
+    body = torch.bfloat16 if precision == "bfloat16" else torch.float32
+    assert seen["conv"] == (torch.float32, body)  # autocast casts inside the layer
+    assert seen["head"] == (torch.float32, torch.float32)
+    assert seen["embedding"] == (torch.float32, torch.float32) and seen["loss autocast"] is False
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    # the same weights embed to within bfloat16 rounding (8 significant bits), and not bit-identically
+    with fit_module.body_autocast(precision, torch.device("cpu")):
+        h = model.body(x[:32])
+    h32 = model.body(x[:32])
+    assert h.dtype == body
+    torch.testing.assert_close(h.float(), h32, rtol=0.05, atol=0.05 * h32.abs().max().item())
+    assert torch.equal(h.float(), h32) == (precision == "float32")
+
+
+def test_body_autocast_refuses_unknown_precisions():
+    from hedgekit.training.fit import body_autocast
+
+    with pytest.raises(InputError, match="precision must be one of"):
+        body_autocast("half", torch.device("cpu"))
