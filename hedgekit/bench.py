@@ -98,7 +98,7 @@ def plain_step(model: EmbeddingNet, images: Tensor, labels: Tensor, batch: int, 
     return (time.perf_counter() - t0) / steps
 
 
-def layer_times(model: EmbeddingNet, batch: int = 256, repeats: int = 5) -> list[dict]:
+def layer_times(model: EmbeddingNet, batch: int = 256, repeats: int = 5, precision: str = "float32") -> list[dict]:
     """Each layer of ``model`` (body then head, in order) timed alone: forward + backward of a batch.
 
     Every layer gets the input it sees in a training step (recorded from one forward pass of random
@@ -106,8 +106,10 @@ def layer_times(model: EmbeddingNet, batch: int = 256, repeats: int = 5) -> list
     CPU); its input needs a gradient except for the first layer's. Returns one dict per layer:
     ``name`` (layer type -> output shape per image), ``seconds`` (median of ``repeats`` after a warm-up), ``flops`` (forward + backward,
     `torch.utils.flop_counter`; 0 for pooling, ReLU and reshapes) and ``gflops`` (their rate).
+    With ``precision="bfloat16"`` the body's layers run as `fit` runs them then (`body_autocast`: bfloat16
+    activations), the head in float32.
     """
-    from hedgekit.training.fit import memory_format
+    from hedgekit.training.fit import body_autocast, memory_format
 
     batch, repeats = int(batch), int(repeats)
     if batch < 1 or repeats < 1:
@@ -116,14 +118,17 @@ def layer_times(model: EmbeddingNet, batch: int = 256, repeats: int = 5) -> list
     layers = [m for part in (model.body, model.head) for m in part.modules()
               if not list(m.children()) and not isinstance(m, nn.Identity)]
     x = torch.rand(batch, *model.input_shape).to(memory_format=memory_format(torch.device("cpu")))
+    in_body = {id(m) for m in model.body.modules()}
     rows = []
     for i, layer in enumerate(layers):
-        inp = x.detach().requires_grad_(i > 0)
-        with torch.no_grad():
+        cast = body_autocast(precision if id(layer) in in_body else "float32", torch.device("cpu"))
+        inp = (x if id(layer) in in_body else x.float()).detach().requires_grad_(i > 0)
+        with torch.no_grad(), cast:
             x = layer(inp)
 
         def step():
-            out = layer(inp)
+            with cast:
+                out = layer(inp)
             out.backward(torch.ones_like(out))
 
         with FlopCounterMode(display=False) as counter:

@@ -159,13 +159,14 @@ def cmd_bench(a) -> int:
     if a.layers:
         from hedgekit.bench import layer_times
 
-        rows = layer_times(build_model("point", 2, 2), repeats=a.repeats)
-        total = sum(r["seconds"] for r in rows)
-        print(f"layers of the point model alone, forward + backward of 256 images (medians of {a.repeats}): "
-              f"sum {total * 1000:.1f} ms = {256 / total:.0f} images/s at most from these layers")
-        for r in rows:
-            print(f"  {r['name']:<32} {r['seconds'] * 1000:7.2f} ms  {r['seconds'] / total:4.0%}  "
-                  f"{r['flops'] / 256 / 1e6:5.2f} MFLOP/image  {r['gflops']:6.1f} GFLOP/s")
+        for precision in precisions:
+            rows = layer_times(build_model("point", 2, 2), repeats=a.repeats, precision=precision)
+            total = sum(r["seconds"] for r in rows)
+            print(f"layers of the point model alone, {precision}, forward + backward of 256 images (medians of "
+                  f"{a.repeats}): sum {total * 1000:.1f} ms = {256 / total:.0f} images/s at most from these layers")
+            for r in rows:
+                print(f"  {r['name']:<32} {r['seconds'] * 1000:7.2f} ms  {r['seconds'] / total:4.0%}  "
+                      f"{r['flops'] / 256 / 1e6:5.2f} MFLOP/image  {r['gflops']:6.1f} GFLOP/s")
     model = build_model("hib", 2, 2).eval()
     t0 = time.perf_counter()
     emb = model.embed(x)

@@ -85,3 +85,20 @@ def test_layer_times_cover_every_layer_and_their_flops_sum_to_the_training_count
 def test_layer_times_refuses_empty_runs(kwargs):
     with pytest.raises(InputError, match=">= 1"):
         bench.layer_times(build_model("point", 2, 2), **kwargs)
+
+
+def test_layer_times_in_bfloat16_cover_the_same_layers_and_flops():
+    """With a bfloat16 body every layer is still timed once, with the same FLOP count; unknown precisions fail."""
+    rows32 = bench.layer_times(build_model("point", 2, 2), batch=4, repeats=1)
+    rows16 = bench.layer_times(build_model("point", 2, 2), batch=4, repeats=1, precision="bfloat16")
+    assert [(r["name"], r["flops"]) for r in rows16] == [(r["name"], r["flops"]) for r in rows32]
+    assert all(r["seconds"] > 0 for r in rows16)
+    with pytest.raises(InputError, match="precision must be one of"):
+        bench.layer_times(build_model("point", 2, 2), batch=4, repeats=1, precision="float16")
+
+
+def test_compare_times_the_precision_it_is_given():
+    images, labels = _digits()
+    r = bench.compare("hib", 2, images, labels, steps=1, repeats=1, classes_per_batch=2, per_class=3,
+                      precision="bfloat16")
+    assert r.precision == "bfloat16" and r.hedgekit > 0
