@@ -25,7 +25,7 @@ from hedgekit.data.samplers import EpisodeSampler
 from hedgekit.evaluation.embedded import images_to_tensor
 from hedgekit.checks import check_fields, check_training_set
 from hedgekit.methods.prototypes import PN, SAMPLERS, SPE
-from hedgekit.training.fit import History, optimise, resolve_device, seed_everything
+from hedgekit.training.fit import PRECISIONS, History, body_autocast, optimise, resolve_device, seed_everything
 
 
 @dataclass
@@ -44,11 +44,12 @@ class EpisodicConfig:
     sampler: str = "intersection"  # SPE training sampler (sec. 4.2: intersection with s = 1)
     samples: int = 1  # s, samples per training query (Figure 4: s in {1, 3, 9, 27, 81})
     log_every: int = 50
+    precision: str = "float32"  # or "bfloat16": the body under bfloat16 autocast (`hedgekit.training.fit.body_autocast`)
 
     def __post_init__(self) -> None:
         check_fields(self, counts=dict(steps=1, n_classes=2, k_support=1, query_per_class=1, samples=1, log_every=1),
                      positive=("lr",), non_negative=("weight_decay",), fractions=("warmup",),
-                     choices=dict(sampler=SAMPLERS))
+                     choices=dict(sampler=SAMPLERS, precision=PRECISIONS))
 
 
 def fit_episodic(
@@ -98,7 +99,8 @@ def fit_episodic(
         x = images_to_tensor(images[idx])
         if augment is not None:
             x = augment(x, rng)
-        emb = model(x.to(dev))
+        with body_autocast(cfg.precision, dev):
+            emb = model(x.to(dev))
         support, query = emb[:n_support], emb[n_support:]
         s_lab = torch.as_tensor(ep.support_labels, device=dev)
         q_lab = torch.as_tensor(ep.query_labels, device=dev)

@@ -26,7 +26,7 @@ from hedgekit.errors import InputError
 from hedgekit.evaluation.embedded import images_to_tensor
 from hedgekit.methods.het_triplet import MININGS, heteroscedastic_triplet_loss, triplet_batch_loss
 from hedgekit.training import distributed
-from hedgekit.training.fit import History, optimise, resolve_device, seed_everything
+from hedgekit.training.fit import PRECISIONS, History, body_autocast, optimise, resolve_device, seed_everything
 
 
 @dataclass
@@ -51,6 +51,8 @@ class TripletConfig:
         occlusion_p: per-digit occlusion probability at every step (28 x 28N one-channel images),
             used when `fit_triplets` gets no ``augment``; 0 disables it.
         log_every: steps between history rows.
+        precision: "float32", or "bfloat16" for the body under bfloat16 autocast
+            (`hedgekit.training.fit.body_autocast`; the head, loss and weights stay float32).
     """
 
     steps: int = 2000
@@ -65,6 +67,7 @@ class TripletConfig:
     heteroscedastic: bool = True
     occlusion_p: float = 0.2
     log_every: int = 50
+    precision: str = "float32"
 
     def __post_init__(self) -> None:
         for name, low in (("steps", 1), ("P", 2), ("K", 2), ("log_every", 1)):
@@ -87,6 +90,8 @@ class TripletConfig:
                 raise InputError(f"TripletConfig.{name} must be None or a finite number > 0; got {value!r}")
         if not isinstance(self.heteroscedastic, bool):
             raise InputError(f"TripletConfig.heteroscedastic must be True or False; got {self.heteroscedastic!r}")
+        if self.precision not in PRECISIONS:
+            raise InputError(f"TripletConfig.precision must be one of {PRECISIONS}; got {self.precision!r}")
 
 
 def _finite(x) -> bool:
@@ -153,7 +158,9 @@ def fit_triplets(
         x = images_to_tensor(images[idx])
         if augment is not None:
             x = augment(x, rng)
-        emb, y = distributed.embed_share(net, x.to(dev), ctx), all_labels[idx].to(dev)
+        with body_autocast(cfg.precision, dev):
+            emb = distributed.embed_share(net, x.to(dev), ctx)
+        y = all_labels[idx].to(dev)
         if cfg.heteroscedastic:
             return heteroscedastic_triplet_loss(emb, y, cfg.mining, cfg.margin, cfg.semi_hard_margin)
         return triplet_batch_loss(emb.mixture_mean(), y, cfg.mining, cfg.margin, cfg.semi_hard_margin)

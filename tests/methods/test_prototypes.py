@@ -297,14 +297,19 @@ def blobs(n_per_class, n_cls=12, features=10, seed=0, centre_seed=0):
     return SimpleNamespace(images=as_img(x), corrupt=as_img(corrupt), labels=labels)
 
 
-@pytest.mark.parametrize("kind", ["pn", "spe"])
-def test_tiny_episodic_training_beats_chance(kind):
+@pytest.mark.parametrize("kind, precision", [("pn", "float32"), ("spe", "float32"), ("spe", "bfloat16")])
+def test_tiny_episodic_training_beats_chance(kind, precision):
     train, test = blobs(40, seed=1), blobs(30, seed=2)
     model = tiny_model("point" if kind == "pn" else "hib")
-    cfg = EpisodicConfig(steps=300, n_classes=8, k_support=3, query_per_class=3, lr=3e-3, log_every=100)
+    cfg = EpisodicConfig(steps=300, n_classes=8, k_support=3, query_per_class=3, lr=3e-3, log_every=100,
+                         precision=precision)
     head = SPE.for_episodes(cfg.n_classes, cfg.k_support, 2) if kind == "spe" else None
     gamma0 = None if head is None else head.gamma.item()
+    body_dtypes = set()
+    hook = model.body.register_forward_hook(lambda module, inputs, output: body_dtypes.add(output.dtype))
     hist = fit_episodic(model, head, train.images, torch.tensor(train.labels), cfg, seed=0, progress=False)
+    hook.remove()
+    assert body_dtypes == {getattr(torch, precision)}  # the body ran in the precision asked for
     assert hist.rows[-1]["loss"] < hist.rows[0]["loss"] and hist.seconds > 0
     if head is not None:
         assert head.gamma.item() != gamma0 and "sigma_eps2" in hist.rows[-1]  # sigma_eps is learned

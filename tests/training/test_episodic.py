@@ -27,6 +27,7 @@ def test_fit_episodic_refuses_every_kind_of_bad_training_images(bad_images):
     ("lr", float("nan"), "EpisodicConfig.lr must be a finite number"),
     ("warmup", 2.0, "EpisodicConfig.warmup must be <= 1"),
     ("sampler", "foo", "EpisodicConfig.sampler must be one of"),
+    ("precision", "float16", "EpisodicConfig.precision must be one of"),
 ])
 def test_episodic_config_names_the_bad_field(field, value, match):
     with pytest.raises(InputError, match=match):

@@ -46,12 +46,17 @@ def data():
     return blobs(12)
 
 
-def test_heteroscedastic_fit_lowers_the_loss_and_the_variances(data):
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_heteroscedastic_fit_lowers_the_loss_and_the_variances(data, precision):
     x, y = data
     model = _model()
     u0 = uncertainty(model.embed(x))
     rows = []
-    hist = fit_triplets(model, x, y, _cfg(), progress=False, callback=lambda step, row: rows.append(step))
+    body_dtypes = set()
+    hook = model.body.register_forward_hook(lambda module, inputs, output: body_dtypes.add(output.dtype))
+    hist = fit_triplets(model, x, y, _cfg(precision=precision), progress=False, callback=lambda step, row: rows.append(step))
+    hook.remove()
+    assert body_dtypes == {getattr(torch, precision)}
     assert isinstance(hist, History) and not model.training and hist.seconds > 0
     assert [r["step"] for r in hist.rows] == [0, 10, 20, 29] and rows == [0, 10, 20, 29]
     first, last = hist.rows[0], hist.rows[-1]
@@ -131,7 +136,7 @@ def test_default_occlusion_and_custom_augment(data):
 @pytest.mark.parametrize("field, value", [
     ("steps", 0), ("P", 1), ("K", 1), ("log_every", 0), ("steps", 2.5), ("lr", 0.0), ("lr", math.nan),
     ("weight_decay", -1e-4), ("warmup", 1.5), ("occlusion_p", -0.1), ("mining", "hardest"), ("margin", 0.0),
-    ("margin", -1.0), ("semi_hard_margin", math.inf), ("heteroscedastic", "yes"),
+    ("margin", -1.0), ("semi_hard_margin", math.inf), ("heteroscedastic", "yes"), ("precision", "float16"),
 ])
 def test_config_errors_name_the_field(field, value):
     with pytest.raises(InputError, match=rf"TripletConfig\.{field} must"):
