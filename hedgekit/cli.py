@@ -27,6 +27,7 @@ from hedgekit.errors import HedgekitError, InputError
 
 
 def _spec_args(p: argparse.ArgumentParser) -> None:
+    from hedgekit.training.fit import PRECISIONS
     from hedgekit.zoo import DATASETS, KINDS
 
     p.add_argument("--kind", choices=KINDS, default="hib")
@@ -40,6 +41,9 @@ def _spec_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--steps", type=count_arg(1), default=None, help="override the preset's number of steps")
     p.add_argument("--device", type=device_arg, default="cpu", help="cpu, cuda, cuda:N, mps or auto")
     p.add_argument("--retrain", action="store_true", help="train even if a checkpoint exists")
+    p.add_argument("--precision", choices=PRECISIONS, default="float32",
+                   help="how a missing model is trained: bfloat16 runs the network's body in bfloat16, faster on CPUs "
+                        "with AVX512-BF16 (docs/speed.md)")
 
 
 def _spec(a):
@@ -56,9 +60,9 @@ def cmd_train(a) -> int:
 
     spec = _spec(a)
     if not init_from_env(a.device).is_main:  # under torchrun: train with the others, rank 0 reports and saves
-        load_or_train(spec, progress=False, device=a.device, retrain=a.retrain)
+        load_or_train(spec, progress=False, device=a.device, retrain=a.retrain, precision=a.precision)
         return 0
-    _, meta = load_or_train(spec, device=a.device, retrain=a.retrain)
+    _, meta = load_or_train(spec, device=a.device, retrain=a.retrain, precision=a.precision)
     how = "trained now" if meta["source"] == "trained now" else f"loaded ({meta['source']})"
     print(f"{spec.name}: {how}; training took {meta['train_seconds']:.0f} s; checkpoint {meta['path'] or '(not saved)'}")
     print(json.dumps({k: round(v, 4) for k, v in meta["metrics"].items()}, indent=1))
@@ -74,7 +78,7 @@ def cmd_evaluate(a) -> int:
     if spec.family != "pairs":
         raise InputError(f"evaluate prints HIB's Table 1 for point / hib models; {spec.kind} models are evaluated "
                          f"in notebooks 06-07 (`python -m hedgekit train --kind {spec.kind}` prints their quick check)")
-    model, meta = load_or_train(spec, device=a.device, retrain=a.retrain)
+    model, meta = load_or_train(spec, device=a.device, retrain=a.retrain, precision=a.precision)
     test = load_ndigit(spec.n_digits, "test_seen")
     t0 = time.perf_counter()
     ours = table1_metrics(model.cpu(), test, seed=a.eval_seed, progress=True)  # a tqdm bar: MoG-C takes minutes
@@ -187,6 +191,8 @@ def cmd_bench(a) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from hedgekit.training.fit import PRECISIONS
+
     p = argparse.ArgumentParser(prog="python -m hedgekit", description=__doc__.split("\n\n")[0],
                                 epilog="Run `python -m hedgekit COMMAND --help` for one command's options.")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -208,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--app", action="store_true", help="also time one playground update")
     b.add_argument("--layers", action="store_true", help="also time every layer of the point model alone")
     b.add_argument("--preset", choices=("fast", "paper"), default="paper")
-    b.add_argument("--precision", choices=("float32", "bfloat16", "both"), default="both",
+    b.add_argument("--precision", choices=PRECISIONS + ("both",), default="both",
                    help="training precision of hedgekit's step (TrainConfig.precision); the plain loop is float32")
     b.set_defaults(fn=cmd_bench)
     from hedgekit.repro.reproduce import add_subcommand

@@ -515,7 +515,8 @@ _LEGACY_LOSS = {"vib": "soft", "contrastive": "hard"}
 def is_stale(path: str | Path, spec: Spec) -> bool:
     """True if the checkpoint at ``path`` records a training config other than ``spec.train_config()``.
 
-    Fields the checkpoint does not record (added to the config later) count as their defaults.
+    Fields the checkpoint does not record (added to the config later) count as their defaults; ``precision``
+    is not compared (it says how the model was trained, like the device; `train_spec`).
     An unreadable file is not stale: loading it raises the `CheckpointError` that says what is wrong.
     The recorded config is read once per file version (the app asks on every rerun).
     """
@@ -528,7 +529,7 @@ def is_stale(path: str | Path, spec: Spec) -> bool:
     stored = dict(stored)
     if "loss" in stored:
         stored["loss"] = _LEGACY_LOSS.get(stored["loss"], stored["loss"])
-    return any(stored.get(k, defaults[k]) != v for k, v in current.items())
+    return any(stored.get(k, defaults[k]) != v for k, v in current.items() if k != "precision")
 
 
 @functools.lru_cache(maxsize=256)
@@ -571,7 +572,8 @@ def eval_set(spec: Spec):
     return test
 
 
-def _train_pairs(spec: Spec, progress: bool, device: str, callback) -> tuple[EmbeddingNet, None, History, dict]:
+def _train_pairs(spec: Spec, cfg: TrainConfig, progress: bool, device: str,
+                 callback) -> tuple[EmbeddingNet, None, History, dict]:
     """Point / HIB: `hedgekit.training.fit` on N-digit MNIST, then HIB's Table 1 metrics."""
     from hedgekit.evaluation.retrieval import table1_metrics
 
@@ -579,7 +581,6 @@ def _train_pairs(spec: Spec, progress: bool, device: str, callback) -> tuple[Emb
     x, y = torch.from_numpy(train.images), torch.from_numpy(train.labels)
     seed_everything(spec.seed)  # the initial weights too: one name, one model
     model = spec.build()
-    cfg = spec.train_config()
     hist = fit(model, x, y, cfg, seed=spec.seed, device=device, progress=progress,
                augment=random_occlusion(cfg.occlusion_p), callback=callback)
     model = model.cpu().eval()
@@ -587,7 +588,8 @@ def _train_pairs(spec: Spec, progress: bool, device: str, callback) -> tuple[Emb
     return model, None, hist, {"metrics": table1_metrics(model, test, progress=progress), "eval_images": len(test)}
 
 
-def _train_episodes(spec: Spec, progress: bool, device: str, callback) -> tuple[EmbeddingNet, SPE | PN, History, dict]:
+def _train_episodes(spec: Spec, cfg: EpisodicConfig, progress: bool, device: str,
+                    callback) -> tuple[EmbeddingNet, SPE | PN, History, dict]:
     """PN / SPE: `hedgekit.training.episodic` on N-digit MNIST or L-shapes, then a quick episode check."""
     r = spec.recipe_config()
     if spec.data == "lshapes":
@@ -598,7 +600,7 @@ def _train_episodes(spec: Spec, progress: bool, device: str, callback) -> tuple[
         # SPE App. E: every training digit occluded with probability 0.2, redrawn at every step.
         images, labels, augment = torch.from_numpy(train.images), train.labels, random_occlusion(0.2)
     seed_everything(spec.seed)  # the initial weights too, so a name always means the same model
-    model, head, cfg = spec.build(), spec.build_head(), spec.train_config()
+    model, head = spec.build(), spec.build_head()
     hist = fit_episodic(model, head, images, labels, cfg, seed=spec.seed, device=device, progress=progress,
                         augment=augment, callback=callback)
     model, head = model.cpu().eval(), head.cpu().eval()
@@ -651,7 +653,8 @@ def triplet_data(spec: Spec, split: str = "train") -> dict:
     return out
 
 
-def _train_triplets(spec: Spec, progress: bool, device: str, callback) -> tuple[EmbeddingNet, None, History, dict]:
+def _train_triplets(spec: Spec, cfg: TripletConfig, progress: bool, device: str,
+                    callback) -> tuple[EmbeddingNet, None, History, dict]:
     """Triplet / heteroscedastic triplet (Taha et al. 2019): `hedgekit.training.triplets`, then a quick mAP."""
     from hedgekit.data.subsets import query_gallery_split
     from hedgekit.evaluation.metrics import mean_average_precision
@@ -660,7 +663,7 @@ def _train_triplets(spec: Spec, progress: bool, device: str, callback) -> tuple[
     seed_everything(spec.seed)
     model = spec.build()
     hist = fit_triplets(model, torch.from_numpy(data["images"]), torch.from_numpy(np.asarray(data["labels"])),
-                        spec.train_config(), seed=spec.seed, device=device, progress=progress, callback=callback)
+                        cfg, seed=spec.seed, device=device, progress=progress, callback=callback)
     model = model.cpu().eval()
     test = triplet_data(spec, "test")
     n_eval = spec.recipe_config()["eval_images"]
@@ -701,22 +704,29 @@ def prototype_head(meta: Mapping) -> SPE | PN:
     return head.eval()
 
 
-def train_spec(spec: Spec, progress: bool = True, device: str = "cpu", callback=None) -> tuple[EmbeddingNet, dict]:
+def train_spec(spec: Spec, progress: bool = True, device: str = "cpu", callback=None,
+               precision: str = "float32") -> tuple[EmbeddingNet, dict]:
     """Train the model ``spec`` names and evaluate it; returns (model, meta), model on the CPU.
 
-    ``callback(step, row)`` is forwarded to the trainer (e.g. the app's progress bar).
+    ``callback(step, row)`` is forwarded to the trainer (e.g. the app's progress bar). ``precision`` is the
+    trainer's (`hedgekit.training.fit.body_autocast`): like ``device`` it says how to train, not what, so it is
+    not part of the name; the checkpoint records it in ``meta["train_config"]``.
     """
     t0 = time.perf_counter()
-    model, _head, hist, extra = TRAINERS[spec.family](spec, progress, device, callback)
-    meta = {"spec": asdict(spec), "name": spec.name, "train_config": asdict(spec.train_config()), "seed": spec.seed,
+    cfg = replace(spec.train_config(), precision=precision)
+    model, _head, hist, extra = TRAINERS[spec.family](spec, cfg, progress, device, callback)
+    meta = {"spec": asdict(spec), "name": spec.name, "train_config": asdict(cfg), "seed": spec.seed,
             "train_seconds": round(hist.seconds, 1), "total_seconds": round(time.perf_counter() - t0, 1),
             **extra, "history": hist.rows, "versions": versions()}
     return model, meta
 
 
 def load_or_train(spec: Spec, progress: bool = True, device: str = "cpu", retrain: bool = False,
-                  save: bool = True, callback=None) -> tuple[EmbeddingNet, dict]:
+                  save: bool = True, callback=None, precision: str = "float32") -> tuple[EmbeddingNet, dict]:
     """The model named by ``spec``: loaded if a checkpoint exists, else trained (and cached).
+
+    ``device`` and ``precision`` say how a missing model is trained (`train_spec`); a checkpoint trained on
+    another device or in another precision serves the name all the same (`is_stale` ignores both).
 
     Returns (model, meta); ``meta["source"]`` says "shipped", "cache" or "trained now" and ``meta["path"]``
     where the checkpoint is ("" if not saved). Prototype models carry their head in ``meta["head"]``
@@ -727,7 +737,7 @@ def load_or_train(spec: Spec, progress: bool = True, device: str = "cpu", retrai
         model, meta = load_checkpoint(path, device)
         check_matches(spec, model, meta, path)
         return model, dict(meta, source="shipped" if path.parent == SHIPPED_DIR else "cache", path=str(path))
-    model, meta = train_spec(spec, progress=progress, device=device, callback=callback)
+    model, meta = train_spec(spec, progress=progress, device=device, callback=callback, precision=precision)
     save = save and distributed.context().is_main  # under torchrun only rank 0 writes
     out = save_checkpoint(cache_path("checkpoints", f"{spec.name}.pt"), model, meta) if save else None
     return model.to(device), dict(meta, source="trained now", path=str(out or ""))

@@ -355,6 +355,24 @@ def test_a_changed_preset_retrains_instead_of_reusing_stale_weights(sandbox, mon
     assert not zoo.is_stale(path, spec)
 
 
+def test_precision_says_how_to_train_not_what_the_name_means(sandbox):
+    """A model trained with a bfloat16 body records it, serves its name afterwards in any precision, and a
+    float32 checkpoint is not stale for a bfloat16 request either (like the device, precision is not named)."""
+    spec = Spec(kind="hib", n_digits=1, dim=2, preset="fast", seed=5)
+    _, meta = load_or_train(spec, progress=False, precision="bfloat16")
+    assert [c.precision for c in sandbox["fits"]] == ["bfloat16"] and meta["train_config"]["precision"] == "bfloat16"
+    path = zoo.find_checkpoint(spec)
+    assert path is not None and not zoo.is_stale(path, spec)
+    _, meta2 = load_or_train(spec, progress=False)  # float32 asked: the bfloat16-trained checkpoint is loaded
+    assert meta2["source"] == "cache" and len(sandbox["fits"]) == 1
+    other = Spec(kind="point", n_digits=1, dim=2, preset="fast", seed=5)
+    load_or_train(other, progress=False)
+    assert sandbox["fits"][-1].precision == "float32"
+    assert load_or_train(other, progress=False, precision="bfloat16")[1]["source"] == "cache"
+    with pytest.raises(InputError, match="precision must be one of"):
+        load_or_train(Spec(kind="hib", n_digits=1, dim=2, preset="fast", seed=6), progress=False, precision="half")
+
+
 def test_paper_preset_recipes():
     hib, point = Spec(kind="hib").train_config(), Spec(kind="point").train_config()
     assert (hib.steps, hib.k, hib.beta) == (9000, 4, 1e-4)  # K = 4 affords 9,000 steps (zoo.PRESETS comment)
