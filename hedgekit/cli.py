@@ -127,9 +127,9 @@ def cmd_table1(a) -> int:
 
 def cmd_bench(a) -> int:
     from hedgekit.bench import compare, train_flops_per_image
-    from hedgekit.training.fit import PRECISIONS
     from hedgekit.data import load_ndigit
     from hedgekit.nets import build_model
+    from hedgekit.training.fit import PRECISIONS
     from hedgekit.uncertainty import self_mismatch
     from hedgekit.zoo import Spec
 
@@ -150,7 +150,7 @@ def cmd_bench(a) -> int:
             r = compare(kind, k, images, y, steps=a.steps, repeats=a.repeats, precision=precision)
             rates[precision] = r.hedgekit
             ms = 256 / r.hedgekit * 1000
-            line = (f"train {kind:<5} (K={k}, batch 256, all pairs, {precision:<8}): {ms:7.1f} ms/step  "
+            line = (f"train {kind:<5} (K={k}, batch 256, all pairs, {precision}): {ms:7.1f} ms/step  "
                     f"{r.hedgekit:8.0f} images/s | plain {r.plain:6.0f} /s, ceiling {r.ceiling:6.0f} /s "
                     f"({r.gflops:.1f} GFLOP/s) | hedgekit/plain {r.vs_plain:.2f}, "
                     f"hedgekit/ceiling {r.vs_ceiling:.2f}, plain/ceiling {r.plain / r.ceiling:.2f}")

@@ -677,6 +677,7 @@ def _train_triplets(spec: Spec, cfg: TripletConfig, progress: bool, device: str,
                                            "eval_images": int(len(idx))}}
 
 
+# family -> trainer(spec, cfg, progress, device, callback) -> (model, head or None, History, checkpoint metadata)
 TRAINERS = {"pairs": _train_pairs, "episodes": _train_episodes, "triplets": _train_triplets}
 
 

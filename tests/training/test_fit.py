@@ -242,7 +242,8 @@ def test_bench_reports_the_preset_budget(capsys):
     assert "train point (K=1" in out and "-> paper preset: 12000 steps" in out
     assert "train hib   (K=4" in out and "-> paper preset: 9000 steps" in out and "train hib   (K=8" in out
     assert "embeddings" in out and "eta" in out
-    assert "float32 ):" in out and "bfloat16):" in out and out.count("bfloat16 / float32:") == 3
+    assert out.count("all pairs, float32):") == out.count("all pairs, bfloat16):") == 3
+    assert out.count("bfloat16 / float32:") == 3
 
 
 def test_fit_refuses_every_kind_of_bad_training_images(data, bad_images):
