@@ -373,6 +373,21 @@ def test_precision_says_how_to_train_not_what_the_name_means(sandbox):
         load_or_train(Spec(kind="hib", n_digits=1, dim=2, preset="fast", seed=6), progress=False, precision="half")
 
 
+def test_session_header_names_a_checkpoint_trained_with_a_bfloat16_body(sandbox):
+    from hedgekit.repro.session import Session, precision_note
+
+    bf, fp = (Spec(kind=kind, n_digits=1, dim=2, preset="fast", seed=9) for kind in ("hib", "point"))
+    load_or_train(bf, progress=False, precision="bfloat16")
+    s = Session("t")
+    s.configure(fast=True)
+    s.model(bf, progress=False)
+    s.model(fp, progress=False)
+    assert [c.precision for c in s.checkpoints] == ["bfloat16", "float32"]
+    lines = [line for line in s.markdown().splitlines() if line.startswith("- `")]
+    assert "fast preset, bfloat16 body, trained in" in lines[0] and "body" not in lines[1]
+    assert precision_note("float32") == "" and precision_note("bfloat16") == ", bfloat16 body"
+
+
 def test_paper_preset_recipes():
     hib, point = Spec(kind="hib").train_config(), Spec(kind="point").train_config()
     assert (hib.steps, hib.k, hib.beta) == (9000, 4, 1e-4)  # K = 4 affords 9,000 steps (zoo.PRESETS comment)

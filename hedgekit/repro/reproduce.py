@@ -40,6 +40,7 @@ from hedgekit.checks import check_count, count_arg
 from hedgekit.errors import InputError
 from hedgekit.paths import REPO_DIR
 from hedgekit.repro.report import read_manifest
+from hedgekit.repro.session import precision_note
 
 FAST_MODE = "FAST (CI sizes: shipped paper models where they exist, else fast preset models)"
 
@@ -341,7 +342,8 @@ def write_summary(runs: Sequence[dict], out_dir: str | Path, fast: bool, total_s
             lines += ["", "```", r["error"], "```"]
         if meta.get("checkpoints"):
             lines += ["", "<details><summary>checkpoints that produced these outputs</summary>", ""]
-            lines += [f"- `{c['name']}` — {c['source']}, {c['steps']} steps, trained {c['train_seconds']:.0f} s, "
+            lines += [f"- `{c['name']}` — {c['source']}, {c['steps']} steps"
+                      f"{precision_note(c.get('precision', 'float32'))}, trained {c['train_seconds']:.0f} s, "
                       f"sha256 {c['sha256']}" for c in meta["checkpoints"]]
             lines += ["", "</details>"]
         base = Path(r["assets"])

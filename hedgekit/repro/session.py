@@ -73,6 +73,12 @@ class CheckpointRecord:
     steps: int
     train_seconds: float
     k: int | None = None  # HIB's samples per input (eq. 5) the model trained with; None for other kinds
+    precision: str = "float32"  # the trainer's precision (`hedgekit.training.fit.body_autocast`)
+
+
+def precision_note(precision: str) -> str:
+    """", bfloat16 body" for a model trained with a bfloat16 body, nothing for float32 (the default)."""
+    return "" if precision == "float32" else f", {precision} body"
 
 
 class Session:
@@ -115,8 +121,8 @@ class Session:
         if self.checkpoints:
             lines += ["", "checkpoints that produced the outputs:", ""]
             for c in self.checkpoints:
-                lines.append(f"- `{c.name}` — {c.source}, {c.steps} steps ({c.preset} preset, trained in "
-                             f"{c.train_seconds:.0f} s), sha256 {c.sha256}")
+                lines.append(f"- `{c.name}` — {c.source}, {c.steps} steps ({c.preset} preset{precision_note(c.precision)}, "
+                             f"trained in {c.train_seconds:.0f} s), sha256 {c.sha256}")
         if self.runtime is not None:
             lines += ["", f"run time: {self.runtime:.0f} s"]
         return "\n".join(lines)
@@ -177,7 +183,8 @@ class Session:
         self.checkpoints.append(CheckpointRecord(
             spec.name, meta["source"], _short_path(path or None), file_hash(path) if path else "—", spec.preset,
             int(meta.get("train_config", {}).get("steps", spec.steps or 0)), float(meta.get("train_seconds", 0.0)),
-            meta.get("train_config", {}).get("k") if spec.kind == "hib" else None))
+            meta.get("train_config", {}).get("k") if spec.kind == "hib" else None,
+            meta.get("train_config", {}).get("precision", "float32")))
         self._models[spec.name] = (model, meta)
         self._show()
         return model
