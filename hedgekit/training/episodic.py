@@ -25,7 +25,8 @@ from hedgekit.data.samplers import EpisodeSampler
 from hedgekit.evaluation.embedded import images_to_tensor
 from hedgekit.checks import check_fields, check_training_set
 from hedgekit.methods.prototypes import PN, SAMPLERS, SPE
-from hedgekit.training.fit import PRECISIONS, History, body_autocast, optimise, resolve_device, seed_everything
+from hedgekit.training.fit import (PRECISIONS, History, body_autocast, memory_format, optimise, resolve_device,
+                                   seed_everything)
 
 
 @dataclass
@@ -87,7 +88,8 @@ def fit_episodic(
     gen = seed_everything(seed)
     rng = np.random.default_rng([seed, 1])  # augmentation stream, independent of the episode stream
     episodes = EpisodeSampler(labels, cfg.n_classes, cfg.k_support, cfg.query_per_class, seed)
-    model.to(dev).train()
+    fmt = memory_format(dev)
+    model.to(dev, memory_format=fmt).train()
     head.to(dev).train()
     dev_gen = gen if dev.type == "cpu" else None
     n_support = cfg.n_classes * cfg.k_support
@@ -100,7 +102,7 @@ def fit_episodic(
         if augment is not None:
             x = augment(x, rng)
         with body_autocast(cfg.precision, dev):
-            emb = model(x.to(dev))
+            emb = model(x.to(dev, memory_format=fmt))
         support, query = emb[:n_support], emb[n_support:]
         s_lab = torch.as_tensor(ep.support_labels, device=dev)
         q_lab = torch.as_tensor(ep.query_labels, device=dev)
@@ -117,6 +119,6 @@ def fit_episodic(
 
     params = list(model.parameters()) + list(head.parameters())
     hist = optimise(params, cfg, step_loss, log_row, "train SPE" if is_spe else "train PN", progress, callback)
-    model.eval()
+    model.to(memory_format=torch.contiguous_format).eval()
     head.eval()
     return hist

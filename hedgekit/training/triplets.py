@@ -26,7 +26,8 @@ from hedgekit.errors import InputError
 from hedgekit.evaluation.embedded import images_to_tensor
 from hedgekit.methods.het_triplet import MININGS, heteroscedastic_triplet_loss, triplet_batch_loss
 from hedgekit.training import distributed
-from hedgekit.training.fit import PRECISIONS, History, body_autocast, optimise, resolve_device, seed_everything
+from hedgekit.training.fit import (PRECISIONS, History, body_autocast, memory_format, optimise, resolve_device,
+                                   seed_everything)
 
 
 @dataclass
@@ -149,7 +150,8 @@ def fit_triplets(
     seed_everything(seed)
     rng = np.random.default_rng([seed, 1])  # augmentation stream, independent of the batch stream
     all_labels = torch.as_tensor(np.unique(labels_np, return_inverse=True)[1])  # any label dtype -> int codes
-    model.to(dev).train()
+    fmt = memory_format(dev)
+    model.to(dev, memory_format=fmt).train()
     ctx = distributed.context()  # under torchrun: each rank embeds its share of the batch (training.distributed)
     net = distributed.wrap(model, ctx, find_unused_parameters=True)  # the triplet losses leave a, b unused
 
@@ -159,7 +161,7 @@ def fit_triplets(
         if augment is not None:
             x = augment(x, rng)
         with body_autocast(cfg.precision, dev):
-            emb = distributed.embed_share(net, x.to(dev), ctx)
+            emb = distributed.embed_share(net, x.to(dev, memory_format=fmt), ctx)
         y = all_labels[idx].to(dev)
         if cfg.heteroscedastic:
             return heteroscedastic_triplet_loss(emb, y, cfg.mining, cfg.margin, cfg.semi_hard_margin)
@@ -167,5 +169,5 @@ def fit_triplets(
 
     desc = "train het-triplet" if cfg.heteroscedastic else "train triplet"
     hist = optimise(list(model.parameters()), cfg, step_loss, dict, desc, progress, callback)
-    model.eval()
+    model.to(memory_format=torch.contiguous_format).eval()
     return hist

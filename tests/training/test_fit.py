@@ -309,3 +309,27 @@ def test_body_autocast_refuses_unknown_precisions():
 
     with pytest.raises(InputError, match="precision must be one of"):
         body_autocast("half", torch.device("cpu"))
+
+
+@pytest.mark.parametrize("trainer", ["fit", "fit_episodic", "fit_triplets"])
+def test_every_trainer_convolves_channels_last_and_hands_back_contiguous_weights(data, trainer):
+    """All trainers share `memory_format`: NHWC batches and weights while training on the CPU, the
+    default (NCHW) layout again afterwards."""
+    from hedgekit.training.episodic import EpisodicConfig, fit_episodic
+    from hedgekit.training.triplets import TripletConfig, fit_triplets
+
+    (x, y), _ = data
+    model = build_model("het" if trainer == "fit_triplets" else "point", n_digits=2, dim=2)
+    seen = []
+    model.body.conv[3].register_forward_hook(  # the second convolution: 6 input channels make the layouts differ
+        lambda module, inputs, output: seen.append(inputs[0].is_contiguous(memory_format=torch.channels_last)
+                                                   and module.weight.is_contiguous(memory_format=torch.channels_last)))
+    if trainer == "fit":
+        fit(model, x, y, TrainConfig(steps=2, classes_per_batch=4, per_class=3), progress=False)
+    elif trainer == "fit_episodic":
+        fit_episodic(model, None, x, y, EpisodicConfig(steps=2, n_classes=3, k_support=2, query_per_class=2),
+                     progress=False)
+    else:
+        fit_triplets(model, x, y, TripletConfig(steps=2, P=3, K=3, occlusion_p=0.0), progress=False)
+    assert seen == [True, True]
+    assert all(p.is_contiguous() for p in model.parameters())
