@@ -13,13 +13,14 @@ def test_experiment_grids():
     assert {s.samples for s in X.fig4_specs(True)} == set(X.FAST_FIG4_SAMPLES)
 
 
-def test_pn_and_spe_train_four_times_the_steps_at_n3_d2_in_full_mode_only():
+def test_pn_and_spe_train_four_times_the_steps_at_n3_in_full_mode_only():
     preset_steps = X.PRESETS["paper"]["ndigit"]["steps"]
     for (n, d), pair in X.table2_specs(False).items():
-        want = preset_steps * (4 if (n, d) == (3, 2) else 1)
+        want = preset_steps * (4 if n == 3 else 1)
         assert [s.train_config().steps for s in pair.values()] == [want, want], (n, d)  # PN and SPE alike
     assert X.table2_specs(False)[(3, 2)]["SPE"].name == "spe-n3-d2-intersection1-paper12000-s0"
-    assert X.table2_steps(3, 2, fast=True) is None and X.table2_steps(3, 3, fast=False) is None
+    assert X.table2_specs(False)[(3, 3)]["PN"].name == "pn-n3-d3-paper12000-s0"
+    assert X.table2_steps(3, 2, fast=True) is None and X.table2_steps(2, 3, fast=False) is None
     fast = X.table2_specs(True)[(2, 2)]
     assert all(s.steps is None and s.preset == "fast" for s in fast.values())
     assert [s.name for s in X.notebook_specs("07", False)[8:10]] == ["pn-n3-d2-paper12000-s0",
