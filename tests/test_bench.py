@@ -97,8 +97,15 @@ def test_layer_times_in_bfloat16_cover_the_same_layers_and_flops():
         bench.layer_times(build_model("point", 2, 2), batch=4, repeats=1, precision="float16")
 
 
-def test_compare_times_the_precision_it_is_given():
+def test_compare_times_the_precision_it_is_given(monkeypatch):
+    """compare hands its precision to `fit` (the runs it times), not only to the result it returns."""
+    from hedgekit.training import fit as fit_module
+
+    used, real_fit = [], fit_module.fit
+    monkeypatch.setattr(fit_module, "fit", lambda model, x, y, cfg, **kw: used.append(cfg.precision) or
+                        real_fit(model, x, y, cfg, **kw))
     images, labels = _digits()
     r = bench.compare("hib", 2, images, labels, steps=1, repeats=1, classes_per_batch=2, per_class=3,
                       precision="bfloat16")
+    assert used == ["bfloat16", "bfloat16"]  # the warm-up and the timed repeat
     assert r.precision == "bfloat16" and r.hedgekit > 0
