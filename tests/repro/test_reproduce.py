@@ -218,6 +218,10 @@ def test_sweeps_train_a_quarter_of_the_steps_and_tables_and_the_number_line_the_
     # notebook 04: full `paper` models, MoG-2 at N = 2 longer (`mog2_training`), never a shortened sweep
     assert all(s.steps is None or s.steps > PRESETS["paper"][s.kind]["steps"] for s in X.notebook_specs("04", False))
     assert len(nl["point_d1"]) == len(nl["hib_d1"]) == 4
+    # App. D's HIB models draw the paper's K = 8 in FULL mode, the `fast` preset's own K in FAST mode
+    assert [s.name for s in nl["hib_d1"]] == [f"hib-n2-d1-c1-beta0.0001-k8-paper-s{s}" for s in range(4)]
+    assert [s.name for s in X.number_line_specs(True)["hib_d1"]] == [f"hib-n2-d1-c1-beta0.0001-fast-s{s}"
+                                                                      for s in range(2)]
     assert all(s.steps is None for group in X.table5_specs(False).values() for s in group)
     assert all(s.steps is None for s in X.all_specs(True))  # FAST models are never shortened further
     assert X.sweep(nl["d2"][0]).name == "point-n2-d2-paper3000-s0"

@@ -30,8 +30,10 @@ HIB models draw the `paper` preset's K = 4 samples per input, except the MoG mod
 Tables 1, 2, 6, 7, 4 and Figure 8 (`hib_k`): they draw the paper's own K = 8, because with K = 4
 MoG-1's variances collapse to one input-independent value at D = 3 (corrupt / clean variance
 ratio ~1x against 12-43x at K = 8; at N = 3, D = 4 it collapses at K = 8 too: docs/recipes.md,
-"MoG-1 at D = 3 collapses its variances at K = 4"). Notebook 05's N = 3, D = 3 models (Table 5,
-Figure 12) and notebook 07's HIB rows keep K = 4.
+"MoG-1 at D = 3 collapses its variances at K = 4"). The D = 1 HIB models of the number line
+(Appendix D) draw the paper's K = 8 too: App. D's counts are compared with the paper's own models,
+and K does not change them beyond the seed-to-seed spread (docs/recipes.md, "HIB App. D at full
+length"). Notebook 05's N = 3, D = 3 models (Table 5, Figure 12) and notebook 07's HIB rows keep K = 4.
 
 MoG-2 at N = 2 in Tables 1, 2, 6, 7 (`mog2_training`) also trains `MOG2_STEP_FACTOR` = 2 times the preset's
 steps (18,000) at K = 8: at 9,000 steps its clean KNN stays ~0.1 below the paper's, whatever K, and twice
@@ -179,7 +181,8 @@ def number_line_specs(fast: bool, seeds: int = 4) -> dict[str, list[Spec]]:
 
     Every model is a full `paper` model in FULL mode (point 12,000, HIB 9,000 steps): App. D's adjacency
     counts are a property of the trained model, and shortened runs score lower (docs/recipes.md,
-    "HIB App. D at full length").
+    "HIB App. D at full length"). The D = 1 HIB models draw the paper's `PAPER_K` samples per input
+    (module docstring); FAST mode keeps the `fast` preset's own K.
     """
     p = preset(fast)
     n_seeds = min(seeds, 2) if fast else seeds
@@ -188,7 +191,8 @@ def number_line_specs(fast: bool, seeds: int = 4) -> dict[str, list[Spec]]:
         d2 = shipped_or_fast(d2, [Spec(kind="point", preset=p), Spec(kind="hib", preset=p)])
     return {"d2": d2,
             "point_d1": [Spec(kind="point", dim=1, preset=p, seed=s) for s in range(n_seeds)],
-            "hib_d1": [Spec(kind="hib", dim=1, preset=p, seed=s) for s in range(n_seeds)]}
+            "hib_d1": [Spec(kind="hib", dim=1, samples=None if fast else PAPER_K, preset=p, seed=s)
+                       for s in range(n_seeds)]}
 
 
 def beta_specs(fast: bool) -> list[Spec]:
