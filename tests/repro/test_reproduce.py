@@ -215,7 +215,7 @@ def test_sweeps_train_a_quarter_of_the_steps_and_tables_and_the_number_line_the_
     assert len(sweeps) == 11 and all(s.steps * X.SWEEP_DIVISOR == full[s.kind] for s in sweeps)
     assert {s.train_config().steps for s in hard} == {3000} and X.beta_specs(False)[0].train_config().steps == 2250
     assert all(s.steps is None for s in [*X.notebook_specs("02", False), *X.notebook_specs("03", False)])
-    # notebook 04: full `paper` models, MoG-2 at N = 2 longer (`mog2_training`), never a shortened sweep
+    # notebook 04: full `paper` models, some cells longer (`table1_training`), never a shortened sweep
     assert all(s.steps is None or s.steps > PRESETS["paper"][s.kind]["steps"] for s in X.notebook_specs("04", False))
     assert len(nl["point_d1"]) == len(nl["hib_d1"]) == 4
     # App. D's HIB models draw the paper's K = 8 in FULL mode, the `fast` preset's own K in FAST mode

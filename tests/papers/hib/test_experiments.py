@@ -26,7 +26,7 @@ def test_recorded_table4_lists_its_three_models_as_missing_in_an_empty_cache(tmp
     assert X.recorded_table1("paper", settings=(X.TABLE4_SETTING,)) == ({}, TABLE4_NAMES)
 
 
-def test_mog_models_draw_the_papers_k_8_at_d3_and_above_in_full_mode_only():
+def test_mog_models_draw_the_papers_k_8_at_d3_and_above_and_in_the_long_cells_in_full_mode_only():
     for n, d in X.TABLE1_SETTINGS + (X.TABLE4_SETTING,):
         point, mog1, mog2 = X.table1_specs(n, d, fast=False)
         assert mog1.train_config().k == (X.PAPER_K if d >= 3 else 4), (n, d)
@@ -39,16 +39,27 @@ def test_mog_models_draw_the_papers_k_8_at_d3_and_above_in_full_mode_only():
     assert {s.train_config().k for s in X.beta_specs(False)} == {4}
 
 
-def test_mog2_trains_twice_the_presets_steps_at_n2_in_full_mode_only():
-    hib_steps = X.PRESETS["paper"]["hib"]["steps"]
+# (N, D) -> labels that train LONG_STEPS in FULL mode (module docstring); every other model the preset's steps
+LONG = {(2, 2): {"MoG-2"}, (2, 3): {"MoG-2"}, (3, 2): set(), (3, 3): {"point", "MoG-1", "MoG-2"}, (3, 4): set()}
+
+
+def test_table1_trains_18000_steps_for_mog2_at_n2_and_for_all_three_models_at_n3_d3_in_full_mode_only():
+    assert X.LONG_STEPS == 2 * X.PRESETS["paper"]["hib"]["steps"] == 18_000
     for n, d in X.TABLE1_SETTINGS + (X.TABLE4_SETTING,):
-        point, mog1, mog2 = X.table1_specs(n, d, fast=False)
-        assert point.train_config().steps == X.PRESETS["paper"]["point"]["steps"]
-        assert mog1.train_config().steps == hib_steps
-        assert mog2.train_config().steps == (X.MOG2_STEP_FACTOR * hib_steps if n == 2 else hib_steps), (n, d)
+        for spec in X.table1_specs(n, d, fast=False):
+            preset_steps = X.PRESETS["paper"][spec.kind]["steps"]
+            long = spec.label in LONG[(n, d)]
+            assert spec.train_config().steps == (X.LONG_STEPS if long else preset_steps), (n, d, spec.label)
+            assert spec.name.endswith("paper18000-s0") == long
+            if long and spec.kind == "hib":
+                assert spec.train_config().k == X.PAPER_K
+    assert [s.name for s in X.table1_specs(3, 3, fast=False)] == [
+        "point-n3-d3-paper18000-s0", "hib-n3-d3-c1-beta0.0001-k8-paper18000-s0",
+        "hib-n3-d3-c2-beta0.0001-k8-paper18000-s0"]
     assert X.table1_specs(2, 2, fast=False)[2].name == "hib-n2-d2-c2-beta0.0001-k8-paper18000-s0"
-    assert all(s.steps is None for s in X.table1_specs(2, 2, fast=True))  # FAST: the fast preset as is
+    assert all(s.steps is None for n, d in X.TABLE1_SETTINGS for s in X.table1_specs(n, d, fast=True))
     assert X.embedding_specs(False)["mog2"].steps is None  # Figures 3, 4, 7 keep the shipped MoG-2
+    assert X.embedding_specs(False)["mog1_3d"].steps is None  # Figure 8 keeps the shipped 9,000-step MoG-1
 
 
 def test_recorded_table1_looks_for_the_long_mog2_checkpoint_at_the_paper_preset(tmp_path, monkeypatch):
