@@ -183,10 +183,10 @@ def test_main_lists(capsys):
     assert R.main(["--list-models", "--only", "spe"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].split() == ["notebook", "checkpoint", "status"]
-    assert out[-1].startswith("27 distinct checkpoints: ") and "missing" in out[-1]
+    assert out[-1].startswith("67 distinct checkpoints: ") and "missing" in out[-1]
     assert [line.split()[1] for line in out if line.startswith("06")] == ["spe-lshapes-d2-intersection8-paper-s0"]
     seven = [line.split()[1] for line in out if line.startswith("07")]
-    assert len(seven) == 4 * 4 + 10 and len(set(seven)) == len(seven)  # (PN, SPE, HIB, point) x 4 settings + Fig. 4
+    assert len(seven) == 4 * 4 + 50 and len(set(seven)) == len(seven)  # (PN, SPE, HIB, point) x 4 settings + Fig. 4 x 5
     assert {"pn-n3-d2-paper12000-s0", "hib-n3-d3-c1-beta0.0001-paper-s0",
             "spe-n2-d2-naive81-fig4-paper-s0"} <= set(seven)
     assert R.main(["--only", "nope"]) == 2

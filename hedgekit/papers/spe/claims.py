@@ -199,7 +199,7 @@ def ndigit_verdict(stats: Mapping, checkpoints: Sequence = ()) -> SPEVerdict:
 
     stats keys: ``table`` list of rows (method, split, condition, N, D, acc, se) for our models;
     ``settings`` (N, D) pairs run; ``fig7`` dict(eta2 (D, 2), placement dict, alignment);
-    ``fig4`` {sampler: dict(s, acc, se)}.
+    ``fig4`` {sampler: dict(s, acc, se[, runs])} as `hedgekit.papers.spe.protocol.fig4_curves` returns it.
     """
     v = SPEVerdict("07 SPE on N-digit MNIST", checkpoints)
     rows = stats["table"]
@@ -284,8 +284,10 @@ def ndigit_verdict(stats: Mapping, checkpoints: Sequence = ()) -> SPEVerdict:
             why = ("the intersection sampler's single sample lands where the target class and the query overlap "
                    "(eq. 8-9)" if matched else "on N-digit MNIST with short training the naive sampler was not "
                    "starved of samples")
+        reps = min(len(r) for c in f4.values() for r in c.get("runs", [[None]]))
         v.add(f"Figure 4 analogue (2-digit MNIST, 1-shot 20-class): intersection s = 1 vs naive s = {smax}",
-              "intersection s = 1 > naive s = 81 (Omniglot)", f"{i1:.1f} vs {nmax:.1f}", matched, why)
+              "intersection s = 1 > naive s = 81 (Omniglot)",
+              f"{i1:.1f} vs {nmax:.1f}" + (f" (means of {reps} runs)" if reps > 1 else ""), matched, why)
     v.note("Figure 4 was measured on Omniglot, which is not available offline; the analogue trains on 2-digit MNIST "
            "with few-shot episodes (20 classes, 1 support each) and tests 1-shot 20-class episodes of unseen classes.")
     v.note("HIB and contrastive numbers of the paper are Oh et al.'s (5-NN, ~140 images per class); ours are "

@@ -3,8 +3,8 @@ measurements behind Figures 2-3 (Scott, Ridgeway & Mozer 2019).
 
 Plain numpy in and out, so that each is tested against an oracle (``tests/papers/spe/test_protocol.py``):
 the 5 x 5 grid embedding of Figure 2c and its axis assignment, the per-axis variance sweeps of Figure 3,
-the Table 2 episode grid, the digit-axis analysis of Figure 7, and a sigma_eps^2 fit that lets HIB's
-Gaussian embeddings be evaluated with SPE's rule.
+the Table 2 episode grid, Figure 4's points averaged over replications, the digit-axis analysis of
+Figure 7, and a sigma_eps^2 fit that lets HIB's Gaussian embeddings be evaluated with SPE's rule.
 """
 from __future__ import annotations
 
@@ -207,6 +207,36 @@ def fig4_accuracy(model, head, test, n_episodes: int = 1000, n_classes: int = 20
     mean, std, accs = evaluate_episodes(model, head, test, n_episodes=n_episodes, n_classes=n_classes,
                                         k_support=k_support, query_per_class=5, seed=seed)
     return 100 * mean, 100 * std / math.sqrt(len(accs))
+
+
+def fig4_curves(runs: Sequence[Mapping]) -> dict[str, dict]:
+    """Figure 4's points from its runs: the mean over replications, +-1 standard error of that mean.
+
+    ``runs``: one dict per trained model with keys sampler, s, acc (%) and se (its episode standard error,
+    %), e.g. from `fig4_accuracy`. Returns sampler -> dict(s, acc, se, runs), s ascending, where acc is the
+    mean of a point's runs and se the standard error of the mean over them, std(ddof=1) / sqrt(R), as
+    Figure 4's caption ("a mean over 5 replications ... +-1 standard error of the mean"). A point with one
+    run (FAST mode) keeps that run's episode standard error, the only spread it has. ``runs`` lists each
+    point's accuracies.
+    """
+    points: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    for r in runs:
+        acc, se = float(r["acc"]), float(r["se"])
+        if not (math.isfinite(acc) and math.isfinite(se)):
+            raise InputError(f"a Figure 4 run needs a finite acc and se; got {r}")
+        points.setdefault((str(r["sampler"]), int(r["s"])), []).append((acc, se))
+    if not points:
+        raise InputError("fig4_curves needs at least one run")
+    curves: dict[str, dict] = {}
+    for (sampler, s), vals in sorted(points.items()):
+        accs = np.array([a for a, _ in vals])
+        se = float(accs.std(ddof=1) / math.sqrt(len(accs))) if len(accs) > 1 else vals[0][1]
+        c = curves.setdefault(sampler, dict(s=[], acc=[], se=[], runs=[]))
+        c["s"].append(s)
+        c["acc"].append(float(accs.mean()))
+        c["se"].append(se)
+        c["runs"].append(accs.tolist())
+    return curves
 
 
 # ============================================================================ L-shapes measurements

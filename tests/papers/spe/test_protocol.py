@@ -309,6 +309,31 @@ def test_ndigit_verdict_follows_the_numbers():
     assert "What matched" in md and "500,000" not in md and "Omniglot" in md
 
 
+def test_fig4_curves_average_replications_with_the_standard_error_of_their_mean():
+    runs = [dict(sampler="naive", s=9, acc=a, se=0.4) for a in (50.0, 54.0, 58.0)]  # mean 54, std 4, sem 4 / sqrt 3
+    runs += [dict(sampler="naive", s=1, acc=a, se=0.3) for a in (40.0, 42.0)]  # mean 41, std sqrt 2, sem 1
+    runs += [dict(sampler="intersection", s=1, acc=61.0, se=0.25)]  # one run: its episode standard error
+    c = Z.fig4_curves(runs)
+    assert list(c) == ["intersection", "naive"]
+    assert c["naive"]["s"] == [1, 9] and c["naive"]["acc"] == pytest.approx([41.0, 54.0])
+    assert c["naive"]["se"] == pytest.approx([1.0, 4 / math.sqrt(3)])
+    assert c["naive"]["runs"] == [[40.0, 42.0], [50.0, 54.0, 58.0]]
+    assert c["intersection"] == dict(s=[1], acc=[61.0], se=[0.25], runs=[[61.0]])
+    with pytest.raises(InputError, match="at least one"):
+        Z.fig4_curves([])
+    for bad in (dict(acc=math.nan, se=0.1), dict(acc=50.0, se=math.inf)):
+        with pytest.raises(InputError, match="finite"):
+            Z.fig4_curves([dict(sampler="naive", s=1, **bad)])
+
+
+def test_fig4_verdict_reads_the_replication_means():
+    runs = [dict(sampler=smp, s=s, acc=a + (s == 81) * 10.0, se=0.2)
+            for smp, base in (("naive", 60.0), ("intersection", 62.0)) for s in (1, 81) for a in (base - 1, base + 1)]
+    v = P.ndigit_verdict(dict(table=_rows(lambda m, s, c: 60.0), settings=((2, 2),), fig4=Z.fig4_curves(runs)))
+    (claim,) = [c for c in v.claims if "Figure 4" in c.claim]
+    assert claim.matched is False and "62.0 vs 70.0 (means of 2 runs)" in claim.ours  # naive s = 81 leads
+
+
 def test_lshapes_verdict_follows_the_numbers():
     o, h = np.meshgrid(np.linspace(90, 180, 5), np.linspace(90, 180, 5))
     var = np.full((5, 5, 2), 0.1)
