@@ -686,8 +686,8 @@ APP_OCCLUDED_GALLERY = 0.5  # share of gallery images replaced by their occluded
 def trained_or_fast(spec):
     """``spec`` if a checkpoint of it exists (shipped or cached), else the same model at the fast preset.
 
-    Models no checkpoint ships for (SPE, the triplet models) would take minutes at the paper preset; the
-    app shows their fast twin (seconds to train) unless the paper one was trained, e.g. by a notebook.
+    Models no checkpoint ships for (the triplet models, SPE at N = 3) would take minutes at the paper preset;
+    the app shows their fast twin (seconds to train) unless the paper one was trained, e.g. by a notebook.
     """
     from hedgekit.zoo import find_checkpoint
 

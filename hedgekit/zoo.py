@@ -604,11 +604,11 @@ def _train_episodes(spec: Spec, cfg: EpisodicConfig, progress: bool, device: str
     hist = fit_episodic(model, head, images, labels, cfg, seed=spec.seed, device=device, progress=progress,
                         augment=augment, callback=callback)
     model, head = model.cpu().eval(), head.cpu().eval()
-    return model, head, hist, {"metrics": _episode_metrics(spec, model, head), "recipe": r,
+    return model, head, hist, {"metrics": episode_metrics(spec, model, head), "recipe": r,
                                "head": head_meta(head)}
 
 
-def _episode_metrics(spec: Spec, model: EmbeddingNet, head) -> dict:
+def episode_metrics(spec: Spec, model: EmbeddingNet, head) -> dict:
     """A cheap accuracy check stored with a prototype checkpoint (not the notebooks' evaluation)."""
     r = spec.recipe_config()
     if spec.data == "lshapes":
@@ -760,3 +760,12 @@ def refresh_metrics(path: str | Path) -> dict:
 
 def shipped_names() -> list[str]:
     return sorted(p.stem for p in SHIPPED_DIR.glob("*.pt"))
+
+
+def shipped_or_fast(paper: list[Spec], fast: list[Spec]) -> list[Spec]:
+    """FAST mode's models for one figure or table: ``paper`` if every one of them ships with the package
+    (`shipped_names`), else ``fast``. All or none, so a figure never sets a `paper` model beside a `fast`
+    one. The notebooks' FAST mode uses it where a `fast` model would not show the effect a figure is about
+    (`hedgekit.papers.hib.experiments`, `hedgekit.papers.spe.experiments`)."""
+    shipped = set(shipped_names())
+    return list(paper) if all(s.name in shipped for s in paper) else list(fast)

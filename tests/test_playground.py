@@ -444,6 +444,8 @@ class TestRetrieval:
         monkeypatch.setattr(zoo, "find_checkpoint", lambda spec: "somewhere.pt")
         spec = pg.retrieval_spec("paper")
         assert spec.preset == "paper" and spec.kind == "het" and spec.dim == 16
+        monkeypatch.undo()
+        assert pg.spe_spec("paper").name == "spe-n2-d2-intersection1-paper-s0"  # shipped: the compare page loads it
 
 
 # ---------------------------------------------------------------------- SPE on the compare page (Scott et al. 2019)

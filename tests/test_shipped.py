@@ -5,7 +5,8 @@ import pytest
 
 from hedgekit.evaluation.retrieval import table1_metrics
 from hedgekit.playground import APP_MODELS, app_spec
-from hedgekit.zoo import SHIPPED_DIR, eval_set, is_stale, load_checkpoint, shipped_names, spec_from_name
+from hedgekit.zoo import (SHIPPED_DIR, episode_metrics, eval_set, is_stale, load_checkpoint, prototype_head,
+                          shipped_names, spec_from_name)
 
 APP_DEFAULTS = [app_spec(choice, preset="paper").name for choice in APP_MODELS]  # the playground's four models
 # KNN re-ranks 10,000 probes against the whole gallery by match probability: 1-5 CPU-min per HIB checkpoint, most
@@ -20,8 +21,16 @@ def test_app_defaults_are_shipped_and_small():
     assert total <= 20 * 2**20, f"shipped checkpoints total {total / 2**20:.1f} MB > 20 MB"
 
 
+PAIR_TRAINED = [name for name in shipped_names() if spec_from_name(name).kind in ("point", "hib")]
+PROTOTYPES = [name for name in shipped_names() if spec_from_name(name).kind in ("pn", "spe")]
+
+
+def test_every_shipped_checkpoint_is_checked_below():
+    assert sorted(PAIR_TRAINED + PROTOTYPES) == shipped_names() and PROTOTYPES
+
+
 @pytest.mark.slow  # re-evaluates each shipped checkpoint on 10,000 test images (10 s - 2 min each)
-@pytest.mark.parametrize("name", shipped_names())
+@pytest.mark.parametrize("name", PAIR_TRAINED)
 def test_shipped_checkpoint_reproduces_its_metrics(name):
     model, meta = load_checkpoint(SHIPPED_DIR / f"{name}.pt")
     assert meta["name"] == name and spec_from_name(name).name == name
@@ -36,6 +45,16 @@ def test_shipped_checkpoint_reproduces_its_metrics(name):
             assert math.isnan(ours[key]), key
         else:
             assert ours[key] == pytest.approx(recorded, abs=1e-4), key
+
+
+@pytest.mark.slow  # 100 episodes of all 70 seen classes (10-20 s each)
+@pytest.mark.parametrize("name", PROTOTYPES)
+def test_shipped_prototype_checkpoint_reproduces_its_episode_accuracy(name):
+    model, meta = load_checkpoint(SHIPPED_DIR / f"{name}.pt")
+    spec = spec_from_name(name)
+    assert meta["name"] == name and spec.name == name
+    assert not is_stale(SHIPPED_DIR / f"{name}.pt", spec), "trained with another recipe than the preset's"
+    assert episode_metrics(spec, model, prototype_head(meta)) == pytest.approx(meta["metrics"], abs=1e-6)
 
 
 def test_recorded_table1_reads_the_checkpoints_and_lists_the_missing(tmp_path, monkeypatch, capsys):
@@ -81,3 +100,24 @@ def test_the_models_fast_mode_loads_hedge():
         ratio = float(e.corrupt.total_var().mean() / e.clean.total_var().mean())
         assert ratio >= 3, (spec.name, ratio)
         assert e.eta_corrupt.mean() > 2 * e.eta_clean.mean(), (spec.name, e.eta_clean.mean(), e.eta_corrupt.mean())
+
+
+@pytest.mark.slow  # embeds 60 test images of each seen class (~10 s)
+def test_the_prototype_models_fast_mode_loads_discount_occluded_support():
+    """FAST notebook 07 evaluates Table 2 on the shipped N = 2, D = 2 models (`spe.experiments.table2_specs`) so
+    that it shows what Table 2 is about: with corrupt support images SPE's confidence-weighted prototypes (eq. 5)
+    beat PN's plain means by a wide margin (a `fast` SPE does not: docs/recipes.md)."""
+    from hedgekit.evaluation.episodes import evaluate_episodes
+    from hedgekit.papers.spe import experiments as X
+    from hedgekit.papers.spe.protocol import ndigit_test_sets
+    from hedgekit.playground import load_model
+
+    seen = ndigit_test_sets(2, 60, 0)["seen"]
+    acc = {}
+    for label in ("PN", "SPE"):
+        spec = X.table2_specs(True)[(2, 2)][label]
+        assert spec.preset == "paper", spec.name
+        model, meta = load_model(spec, progress=False)
+        acc[label] = evaluate_episodes(model, prototype_head(meta), seen, n_episodes=30, k_support=50,
+                                       support_corrupt=True)[0]
+    assert acc["SPE"] > acc["PN"] + 0.15, acc

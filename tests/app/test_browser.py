@@ -49,8 +49,7 @@ def server(tmp_path_factory):
 
     for choice in (pg.DEFAULT_MODEL, pg.POINT_MODEL):  # cached after the first run (~45 s each otherwise)
         pg.load_model(pg.app_spec(choice, "fast"))
-    for spec in (pg.retrieval_spec("paper"), pg.spe_spec("paper")):  # not shipped: trained here, not in the wait
-        pg.load_model(spec)
+    pg.load_model(pg.retrieval_spec("paper"))  # not shipped: trained here, not in the wait (SPE's ships)
     port = _free_port()
     env = dict(os.environ, HEDGEKIT_PRESET="paper", PYTHONUNBUFFERED="1",  # the shipped default models
                HOME=str(tmp_path_factory.mktemp("home")))  # its persist="disk" cache: not in ~/.streamlit

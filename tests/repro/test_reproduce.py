@@ -197,7 +197,7 @@ def test_all_specs_are_consistent():
     from hedgekit.zoo import shipped_names
 
     fast, full = X.all_specs(True), X.all_specs(False)
-    shipped = set(shipped_names())  # FAST mode loads a figure's shipped `paper` models (`X.shipped_or_fast`)
+    shipped = set(shipped_names())  # FAST mode loads a figure's shipped `paper` models (`zoo.shipped_or_fast`)
     assert all(s.preset == "fast" or s.name in shipped for s in fast) and all(s.preset == "paper" for s in full)
     assert len({s.name for s in full}) == len(full) and len(full) > len(fast)
     assert len(X.notebook_specs("04", False)) == 12 + 3 and X.notebook_specs("01", False) == []  # + Table 4

@@ -56,7 +56,7 @@ paper's setting or nothing: three more models and a second data set would double
 FAST time; the notebook shows the paper's column alone). What was left out is printed by each
 notebook. Where a figure's or table's FULL-mode models all ship with the package (Figures 1b, 3, 4,
 7, 8 and 10, Table 1's N = 2, D = 2 row with the preset's MoG-2), FAST mode loads them instead of
-training `fast` ones (`shipped_or_fast`): a `fast` HIB model barely hedges (docs/recipes.md, "The
+training `fast` ones (`hedgekit.zoo.shipped_or_fast`): a `fast` HIB model barely hedges (docs/recipes.md, "The
 `fast` HIB preset does not hedge in under a minute"), a shipped one does, and loading it costs no
 training. Sweeps and the D = 1 number line keep `fast` models: none of theirs is shipped.
 """
@@ -64,11 +64,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from hedgekit.zoo import PRESETS, Spec, shipped_names
+from hedgekit.zoo import PRESETS, Spec, shipped_or_fast
 
 __all__ = ["SWEEP_DIVISOR", "FIG12_BETAS", "FAST_BETAS", "TABLE5_BETAS", "FIG6_MARGINS", "FAST_MARGINS",
            "TABLE1_SETTINGS", "TABLE4_SETTING", "PAPER_K", "LONG_STEPS", "preset", "hib_k",
-           "table1_training", "sweep", "shipped_or_fast", "table1_settings",
+           "table1_training", "sweep", "table1_settings",
            "table1_specs", "table4_specs", "embedding_specs",
            "number_line_specs", "beta_specs", "table5_specs", "margin_specs", "notebook_specs", "all_specs",
            "recorded_table1"]
@@ -129,14 +129,6 @@ def table1_training(n: int, d: int, fast: bool) -> dict[str, dict]:
 def table1_settings(fast: bool) -> tuple[tuple[int, int], ...]:
     """(N, D) settings of Tables 1/2/6/7: all four in FULL mode, (2, 2) in FAST mode."""
     return ((2, 2),) if fast else TABLE1_SETTINGS
-
-
-def shipped_or_fast(paper: list[Spec], fast: list[Spec]) -> list[Spec]:
-    """FAST mode's models for one figure or table: ``paper`` if every one of them ships with the package
-    (`hedgekit.zoo.shipped_names`), else ``fast``. All or none, so a figure never sets a `paper` model
-    beside a `fast` one (module docstring)."""
-    shipped = set(shipped_names())
-    return list(paper) if all(s.name in shipped for s in paper) else list(fast)
 
 
 def _table1_trio(n: int, d: int, p: str, seed: int, training: dict[str, dict]) -> list[Spec]:

@@ -1,17 +1,18 @@
 """Which models the SPE notebooks (06, 07) use: the Table 2 grid, the Figure 4 runs, the L-shape model.
 
 Scott, Ridgeway & Mozer, "Stochastic Prototype Embeddings" (2019). Every model is a `hedgekit.zoo.Spec`
-(kind "pn" or "spe"), loaded or trained by `hedgekit.zoo.load_or_train`; how the models are evaluated
+(PN and SPE, and the HIB and point models Table 2 evaluates beside them), loaded or trained by `hedgekit.zoo.load_or_train`; how the models are evaluated
 is `hedgekit.papers.spe.protocol`.
 
 PN and SPE train the `paper` preset's 3,000 episodes at N = 2 and four times as many (12,000) at N = 3 in
 FULL mode (`TABLE2_STEP_FACTORS`, `table2_steps`): with 3-digit classes the preset leaves SPE 4-20 points
 below the paper and the longer run closes most of the gap (docs/recipes.md, "N = 3, D = 2 is held back by
-training"). PN trains as long, so the two stay compared at equal cost.
+training"). PN trains as long, so the two stay compared at equal cost. FAST mode evaluates Table 2 on the
+shipped `paper` models of N = 2, D = 2 (`table2_specs`) and trains `fast` Figure 4 runs.
 """
 from __future__ import annotations
 
-from hedgekit.zoo import PRESETS, Spec
+from hedgekit.zoo import PRESETS, Spec, shipped_or_fast
 
 __all__ = ["TABLE2_STEP_FACTORS", "table2_steps", "table2_settings", "table2_specs", "fig4_specs", "notebook_specs",
            "FIG4_SAMPLES", "FAST_FIG4_SAMPLES", "FIG4_REPLICATIONS"]
@@ -34,12 +35,24 @@ def table2_steps(n: int, d: int, fast: bool) -> int | None:
     return None if factor == 1 else factor * PRESETS["paper"]["ndigit"]["steps"]
 
 
+def _table2_models(n: int, d: int, preset: str, seed: int, steps: int | None) -> dict[str, Spec]:
+    return {"PN": Spec(kind="pn", n_digits=n, dim=d, preset=preset, seed=seed, steps=steps),
+            "SPE": Spec(kind="spe", n_digits=n, dim=d, preset=preset, seed=seed, steps=steps),
+            "HIB": Spec(kind="hib", n_digits=n, dim=d, components=1, preset=preset, seed=seed),
+            "point": Spec(kind="point", n_digits=n, dim=d, preset=preset, seed=seed)}
+
+
 def table2_specs(fast: bool, seed: int = 0) -> dict[tuple[int, int], dict[str, Spec]]:
-    """(N, D) -> {"PN": spec, "SPE": spec} (SPE: intersection sampler, s = 1, sec. 4.2)."""
-    p = "fast" if fast else "paper"
-    return {(n, d): {kind: Spec(kind=kind.lower(), n_digits=n, dim=d, preset=p, seed=seed,
-                                steps=table2_steps(n, d, fast)) for kind in ("PN", "SPE")}
-            for n, d in table2_settings(fast)}
+    """(N, D) -> {"PN", "SPE", "HIB", "point"}: the models Table 2 and Figure 6b/c evaluate (SPE: intersection
+    sampler, s = 1, sec. 4.2; HIB: MoG-1 of the HIB zoo's recipe).
+
+    FAST mode (N = 2, D = 2 only) loads the four `paper` models when all of them ship with the package
+    (`hedgekit.zoo.shipped_or_fast`), else trains four `fast` ones: a `fast` SPE trained for seconds does
+    not yet discount occluded support images (docs/recipes.md), so it could not show what Table 2 is about."""
+    if fast:
+        paper, quick = _table2_models(2, 2, "paper", seed, None), _table2_models(2, 2, "fast", seed, None)
+        return {(2, 2): dict(zip(paper, shipped_or_fast(list(paper.values()), list(quick.values()))))}
+    return {(n, d): _table2_models(n, d, "paper", seed, table2_steps(n, d, fast)) for n, d in table2_settings(fast)}
 
 
 def fig4_specs(fast: bool, seed: int = 0) -> list[Spec]:
@@ -57,16 +70,12 @@ def fig4_specs(fast: bool, seed: int = 0) -> list[Spec]:
 
 
 def notebook_specs(notebook: str, fast: bool, seed: int = 0) -> list:
-    """Every model an SPE notebook loads: 06 its L-shape SPE; 07 PN, SPE and the HIB (MoG-1) and point
-    models it evaluates the same way  for each Table 2 setting, then the
-    Figure 4 runs. Other notebooks: []. Used by ``python -m hedgekit reproduce --list-models``."""
+    """Every model an SPE notebook loads: 06 its L-shape SPE; 07 the four models of each Table 2 setting
+    (`table2_specs`), then the Figure 4 runs. Other notebooks: []. Used by ``python -m hedgekit reproduce
+    --list-models``."""
     preset = "fast" if fast else "paper"
     if notebook.startswith("06"):
         return [Spec(kind="spe", data="lshapes", dim=2, preset=preset, seed=seed)]
     if not notebook.startswith("07"):
         return []
-    out: list = []
-    for (n, d), pair in table2_specs(fast, seed).items():
-        out += [pair["PN"], pair["SPE"], Spec(kind="hib", n_digits=n, dim=d, preset=preset, seed=seed),
-                Spec(kind="point", n_digits=n, dim=d, preset=preset, seed=seed)]
-    return out + fig4_specs(fast, seed)
+    return [spec for four in table2_specs(fast, seed).values() for spec in four.values()] + fig4_specs(fast, seed)

@@ -1,5 +1,6 @@
 """hedgekit.papers.hib.experiments: notebook 04's model grid with HIB Table 4 (issue 16)."""
 import hedgekit.papers.hib.experiments as X
+from hedgekit import zoo
 
 TABLE4_NAMES = ["point-n3-d4-paper-s0", "hib-n3-d4-c1-beta0.0001-k8-paper-s0",
                 "hib-n3-d4-c2-beta0.0001-k8-paper-s0"]
@@ -75,7 +76,7 @@ FAST_02 = ["point-n2-d2-paper-s0", "hib-n2-d2-c1-beta0.0001-paper-s0", "hib-n2-d
 
 
 def test_fast_mode_loads_the_shipped_paper_models_where_a_figure_ships_and_fast_ones_elsewhere():
-    shipped = set(X.shipped_names())
+    shipped = set(zoo.shipped_names())
     fast = {nb: X.notebook_specs(nb, True) for nb in ("02", "03", "04", "05")}
     assert [s.name for s in fast["02"]] == FAST_02
     assert X.embedding_specs(True) == {r: s for r, s in X.embedding_specs(False).items() if r != "mog4"}
@@ -87,10 +88,10 @@ def test_fast_mode_loads_the_shipped_paper_models_where_a_figure_ships_and_fast_
 
 
 def test_fast_mode_trains_fast_models_for_a_whole_figure_when_one_of_its_models_is_not_shipped(monkeypatch):
-    monkeypatch.setattr(X, "shipped_names", lambda: FAST_02[:2])  # point and MoG-1 only
+    monkeypatch.setattr(zoo, "shipped_names", lambda: FAST_02[:2])  # point and MoG-1 only
     specs = X.embedding_specs(True)
     assert [s.name for s in specs.values()] == ["point-n2-d2-fast-s0", "hib-n2-d2-c1-beta0.0001-fast-s0",
                                                 "hib-n2-d2-c2-beta0.0001-fast-s0", "hib-n2-d3-c1-beta0.0001-fast-s0"]
     assert {s.preset for s in X.table1_specs(2, 2, fast=True)} == {"fast"}  # never paper beside fast in one table
     assert [s.preset for s in X.number_line_specs(True)["d2"]] == ["paper", "paper"]  # both of Figure 10's ship
-    assert X.shipped_or_fast(X.table1_specs(2, 2, fast=False), ["fallback"]) == ["fallback"]
+    assert zoo.shipped_or_fast(X.table1_specs(2, 2, fast=False), ["fallback"]) == ["fallback"]

@@ -1,5 +1,6 @@
 """Tests of hedgekit.papers.spe.experiments: the model grids of notebooks 06-07."""
 import hedgekit.papers.spe.experiments as X
+from hedgekit import zoo
 
 
 def test_experiment_grids():
@@ -29,13 +30,36 @@ def test_fig4_replicates_every_point_five_times_in_full_mode_and_once_in_fast_mo
 
 def test_pn_and_spe_train_four_times_the_steps_at_n3_in_full_mode_only():
     preset_steps = X.PRESETS["paper"]["ndigit"]["steps"]
-    for (n, d), pair in X.table2_specs(False).items():
+    for (n, d), four in X.table2_specs(False).items():
         want = preset_steps * (4 if n == 3 else 1)
-        assert [s.train_config().steps for s in pair.values()] == [want, want], (n, d)  # PN and SPE alike
+        assert [four[k].train_config().steps for k in ("PN", "SPE")] == [want, want], (n, d)  # PN and SPE alike
+        assert four["HIB"].steps is None and four["point"].steps is None  # the HIB zoo's models as they are
     assert X.table2_specs(False)[(3, 2)]["SPE"].name == "spe-n3-d2-intersection1-paper12000-s0"
     assert X.table2_specs(False)[(3, 3)]["PN"].name == "pn-n3-d3-paper12000-s0"
     assert X.table2_steps(3, 2, fast=True) is None and X.table2_steps(2, 3, fast=False) is None
     fast = X.table2_specs(True)[(2, 2)]
-    assert all(s.steps is None and s.preset == "fast" for s in fast.values())
+    assert all(s.steps is None for s in fast.values())
     assert [s.name for s in X.notebook_specs("07", False)[8:10]] == ["pn-n3-d2-paper12000-s0",
                                                                      "spe-n3-d2-intersection1-paper12000-s0"]
+
+
+TABLE2_N2D2 = ["pn-n2-d2-paper-s0", "spe-n2-d2-intersection1-paper-s0", "hib-n2-d2-c1-beta0.0001-paper-s0",
+               "point-n2-d2-paper-s0"]
+
+
+def test_table2_holds_pn_spe_hib_and_point_per_setting_and_fast_mode_loads_the_four_shipped_n2_d2_models():
+    full = X.table2_specs(False)
+    assert all(list(four) == ["PN", "SPE", "HIB", "point"] for four in full.values())
+    assert [s.name for s in full[(2, 2)].values()] == TABLE2_N2D2
+    assert full[(3, 3)]["HIB"].name == "hib-n3-d3-c1-beta0.0001-paper-s0"
+    assert set(TABLE2_N2D2) <= set(zoo.shipped_names())
+    fast = X.table2_specs(True)
+    assert list(fast) == [(2, 2)] and [s.name for s in fast[(2, 2)].values()] == TABLE2_N2D2
+    assert X.notebook_specs("07", True)[:4] == list(fast[(2, 2)].values())
+
+
+def test_fast_table2_trains_four_fast_models_when_one_of_the_four_is_not_shipped(monkeypatch):
+    monkeypatch.setattr(zoo, "shipped_names", lambda: TABLE2_N2D2[1:])  # no PN
+    fast = X.table2_specs(True)[(2, 2)]
+    assert [s.name for s in fast.values()] == ["pn-n2-d2-fast-s0", "spe-n2-d2-intersection1-fast-s0",
+                                                "hib-n2-d2-c1-beta0.0001-fast-s0", "point-n2-d2-fast-s0"]
