@@ -42,7 +42,7 @@ from hedgekit.data import load_ndigit, make_lshapes, random_occlusion
 from hedgekit.data.ndigit import per_class_subset
 from hedgekit.errors import CheckpointError, InputError
 from hedgekit.evaluation.episodes import evaluate_episodes
-from hedgekit.methods.prototypes import PN, SAMPLERS, SPE
+from hedgekit.methods.prototypes import PN, SAMPLERS, SPE, gamma_init
 from hedgekit.nets import EmbeddingNet, model_from_config
 from hedgekit.paths import PACKAGE_DIR, cache_path
 from hedgekit.training import distributed
@@ -65,6 +65,9 @@ RECIPES = ("main", "fig4", "aug", "noisy", "clean", "longtail")
 _TRIPLET_RECIPES = {"ndigit": ("main", "aug", "longtail"), "fashion": ("noisy", "clean", "longtail")}
 LOSSES = ("soft", "hard")  # point models: soft contrastive (HIB eq. 3) or hard contrastive (eq. 1)
 DEFAULT_SAMPLES = {"ndigit": 1, "lshapes": 8}  # SPE sec. 4.2: trained with s = 1; App. A.2: 8 samples per query
+# Where a Gaussian head's variances start (`Spec.init_var`): "unit" = `hedgekit.nets.INIT_VAR` for every model,
+# "eps" = SPE only, at sigma_eps^2's initial value (App. B), named "veps".
+INIT_VARS = ("unit", "eps")
 
 # Preset -> recipe -> settings, the reason for each number beside it. The recipe of a spec is its kind for
 # pair-trained models and its data set (+ "_fig4") for prototype models (`Spec.recipe_key`).
@@ -144,6 +147,10 @@ class Spec:
         recipe: "main" or "fig4" (pn/spe: the few-shot episodes of SPE's Figure 4 runs).
         preset: a key of `PRESETS`; steps: override the preset's number of steps (the name then reads
             e.g. ``paper600``).
+        init_var: where the head's variances start: "unit" (`hedgekit.nets.INIT_VAR`, every kind) or
+            "eps" (SPE only, named ``veps``): at sigma_eps^2's initial value, softplus(|S| gamma0^(2/d)) of
+            App. B for the recipe's training episodes (`initial_variance`), 7.43 for D = 3 and 32 x 5
+            support images against 1.78 for D = 2. The paper does not say where the variances start.
     Settings that do not apply to a kind are normalised, so two specs with one name are equal.
     """
 
@@ -161,6 +168,7 @@ class Spec:
     preset: str = "paper"
     seed: int = 0
     steps: int | None = None
+    init_var: str = "unit"
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -171,6 +179,10 @@ class Spec:
             raise InputError(f"recipe must be one of {RECIPES}; got {self.recipe!r}")
         if self.preset not in PRESETS:
             raise InputError(f"unknown preset {self.preset!r}; choose one of {sorted(PRESETS)}")
+        if self.init_var not in INIT_VARS:
+            raise InputError(f"Spec.init_var must be one of {INIT_VARS}; got {self.init_var!r}")
+        if self.init_var == "eps" and self.kind != "spe":
+            raise InputError(f"init_var='eps' starts the variances at SPE's sigma_eps^2: for spe models, not {self.kind}")
         for name in ("n_digits", "dim", "components", "seed") + (("steps",) if self.steps is not None else ()):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < (0 if name == "seed" else 1):
@@ -261,6 +273,8 @@ class Spec:
             parts.append(f"hard-m{self.margin:g}")
         if self.kind == "spe":
             parts.append(f"{self.sampler}{self.samples}")
+        if self.init_var == "eps":
+            parts.append("veps")
         if self.recipe != "main":
             parts.append(self.recipe)
         parts.append(self.preset if self.steps is None else f"{self.preset}{self.steps}")
@@ -319,13 +333,26 @@ class Spec:
             kw.update(sampler=self.sampler, samples=self.samples)
         return EpisodicConfig(**kw)
 
+    @property
+    def initial_variance(self) -> float:
+        """The variance the head starts with (``init_var``): `INIT_VAR`, or for "eps" sigma_eps^2 at
+        initialisation, softplus(gamma) with App. B's gamma for this recipe's episodes (`SPE.for_episodes`)."""
+        from hedgekit.nets import INIT_VAR
+
+        if self.init_var == "unit":
+            return INIT_VAR
+        cfg = self.train_config()
+        return math.log1p(math.exp(gamma_init(cfg.n_classes * cfg.k_support, self.dim)))
+
     def net_config(self) -> dict:
         """The `EmbeddingNet.config` of this spec's network (LeNet for N-digit MNIST, App. A.2 conv net for
         L-shapes); a checkpoint must record exactly this config to be loaded under this spec."""
         head = {"point": "point", "pn": "point", "hib": "hib", "spe": "hib", "triplet": "het", "het": "het"}[self.kind]
         if self.data == "lshapes":
-            return build_config(head, self.dim, lshapes_channels=self.recipe_config()["channels"])
-        return build_config(head, self.dim, n_digits=self.n_digits, components=self.components)
+            return build_config(head, self.dim, lshapes_channels=self.recipe_config()["channels"],
+                                init_var=self.initial_variance)
+        return build_config(head, self.dim, n_digits=self.n_digits, components=self.components,
+                            init_var=self.initial_variance)
 
     def build(self) -> EmbeddingNet:
         """The untrained network."""
@@ -343,16 +370,18 @@ class Spec:
 
 
 def build_config(head: str, dim: int, n_digits: int = 2, components: int = 1,
-                 lshapes_channels: int | None = None) -> dict:
-    """`EmbeddingNet.config` without building the network (`hedgekit.nets.embedder` builders record the same)."""
+                 lshapes_channels: int | None = None, init_var: float | None = None) -> dict:
+    """`EmbeddingNet.config` without building the network (`hedgekit.nets.embedder` builders record the same);
+    ``init_var`` None means `hedgekit.nets.INIT_VAR`."""
     from hedgekit.nets import INIT_VAR
     from hedgekit.nets.backbones import LSHAPE_BLOCKS
 
+    init_var = INIT_VAR if init_var is None else float(init_var)
     if lshapes_channels is not None:
         return dict(body="conv", kind=head, dim=dim, in_channels=3, height=64, width=64, blocks=LSHAPE_BLOCKS,
-                    channels=lshapes_channels, components=1, init_var=INIT_VAR)
+                    channels=lshapes_channels, components=1, init_var=init_var)
     return dict(kind=head, n_digits=n_digits, dim=dim, components=components, in_channels=1, height=28,
-                width=28 * n_digits, init_var=INIT_VAR)
+                width=28 * n_digits, init_var=init_var)
 
 
 def spec_from_name(name: str) -> Spec:
@@ -385,6 +414,9 @@ def spec_from_name(name: str) -> Spec:
             sampler = rest[0].rstrip("0123456789")
             kw["sampler"], kw["samples"] = sampler, int(rest[0][len(sampler):])
             rest = rest[1:]
+            if rest[0] == "veps":
+                kw["init_var"] = "eps"
+                rest = rest[1:]
         if rest[0] in RECIPES:
             kw["recipe"] = rest[0]
             rest = rest[1:]

@@ -412,6 +412,7 @@ def test_load_or_train_corrupt_cache_raises(sandbox):
     Spec(kind="spe", data="lshapes", dim=2, preset="fast"),
     Spec(kind="spe", data="ndigit", n_digits=2, dim=2, sampler="naive", samples=27, recipe="fig4", preset="paper", seed=1),
     Spec(kind="spe", data="lshapes", dim=3, preset="paper", steps=400),
+    Spec(kind="spe", n_digits=3, dim=3, steps=12000, init_var="eps"),
 ])
 def test_prototype_name_round_trip(spec):
     again = zoo.spec_from_name(spec.name)
@@ -439,6 +440,35 @@ def test_prototype_names_are_readable_and_normalised():
 def test_prototype_bad_names_raise(name, match):
     with pytest.raises(InputError, match=match):
         zoo.spec_from_name(name)
+
+
+def test_spe_variances_start_at_sigma_eps2_with_init_var_eps():
+    """App. B: sigma_eps^2 = softplus(|S| gamma0^(2/d)), |S| = 32 x 5 support images of the paper preset's episodes."""
+    import math
+
+    import torch.nn.functional as F
+
+    from hedgekit.nets import INIT_VAR
+
+    spec = Spec(kind="spe", n_digits=3, dim=3, steps=12000, init_var="eps")
+    assert spec.name == "spe-n3-d3-intersection1-veps-paper12000-s0"
+    want = math.log1p(math.exp(160 * 0.01 ** (2 / 3)))  # 7.43
+    assert spec.initial_variance == pytest.approx(want) and want == pytest.approx(7.427, abs=1e-3)
+    assert Spec(kind="spe", init_var="eps").initial_variance == pytest.approx(math.log1p(math.exp(160 * 0.01)))
+    assert spec.initial_variance == pytest.approx(float(spec.build_head().sigma_eps2))  # the head's own start
+    model = spec.build()
+    assert model.config["init_var"] == spec.initial_variance == spec.net_config()["init_var"]
+    assert F.softplus(model.head.branches[0].bias[3:]).tolist() == pytest.approx([want] * 3, rel=1e-5)
+    unit = Spec(kind="spe", n_digits=3, dim=3, steps=12000)
+    assert unit.initial_variance == INIT_VAR and unit.build().config["init_var"] == INIT_VAR
+    assert unit.name == "spe-n3-d3-intersection1-paper12000-s0"  # the default keeps every existing name
+    for kind in ("pn", "hib", "point", "het"):
+        with pytest.raises(InputError, match="init_var='eps'"):
+            Spec(kind=kind, init_var="eps")
+    with pytest.raises(InputError, match="init_var must be one of"):
+        Spec(kind="spe", init_var="tiny")
+    with pytest.raises(InputError, match="canonical|model name"):
+        zoo.spec_from_name("spe-n2-d2-veps-intersection1-paper-s0")
 
 
 def test_prototype_bad_specs_raise():

@@ -43,6 +43,17 @@ def test_pn_and_spe_train_four_times_the_steps_at_n3_in_full_mode_only():
                                                                      "spe-n3-d2-intersection1-paper12000-s0"]
 
 
+def test_spe_starts_its_variances_at_sigma_eps2_at_n3_d3_in_full_mode_only():
+    full = X.table2_specs(False)
+    assert X.TABLE2_EPS_INIT == ((3, 3),)
+    assert {nd: four["SPE"].init_var for nd, four in full.items()} == {
+        (2, 2): "unit", (2, 3): "unit", (3, 2): "unit", (3, 3): "eps"}
+    assert full[(3, 3)]["SPE"].name == "spe-n3-d3-intersection1-veps-paper12000-s0"
+    assert full[(3, 3)]["SPE"].initial_variance > 7 > full[(3, 2)]["SPE"].initial_variance
+    assert all(s.init_var == "unit" for s in X.table2_specs(True)[(2, 2)].values())
+    assert all(s.init_var == "unit" for s in X.fig4_specs(False))
+
+
 TABLE2_N2D2 = ["pn-n2-d2-paper-s0", "spe-n2-d2-intersection1-paper-s0", "hib-n2-d2-c1-beta0.0001-paper-s0",
                "point-n2-d2-paper-s0"]
 

@@ -303,7 +303,7 @@ def test_ndigit_verdict_follows_the_numbers():
     ids = np.arange(100)
     fig7 = dict(eta2=Z.digit_axes(factorial(ids), ids), placement=dict(accuracy=1.0, chance=0.01))
     v = P.ndigit_verdict(dict(table=_rows(lambda m, s, c: 60.0), settings=((2, 2),), fig4=f4, fig7=fig7))
-    assert [c.matched for c in v.claims if "Figure 4" in c.claim] == [True]
+    assert [c.matched for c in v.claims if "Figure 4" in c.claim] == [True, True]  # s = 1 vs 81, and efficiency
     assert all(c.matched for c in v.claims if "Figure 7" in c.claim)
     md = v.markdown()
     assert "What matched" in md and "500,000" not in md and "Omniglot" in md
@@ -328,10 +328,22 @@ def test_fig4_curves_average_replications_with_the_standard_error_of_their_mean(
 
 def test_fig4_verdict_reads_the_replication_means():
     runs = [dict(sampler=smp, s=s, acc=a + (s == 81) * 10.0, se=0.2)
-            for smp, base in (("naive", 60.0), ("intersection", 62.0)) for s in (1, 81) for a in (base - 1, base + 1)]
+            for smp, base in (("naive", 60.0), ("intersection", 61.0)) for s in (1, 81) for a in (base - 1, base + 1)]
     v = P.ndigit_verdict(dict(table=_rows(lambda m, s, c: 60.0), settings=((2, 2),), fig4=Z.fig4_curves(runs)))
-    (claim,) = [c for c in v.claims if "Figure 4" in c.claim]
-    assert claim.matched is False and "62.0 vs 70.0 (means of 2 runs)" in claim.ours  # naive s = 81 leads
+    claim, efficiency = [c for c in v.claims if "Figure 4" in c.claim]
+    assert claim.matched is False and "61.0 vs 70.0 (means of 2 runs)" in claim.ours  # naive s = 81 leads
+    # intersection 1 point above naive at both s; each point's sem is 1 -> 2 se of the mean gap = 2 sqrt(4) / 2 = 2
+    assert efficiency.matched is None and "+1.0 points on average over s = 1, 81 (+1.0, +1.0)" in efficiency.ours
+
+
+@pytest.mark.parametrize("shift, matched", [(5.0, True), (-5.0, False), (0.5, None)])
+def test_fig4_sample_efficiency_is_the_mean_gap_between_the_samplers_against_its_standard_error(shift, matched):
+    naive = dict(s=[1, 3, 9], acc=[50.0, 60.0, 70.0], se=[0.6, 0.6, 0.6])
+    inter = dict(s=[1, 3, 9], acc=[a + shift for a in naive["acc"]], se=[0.8, 0.8, 0.8])  # 2 se of the mean gap: 2/3
+    v = P.ndigit_verdict(dict(table=_rows(lambda m, s, c: 60.0), settings=((2, 2),),
+                              fig4={"naive": naive, "intersection": inter}))
+    (c,) = [c for c in v.claims if "sample-efficient" in c.claim]
+    assert c.matched is matched and f"{shift:+.1f} points on average over s = 1, 3, 9" in c.ours
 
 
 def test_lshapes_verdict_follows_the_numbers():
