@@ -28,7 +28,7 @@ from hedgekit.errors import HedgekitError, InputError
 
 def _spec_args(p: argparse.ArgumentParser) -> None:
     from hedgekit.training.fit import PRECISIONS
-    from hedgekit.zoo import DATASETS, KINDS
+    from hedgekit.zoo import DATASETS, INIT_VARS, KINDS
 
     p.add_argument("--kind", choices=KINDS, default="hib")
     p.add_argument("--data", choices=DATASETS, default="ndigit", help="pn / spe only: N-digit MNIST or L-shapes")
@@ -39,6 +39,8 @@ def _spec_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", choices=("fast", "paper"), default="paper")
     p.add_argument("--seed", type=count_arg(0), default=0)
     p.add_argument("--steps", type=count_arg(1), default=None, help="override the preset's number of steps")
+    p.add_argument("--init-var", choices=INIT_VARS, default="unit",
+                   help="spe only: 'eps' starts the variances at sigma_eps^2 (App. B), as notebook 07's N = 3, D = 3 SPE")
     p.add_argument("--device", type=device_arg, default="cpu", help="cpu, cuda, cuda:N, mps or auto")
     p.add_argument("--retrain", action="store_true", help="train even if a checkpoint exists")
     p.add_argument("--precision", choices=PRECISIONS, default="float32",
@@ -51,7 +53,7 @@ def _spec(a):
 
     return Spec(kind=a.kind, data=a.data, n_digits=a.n_digits, dim=a.dim,
                 components=a.components if a.kind == "hib" else 1, beta=a.beta, preset=a.preset, seed=a.seed,
-                steps=a.steps)
+                steps=a.steps, init_var=a.init_var)
 
 
 def cmd_train(a) -> int:

@@ -61,6 +61,19 @@ def test_evaluate_shows_a_progress_bar_while_it_evaluates(monkeypatch, capsys):
 def test_a_bad_spec_is_an_error_message_not_a_traceback(capsys):
     assert main(["train", "--kind", "hib", "--data", "lshapes", "--preset", "fast"]) == 2
     assert "N-digit MNIST" in capsys.readouterr().err
+    assert main(["train", "--kind", "pn", "--init-var", "eps", "--preset", "fast"]) == 2
+    assert "init_var='eps'" in capsys.readouterr().err
+
+
+def test_train_init_var_eps_names_notebook_07s_n3_d3_spe(monkeypatch, capsys):
+    import hedgekit.zoo as zoo
+
+    asked = []
+    monkeypatch.setattr(zoo, "load_or_train", lambda spec, **kw: asked.append(spec) or (
+        None, {"source": "cache", "train_seconds": 1.0, "path": "x.pt", "metrics": {}}))
+    assert main(["train", "--kind", "spe", "-n", "3", "-d", "3", "--steps", "12000", "--init-var", "eps"]) == 0
+    assert asked[0].name == "spe-n3-d3-intersection1-veps-paper12000-s0"
+    assert main(["train", "--kind", "spe"]) == 0 and asked[1].init_var == "unit"
 
 
 # --------------------------------------------------------------------------- hardening (issue 14)
