@@ -40,7 +40,8 @@ def _spec_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=count_arg(0), default=0)
     p.add_argument("--steps", type=count_arg(1), default=None, help="override the preset's number of steps")
     p.add_argument("--init-var", choices=INIT_VARS, default="unit",
-                   help="spe only: 'eps' starts the variances at sigma_eps^2 (App. B), as notebook 07's N = 3, D = 3 SPE")
+                   help="spe only: 'eps' starts the variances at sigma_eps^2 (App. B), as notebook 07's N = 3, "
+                        "D = 3 SPE")
     p.add_argument("--device", type=device_arg, default="cpu", help="cpu, cuda, cuda:N, mps or auto")
     p.add_argument("--retrain", action="store_true", help="train even if a checkpoint exists")
     p.add_argument("--precision", choices=PRECISIONS, default="float32",

@@ -182,7 +182,8 @@ class Spec:
         if self.init_var not in INIT_VARS:
             raise InputError(f"Spec.init_var must be one of {INIT_VARS}; got {self.init_var!r}")
         if self.init_var == "eps" and self.kind != "spe":
-            raise InputError(f"init_var='eps' starts the variances at SPE's sigma_eps^2: for spe models, not {self.kind}")
+            raise InputError(f"init_var='eps' starts the variances at SPE's sigma_eps^2: for spe models, "
+                             f"not {self.kind}")
         for name in ("n_digits", "dim", "components", "seed") + (("steps",) if self.steps is not None else ()):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < (0 if name == "seed" else 1):

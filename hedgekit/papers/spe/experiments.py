@@ -1,8 +1,8 @@
 """Which models the SPE notebooks (06, 07) use: the Table 2 grid, the Figure 4 runs, the L-shape model.
 
 Scott, Ridgeway & Mozer, "Stochastic Prototype Embeddings" (2019). Every model is a `hedgekit.zoo.Spec`
-(PN and SPE, and the HIB and point models Table 2 evaluates beside them), loaded or trained by `hedgekit.zoo.load_or_train`; how the models are evaluated
-is `hedgekit.papers.spe.protocol`.
+(PN and SPE, and the HIB and point models Table 2 evaluates beside them), loaded or trained by
+`hedgekit.zoo.load_or_train`; how the models are evaluated is `hedgekit.papers.spe.protocol`.
 
 PN and SPE train the `paper` preset's 3,000 episodes at N = 2 and four times as many (12,000) at N = 3 in
 FULL mode (`TABLE2_STEP_FACTORS`, `table2_steps`): with 3-digit classes the preset leaves SPE 4-20 points
@@ -14,15 +14,17 @@ At N = 3, D = 3 the SPE's variances start at sigma_eps^2's initial value (`Spec.
 the first 100-250 steps and never recover (three runs, two seeds), leaving an SPE whose prototypes weight
 clean and occluded support alike, like a PN's; started at sigma_eps^2 they dip and recover within 1,000
 steps (two seeds). At D = 2 sigma_eps^2 starts at 1.78, near 1.0, and at N = 2, D = 3 the variances
-recover from 1.0 (docs/recipes.md, "SPE's variances collapse at N = 3, D = 3"). FAST mode evaluates Table 2 on the
-shipped `paper` models of N = 2, D = 2 (`table2_specs`) and trains `fast` Figure 4 runs.
+recover from 1.0 (docs/recipes.md, "SPE's variances collapse at N = 3, D = 3").
+
+FAST mode evaluates Table 2 on the shipped `paper` models of N = 2, D = 2 (`table2_specs`) and trains
+`fast` Figure 4 runs.
 """
 from __future__ import annotations
 
 from hedgekit.zoo import PRESETS, Spec, shipped_or_fast
 
-__all__ = ["TABLE2_STEP_FACTORS", "TABLE2_EPS_INIT", "table2_steps", "table2_settings", "table2_specs", "fig4_specs", "notebook_specs",
-           "FIG4_SAMPLES", "FAST_FIG4_SAMPLES", "FIG4_REPLICATIONS"]
+__all__ = ["TABLE2_STEP_FACTORS", "TABLE2_EPS_INIT", "table2_steps", "table2_settings", "table2_specs", "fig4_specs",
+           "notebook_specs", "FIG4_SAMPLES", "FAST_FIG4_SAMPLES", "FIG4_REPLICATIONS"]
 
 FIG4_SAMPLES = (1, 3, 9, 27, 81)  # s of Figure 4
 FAST_FIG4_SAMPLES = (1, 9)
@@ -43,7 +45,8 @@ def table2_steps(n: int, d: int, fast: bool) -> int | None:
     return None if factor == 1 else factor * PRESETS["paper"]["ndigit"]["steps"]
 
 
-def _table2_models(n: int, d: int, preset: str, seed: int, steps: int | None, init_var: str = "unit") -> dict[str, Spec]:
+def _table2_models(n: int, d: int, preset: str, seed: int, steps: int | None,
+                   init_var: str = "unit") -> dict[str, Spec]:
     return {"PN": Spec(kind="pn", n_digits=n, dim=d, preset=preset, seed=seed, steps=steps),
             "SPE": Spec(kind="spe", n_digits=n, dim=d, preset=preset, seed=seed, steps=steps, init_var=init_var),
             "HIB": Spec(kind="hib", n_digits=n, dim=d, components=1, preset=preset, seed=seed),

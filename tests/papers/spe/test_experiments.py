@@ -21,7 +21,8 @@ def test_fig4_replicates_every_point_five_times_in_full_mode_and_once_in_fast_mo
         for s in X.FIG4_SAMPLES:
             assert sorted(x.seed for x in full if (x.sampler, x.samples) == (sampler, s)) == [3, 4, 5, 6, 7]
     assert [s.seed for s in full[:10]] == [3] * 10  # the first replication first
-    assert full[0].name == "spe-n2-d2-naive1-fig4-paper-s3" and full[-1].name == "spe-n2-d2-intersection81-fig4-paper-s7"
+    assert full[0].name == "spe-n2-d2-naive1-fig4-paper-s3"
+    assert full[-1].name == "spe-n2-d2-intersection81-fig4-paper-s7"
     fast = X.fig4_specs(True, seed=2)
     assert len(fast) == 2 * len(X.FAST_FIG4_SAMPLES) and {s.seed for s in fast} == {2}
     assert all(s.preset == "fast" for s in fast) and all(s.preset == "paper" for s in full)
