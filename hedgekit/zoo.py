@@ -41,6 +41,7 @@ from hedgekit.checks import atomic_write
 from hedgekit.data import load_ndigit, make_lshapes, random_occlusion
 from hedgekit.data.ndigit import per_class_subset
 from hedgekit.errors import CheckpointError, InputError
+from hedgekit.hardware import resolve_precision
 from hedgekit.evaluation.episodes import evaluate_episodes
 from hedgekit.methods.prototypes import PN, SAMPLERS, SPE, gamma_init
 from hedgekit.nets import EmbeddingNet, model_from_config
@@ -744,10 +745,11 @@ def train_spec(spec: Spec, progress: bool = True, device: str = "cpu", callback=
 
     ``callback(step, row)`` is forwarded to the trainer (e.g. the app's progress bar). ``precision`` is the
     trainer's (`hedgekit.training.fit.body_autocast`): like ``device`` it says how to train, not what, so it is
-    not part of the name; the checkpoint records it in ``meta["train_config"]``.
+    not part of the name; the checkpoint records it in ``meta["train_config"]``. ``"bfloat16"`` on a device that
+    only emulates it trains in float32, with a warning (`hedgekit.hardware.resolve_precision`).
     """
     t0 = time.perf_counter()
-    cfg = replace(spec.train_config(), precision=precision)
+    cfg = replace(spec.train_config(), precision=resolve_precision(precision, device))
     model, _head, hist, extra = TRAINERS[spec.family](spec, cfg, progress, device, callback)
     meta = {"spec": asdict(spec), "name": spec.name, "train_config": asdict(cfg), "seed": spec.seed,
             "train_seconds": round(hist.seconds, 1), "total_seconds": round(time.perf_counter() - t0, 1),

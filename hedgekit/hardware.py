@@ -1,0 +1,75 @@
+"""What the machine offers that changes how hedgekit trains: native bfloat16, and the CPU features behind it.
+
+A bfloat16 body (`hedgekit.training.fit.body_autocast`) pays only where the hardware computes in bfloat16:
+CPUs with AVX512-BF16 or AMX, and CUDA GPUs of compute capability 8.0 or later. Elsewhere PyTorch emulates
+bfloat16 and a step is several times slower than float32 (docs/speed.md has the measurements), so
+`resolve_precision` falls back to float32 there with a one-line notice.
+
+``HEDGEKIT_NATIVE_BF16=1`` (or ``0``) overrides the detection, e.g. on a CPU whose flags this module cannot read.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import warnings
+from pathlib import Path
+
+import torch
+
+__all__ = ["BF16_FLAGS", "cpu_flags", "cpu_summary", "native_bfloat16", "resolve_precision"]
+
+BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # the x86 flags of a CPU that computes bfloat16 natively
+_SHOWN = ("avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16")  # what `bench` prints beside its figures
+_CPUINFO = Path("/proc/cpuinfo")
+
+
+def cpu_flags(cpuinfo: Path = _CPUINFO) -> frozenset[str]:
+    """The CPU's feature flags from ``/proc/cpuinfo`` (Linux); empty where that file does not exist."""
+    try:
+        text = cpuinfo.read_text(errors="replace")
+    except OSError:
+        return frozenset()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features"):  # x86, ARM
+            return frozenset(value.split())
+    return frozenset()
+
+
+def cpu_summary(cpuinfo: Path = _CPUINFO) -> str:
+    """One line for `bench`: the CPU's relevant flags (+ present, - absent) and whether bfloat16 is native."""
+    flags = cpu_flags(cpuinfo)
+    marks = " ".join(("+" if f in flags else "-") + f for f in _SHOWN) if flags else "flags unknown"
+    native = "native" if native_bfloat16("cpu", cpuinfo) else "emulated (slower than float32)"
+    if os.environ.get("HEDGEKIT_NATIVE_BF16", "").strip() in ("0", "1"):
+        native += " (set by HEDGEKIT_NATIVE_BF16)"
+    return f"CPU {platform.machine() or '?'}: {marks}; torch kernels {torch.backends.cpu.get_cpu_capability()}; bfloat16 {native}"
+
+
+def native_bfloat16(device: str | torch.device = "cpu", cpuinfo: Path = _CPUINFO) -> bool:
+    """True where ``device`` computes bfloat16 in hardware.
+
+    CUDA: ``torch.cuda.is_bf16_supported()``. CPU: one of `BF16_FLAGS` in the CPU's flags (Linux x86); a CPU
+    whose flags cannot be read counts as emulating (the safe answer: float32 is never the slow choice).
+    Other devices (MPS): not native. ``HEDGEKIT_NATIVE_BF16`` = 1 / 0 overrides the answer.
+    """
+    env = os.environ.get("HEDGEKIT_NATIVE_BF16", "").strip()
+    if env in ("0", "1"):
+        return env == "1"
+    kind = torch.device(device).type
+    if kind == "cuda":
+        return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+    if kind == "cpu":
+        return bool(cpu_flags(cpuinfo) & set(BF16_FLAGS))
+    return False
+
+
+def resolve_precision(precision: str, device: str | torch.device = "cpu") -> str:
+    """The precision to train in: ``precision``, except ``"bfloat16"`` on a device that only emulates it,
+    which becomes ``"float32"`` with a one-line warning (the result is the same model, trained faster)."""
+    if precision == "bfloat16" and not native_bfloat16(device):
+        warnings.warn(f"bfloat16 is emulated on this {torch.device(device).type} (no AVX512-BF16 / AMX): training "
+                      "in float32 instead, which is faster here (set HEDGEKIT_NATIVE_BF16=1 to force bfloat16)",
+                      stacklevel=2)
+        return "float32"
+    return precision

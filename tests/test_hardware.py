@@ -1,0 +1,90 @@
+"""Tests of hedgekit.hardware: CPU flags read from hand-written cpuinfo files, the bfloat16 decision, the fallback."""
+import warnings
+
+import pytest
+
+from hedgekit import hardware, zoo
+
+X86_NATIVE = "processor\t: 0\nmodel name\t: Test CPU\nflags\t\t: fpu sse2 avx2 avx512f avx512_bf16\n"
+X86_AVX2 = "processor\t: 0\nflags\t\t: fpu sse2 avx2\n"
+ARM = "processor\t: 0\nFeatures\t: fp asimd bf16\n"
+
+
+@pytest.fixture(autouse=True)
+def _no_override(monkeypatch):
+    monkeypatch.delenv("HEDGEKIT_NATIVE_BF16", raising=False)
+
+
+def _info(tmp_path, text):
+    path = tmp_path / "cpuinfo"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("text,flags", [
+    (X86_NATIVE, {"fpu", "sse2", "avx2", "avx512f", "avx512_bf16"}),
+    (X86_AVX2, {"fpu", "sse2", "avx2"}),
+    (ARM, {"fp", "asimd", "bf16"}),
+    ("processor\t: 0\n", set()),
+])
+def test_cpu_flags_are_read_from_the_flags_or_features_line(tmp_path, text, flags):
+    assert hardware.cpu_flags(_info(tmp_path, text)) == flags
+
+
+def test_missing_cpuinfo_gives_no_flags(tmp_path):
+    assert hardware.cpu_flags(tmp_path / "absent") == frozenset()
+
+
+@pytest.mark.parametrize("text,native", [(X86_NATIVE, True), (X86_AVX2, False), (ARM, False),
+                                         ("flags : avx2 amx_tile amx_bf16\n", True), ("", False)])
+def test_native_bfloat16_on_cpu_needs_avx512_bf16_or_amx(tmp_path, text, native):
+    assert hardware.native_bfloat16("cpu", _info(tmp_path, text)) is native
+
+
+def test_environment_variable_overrides_the_detection(tmp_path, monkeypatch):
+    monkeypatch.setenv("HEDGEKIT_NATIVE_BF16", "1")
+    assert hardware.native_bfloat16("cpu", _info(tmp_path, X86_AVX2))
+    monkeypatch.setenv("HEDGEKIT_NATIVE_BF16", "0")
+    assert not hardware.native_bfloat16("cpu", _info(tmp_path, X86_NATIVE))
+
+
+def test_cpu_summary_marks_present_and_absent_flags(tmp_path):
+    line = hardware.cpu_summary(_info(tmp_path, X86_AVX2))
+    assert "+avx2" in line and "-avx512_bf16" in line and "bfloat16 emulated" in line
+    assert "bfloat16 native" in hardware.cpu_summary(_info(tmp_path, X86_NATIVE))
+
+
+def test_bfloat16_falls_back_to_float32_with_one_warning_where_emulated(monkeypatch):
+    monkeypatch.setenv("HEDGEKIT_NATIVE_BF16", "0")
+    with pytest.warns(UserWarning, match="emulated.*float32") as caught:
+        assert hardware.resolve_precision("bfloat16") == "float32"
+    assert len(caught) == 1
+    monkeypatch.setenv("HEDGEKIT_NATIVE_BF16", "1")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert hardware.resolve_precision("bfloat16") == "bfloat16"
+        assert hardware.resolve_precision("float32") == "float32"
+
+
+def test_train_spec_records_the_precision_it_trained_in(monkeypatch):
+    """Asked for bfloat16 where it is emulated, the trainer gets (and the checkpoint records) float32."""
+    seen = {}
+
+    def trainer(spec, cfg, progress, device, callback):
+        seen["precision"] = cfg.precision
+        raise RuntimeError("stop before training")
+
+    monkeypatch.setitem(zoo.TRAINERS, "pairs", trainer)
+    monkeypatch.setenv("HEDGEKIT_NATIVE_BF16", "0")
+    with pytest.warns(UserWarning, match="emulated"), pytest.raises(RuntimeError, match="stop"):
+        zoo.train_spec(zoo.Spec(kind="hib", preset="fast"), precision="bfloat16")
+    assert seen["precision"] == "float32"
+    monkeypatch.setenv("HEDGEKIT_NATIVE_BF16", "1")
+    with pytest.raises(RuntimeError, match="stop"):
+        zoo.train_spec(zoo.Spec(kind="hib", preset="fast"), precision="bfloat16")
+    assert seen["precision"] == "bfloat16"
+
+
+def test_cpu_summary_says_when_the_environment_decided(tmp_path, monkeypatch):
+    monkeypatch.setenv("HEDGEKIT_NATIVE_BF16", "0")
+    assert "emulated (slower than float32) (set by HEDGEKIT_NATIVE_BF16)" in hardware.cpu_summary(_info(tmp_path, X86_NATIVE))
