@@ -143,7 +143,9 @@ def optimise(params: list, cfg, step_loss: Callable[[int], tuple[Tensor, dict]],
     Under torch.distributed (`hedgekit.training.distributed`) rows are averaged over the ranks
     and only rank 0 shows the progress bar and calls ``callback``.
     A non-finite loss or weight, or an `InputError` raised by the model's output checks after
-    step 0, stops training with a `FloatingPointError` naming the step.
+    step 0, stops training with a `FloatingPointError` naming the step. Loss and weights are checked at the
+    log steps only (step 0, every ``cfg.log_every``-th and the last), because each check makes the host wait
+    for the device; a divergence is reported at the first log step that sees it.
     """
     from tqdm.auto import tqdm
 
@@ -161,15 +163,16 @@ def optimise(params: list, cfg, step_loss: Callable[[int], tuple[Tensor, dict]],
             if step == 0:
                 raise
             raise FloatingPointError(f"training diverged at step {step} ({exc}); lower the learning rate") from exc
-        if not torch.isfinite(loss):
+        log = step % cfg.log_every == 0 or step == cfg.steps - 1
+        if log and not torch.isfinite(loss):
             raise FloatingPointError(f"training diverged at step {step} (loss {loss.item()}); lower the learning rate")
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
         sched.step()
-        if not all(torch.isfinite(p).all() for p in params):
+        if log and not bool(torch.stack([torch.isfinite(p).all() for p in params]).all()):
             raise FloatingPointError(f"training diverged at step {step} (non-finite weights); lower the learning rate")
-        if step % cfg.log_every == 0 or step == cfg.steps - 1:
+        if log:
             row = ctx.mean({"step": step, "loss": loss.item(), "lr": sched.get_last_lr()[0], **log_row(stats)})
             hist.rows.append(row)
             bar.set_postfix({k: f"{row[k]:.3f}" for k in ("loss", "acc") if k in row})
