@@ -10,6 +10,7 @@
 * ``reproduce`` — run the reproduction notebooks into ``reports/`` with one summary
                  (`hedgekit.repro.reproduce`).
 * ``url-benchmark`` — the URL benchmark at kit scale, cached and resumable (`hedgekit.papers.url.benchmark`).
+* ``students``  — the student versions of the notebooks, solutions removed (`hedgekit.repro.students`).
 """
 from __future__ import annotations
 
@@ -226,6 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
     from hedgekit.papers.url.benchmark import add_subcommand as add_url_benchmark
 
     add_url_benchmark(sub)
+    from hedgekit.repro import students
+
+    students.add_subcommand(sub)
     return p
 
 
