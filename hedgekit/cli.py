@@ -11,6 +11,7 @@
                  (`hedgekit.repro.reproduce`).
 * ``url-benchmark`` — the URL benchmark at kit scale, cached and resumable (`hedgekit.papers.url.benchmark`).
 * ``students``  — the student versions of the notebooks, solutions removed (`hedgekit.repro.students`).
+* ``results``   — docs/results.md from the notebooks' recorded verdicts and tables (`hedgekit.repro.results`).
 """
 from __future__ import annotations
 
@@ -227,9 +228,10 @@ def build_parser() -> argparse.ArgumentParser:
     from hedgekit.papers.url.benchmark import add_subcommand as add_url_benchmark
 
     add_url_benchmark(sub)
-    from hedgekit.repro import students
+    from hedgekit.repro import results, students
 
     students.add_subcommand(sub)
+    results.add_subcommand(sub)
     return p
 
 
