@@ -28,7 +28,7 @@ from hedgekit.errors import InputError
 from hedgekit.paths import REPO_DIR
 from hedgekit.repro.report import read_manifest
 
-__all__ = ["VERDICT_HEADING", "NotebookResults", "verdict_blocks", "tally", "html_table_markdown", "collect",
+__all__ = ["VERDICT_HEADING", "NotebookResults", "verdict_blocks", "tally", "html_table_markdown", "notebook_header", "collect",
            "render", "results_path", "generate", "add_subcommand"]
 
 VERDICT_HEADING = "### What matched, what did not, and why — "
@@ -143,7 +143,7 @@ def _displayed_tables(nb) -> list[tuple[str, str]]:
     return out
 
 
-def _header(nb) -> dict:
+def notebook_header(nb) -> dict:
     """Title (first line of the first cell), mode, start date and run time (first cell's output)."""
     first = nb.cells[0]
     text = "\n".join(_outputs_markdown(first))
@@ -166,7 +166,7 @@ def collect(notebooks: list[Path], report_dir: Path) -> list[NotebookResults]:
     out = []
     for path in notebooks:
         nb = nbformat.read(path, as_version=4)
-        head = _header(nb)
+        head = notebook_header(nb)
         if path.name in runs and runs[path.name].get("status") == "ok":
             head["seconds"] = float(runs[path.name]["seconds"])
         assets = report_dir / "assets" / path.stem
