@@ -6,7 +6,8 @@ rectangle is listed and the map still renders; hides a digit of the Retrieval pa
 query and checks that sigma^2 and the neighbours follow; opens every page at 1280 and
 1920 px wide (no error, no cut button label; the Benchmark page: its leaderboard, or the
 command that creates the runs when none are cached) and saves a screenshot of each in
-``test-artifacts/`` (``<page>-<width>.png``).
+``test-artifacts/`` (``<page>-<width>.png``). Separately, the static site of the notebooks
+(``python -m hedgekit site``) is opened offline: its index and one notebook page.
 Needs Debian's ``chromium`` (/usr/bin/chromium) and the ``playwright`` Python
 package; no browser is ever downloaded.
 """
