@@ -10,6 +10,9 @@
 * ``reproduce`` — run the reproduction notebooks into ``reports/`` with one summary
                  (`hedgekit.repro.reproduce`).
 * ``url-benchmark`` — the URL benchmark at kit scale, cached and resumable (`hedgekit.papers.url.benchmark`).
+* ``students``  — the student versions of the notebooks, solutions removed (`hedgekit.repro.students`).
+* ``results``   — docs/results.md from the notebooks' recorded verdicts and tables (`hedgekit.repro.results`).
+* ``site``      — the notebooks with their committed outputs as a static HTML site (`hedgekit.repro.site`).
 """
 from __future__ import annotations
 
@@ -231,6 +234,11 @@ def build_parser() -> argparse.ArgumentParser:
     from hedgekit.papers.url.benchmark import add_subcommand as add_url_benchmark
 
     add_url_benchmark(sub)
+    from hedgekit.repro import results, site, students
+
+    students.add_subcommand(sub)
+    results.add_subcommand(sub)
+    site.add_subcommand(sub)
     return p
 
 

@@ -6,7 +6,8 @@ rectangle is listed and the map still renders; hides a digit of the Retrieval pa
 query and checks that sigma^2 and the neighbours follow; opens every page at 1280 and
 1920 px wide (no error, no cut button label; the Benchmark page: its leaderboard, or the
 command that creates the runs when none are cached) and saves a screenshot of each in
-``test-artifacts/`` (``<page>-<width>.png``).
+``test-artifacts/`` (``<page>-<width>.png``). Separately, the static site of the notebooks
+(``python -m hedgekit site``) is opened offline: its index and one notebook page.
 Needs Debian's ``chromium`` (/usr/bin/chromium) and the ``playwright`` Python
 package; no browser is ever downloaded.
 """
@@ -222,3 +223,41 @@ def _check_benchmark(page) -> None:
     else:
         assert page.locator("[data-testid=stMarkdownContainer] table").count() == 1  # the leaderboard
         assert page.locator("[data-testid=stImage]").count() == 2 * 8  # most and least uncertain
+
+
+def test_static_site_opens_offline(tmp_path):
+    """`python -m hedgekit site` into a temporary folder; with every non-file request blocked (no network),
+    the index lists every notebook and a lesson page shows its title, code cells, outputs and its plotly
+    figure (drawn by the local plotly.min.js)."""
+    pytest.importorskip("playwright.sync_api", reason="pip install playwright (the Python package only)")
+    from playwright.sync_api import sync_playwright
+
+    from hedgekit.repro.site import build_site
+    from hedgekit.repro.students import notebook_paths
+
+    index = build_site(tmp_path / "site")
+    names = [p.stem for p in notebook_paths()]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:")
+                       else route.abort())
+            page.goto(index.as_uri())
+            assert page.title() == "hedgekit notebooks"
+            links = page.locator("li a")
+            assert links.all_inner_texts() == names
+            page.get_by_role("link", name="02_hib_embeddings").click()
+            page.wait_for_load_state("load")
+            assert page.title() == "02_hib_embeddings"
+            code = page.locator(".jp-CodeCell .jp-InputArea-editor").first
+            assert code.is_visible() and "Session(" in code.inner_text()
+            assert page.locator(".jp-OutputArea-output img").first.is_visible()  # a committed figure
+            page.locator(".js-plotly-plot .main-svg").first.wait_for(state="visible", timeout=30_000)
+            assert not [e for e in errors if "Plotly" in e], errors
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "site-02.png"))
+        finally:
+            browser.close()

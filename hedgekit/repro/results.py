@@ -1,0 +1,253 @@
+"""``docs/results.md``: every reproduced table beside the paper's and every verdict tally, generated from
+what the notebooks recorded, never typed by hand.
+
+Sources, all committed:
+
+* each notebook's committed outputs: its first cell (mode, start date, run time, written by
+  `hedgekit.repro.session.Session`) and its computed verdict(s), the Markdown blocks
+  "What matched, what did not, and why — ..." rendered by `hedgekit.papers.verdict.Verdict`;
+* ``notebooks/report/run.json`` (run times of the committed full-mode runs) and
+  ``notebooks/report/assets/<notebook>/`` (the tables the notebooks handed to the report, ours beside
+  the paper's numbers from ``hedgekit/papers/*/numbers.py``); a notebook without assets there
+  contributes the tables it displayed (``report.table(...)`` cells).
+
+    python -m hedgekit results             # writes docs/results.md
+    python -m hedgekit results --check     # exit 1 if docs/results.md is not what the notebooks say
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+
+from hedgekit.errors import InputError
+from hedgekit.paths import REPO_DIR
+from hedgekit.repro.report import read_manifest
+
+__all__ = ["VERDICT_HEADING", "NotebookResults", "verdict_blocks", "tally", "html_table_markdown", "notebook_header", "collect",
+           "render", "results_path", "generate", "add_subcommand"]
+
+VERDICT_HEADING = "### What matched, what did not, and why — "
+_TALLY = re.compile(r"\*\*(\d+) matched, (\d+) did not(?:, (\d+) inconclusive)?\*\*")
+_TABLE_CALL = re.compile(r"report\.table\(\s*[\"']([^\"']+)[\"']")
+
+
+@dataclass
+class NotebookResults:
+    """What one notebook recorded: title, mode, start date, run time (seconds), verdicts and tables."""
+
+    name: str
+    title: str
+    mode: str
+    started: str
+    seconds: float | None
+    verdicts: list[str] = field(default_factory=list)
+    tables: list[tuple[str, str]] = field(default_factory=list)  # (name, Markdown table)
+
+    @property
+    def counts(self) -> tuple[int, int, int]:
+        """(matched, did not, inconclusive), summed over the notebook's verdicts."""
+        rows = [tally(v) for v in self.verdicts]
+        return tuple(sum(r[i] for r in rows) for i in range(3))
+
+
+def _outputs_markdown(cell) -> list[str]:
+    return ["".join(o.get("data", {}).get("text/markdown", "")) for o in cell.get("outputs", [])
+            if o.get("data", {}).get("text/markdown")]
+
+
+def verdict_blocks(nb) -> list[str]:
+    """The verdict Markdown blocks among the committed outputs of ``nb``, in notebook order."""
+    return [md.strip() for cell in nb.cells if cell.cell_type == "code" for md in _outputs_markdown(cell)
+            if md.lstrip().startswith(VERDICT_HEADING)]
+
+
+def tally(block: str) -> tuple[int, int, int]:
+    """(matched, did not, inconclusive) as a verdict block states it in its bold line."""
+    m = _TALLY.search(block)
+    if m is None:
+        raise InputError(f"no '**N matched, M did not**' line in the verdict {block.splitlines()[0]!r}")
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+
+
+class _Rows(HTMLParser):
+    """The rows of the first <table> of an HTML fragment (pandas' DataFrame HTML), as lists of cell texts."""
+
+    def __init__(self):
+        super().__init__()
+        self.rows: list[list[str]] = []
+        self._cell: list[str] | None = None
+        self._done = False
+
+    def handle_starttag(self, tag, attrs):
+        if self._done:
+            return
+        if tag == "tr":
+            self.rows.append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None and self.rows:
+            self.rows[-1].append(" ".join("".join(self._cell).split()))
+            self._cell = None
+        elif tag == "table":
+            self._done = True
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def html_table_markdown(html: str) -> str:
+    """A GitHub-Markdown table from a DataFrame's HTML; the index name row pandas adds under the header
+    (a name in the first cell, the rest empty) becomes the header's first cell; NaN prints as an em dash
+    (as in `hedgekit.repro.report.dataframe_markdown`)."""
+    parser = _Rows()
+    parser.feed(html)
+    rows = [r for r in parser.rows if r]
+    if not rows:
+        raise InputError("no <table> rows in the HTML output")
+    header, body = rows[0], rows[1:]
+    if body and body[0][0] and not any(body[0][1:]):
+        header = [body[0][0]] + header[1:]
+        body = body[1:]
+    width = len(header)
+
+    def line(cells):
+        cells = ["—" if c == "NaN" else c for c in (cells + [""] * width)[:width]]
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+    return "\n".join([line(header), "|" + "|".join("---" for _ in header) + "|"] + [line(r) for r in body])
+
+
+def _displayed_tables(nb) -> list[tuple[str, str]]:
+    """(name, Markdown) of every ``report.table("name", ...)`` cell's displayed table (Markdown or HTML)."""
+    out = []
+    for cell in nb.cells:
+        m = _TABLE_CALL.search(cell.source) if cell.cell_type == "code" else None
+        if m is None:
+            continue
+        for o in cell.get("outputs", []):
+            data = o.get("data", {})
+            if data.get("text/html") and "<table" in "".join(data["text/html"]):
+                out.append((m.group(1), html_table_markdown("".join(data["text/html"]))))
+                break
+            if "|---" in "".join(data.get("text/markdown", "")):
+                out.append((m.group(1), "".join(data["text/markdown"]).strip()))
+                break
+    return out
+
+
+def notebook_header(nb) -> dict:
+    """Title (first line of the first cell), mode, start date and run time (first cell's output)."""
+    first = nb.cells[0]
+    text = "\n".join(_outputs_markdown(first))
+    mode = re.search(r"^mode: \*\*(\w+)", text, re.M)
+    started = re.search(r"— started (\d{4}-\d\d-\d\d \d\d:\d\d)", text)
+    seconds = re.search(r"^run time: (\d+(?:\.\d+)?) s", text, re.M)
+    return {"title": first.source.splitlines()[0].lstrip("# ").strip() if first.source else "",
+            "mode": mode.group(1).lower() if mode else "unknown",
+            "started": started.group(1) if started else "",
+            "seconds": float(seconds.group(1)) if seconds else None}
+
+
+def collect(notebooks: list[Path], report_dir: Path) -> list[NotebookResults]:
+    """The recorded results of each notebook (in the given order); run times from ``report_dir/run.json``
+    where it has the notebook, else from the notebook's first cell."""
+    import nbformat
+
+    run = report_dir / "run.json"
+    runs = {r["notebook"]: r for r in json.loads(run.read_text())["runs"]} if run.is_file() else {}
+    out = []
+    for path in notebooks:
+        nb = nbformat.read(path, as_version=4)
+        head = notebook_header(nb)
+        if path.name in runs and runs[path.name].get("status") == "ok":
+            head["seconds"] = float(runs[path.name]["seconds"])
+        assets = report_dir / "assets" / path.stem
+        tables = [(e["name"], (assets / e["file"]).read_text().strip()) for e in read_manifest(assets)
+                  if e.get("kind") == "table"] or _displayed_tables(nb)
+        out.append(NotebookResults(path.stem, verdicts=verdict_blocks(nb), tables=tables, **head))
+    return out
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "not recorded"
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
+
+
+def render(results: list[NotebookResults]) -> str:
+    """docs/results.md: a tally table over all notebooks, then per notebook its verdicts and tables."""
+    lines = ["# Results: every notebook's verdicts and tables, ours beside the papers'", "",
+             "Generated by `python -m hedgekit results` from the committed notebook outputs and "
+             "`notebooks/report/` (the paper's numbers come from `hedgekit/papers/*/numbers.py`); do not edit "
+             "by hand. Run times are those of the committed runs, on 2 CPU cores that were often shared with "
+             "other jobs. The notebooks' full reports, figures included: "
+             "[`notebooks/report/summary.md`](../notebooks/report/summary.md).", "",
+             "| notebook | mode | run | run time | matched | did not | inconclusive |",
+             "|---|---|---|---|---|---|---|"]
+    total = [0, 0, 0]
+    results = [r for r in results if r.verdicts or r.tables]  # e.g. 00_start_here records no results
+    for r in results:
+        counts = r.counts
+        total = [t + c for t, c in zip(total, counts)]
+        lines.append(f"| [{r.name}](#{_anchor(r.name)}) | {r.mode} | {r.started or '—'} | {_duration(r.seconds)} | "
+                     + " | ".join(map(str, counts)) + " |")
+    lines.append("| **all** | | | | " + " | ".join(f"**{t}**" for t in total) + " |")
+    for r in results:
+        lines += ["", f"## {r.name}", "", f"*{r.title}* — {r.mode} mode, run {r.started or '(date not recorded)'}, "
+                  f"{_duration(r.seconds)}.", ""]
+        for block in r.verdicts:
+            lines += [block, ""]
+        for name, table in r.tables:
+            lines += [f"### {name}", "", table, ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to dashes."""
+    return re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+
+
+def results_path() -> Path:
+    return REPO_DIR / "docs" / "results.md"
+
+
+def generate() -> str:
+    """The text of docs/results.md for the repository's notebooks and committed report."""
+    from hedgekit.repro.reproduce import notebook_dir, select
+
+    return render(collect([notebook_dir() / nb for nb in select()], notebook_dir() / "report"))
+
+
+# ------------------------------------------------------------------------------ CLI
+def add_subcommand(subparsers) -> argparse.ArgumentParser:
+    """Register ``results`` on an argparse sub-parser set (for `hedgekit.cli`)."""
+    p = subparsers.add_parser("results", help="write docs/results.md from the notebooks' recorded results",
+                              description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", default=None, help="output file (default: docs/results.md)")
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 if the file is out of date")
+    p.set_defaults(fn=_cmd)
+    return p
+
+
+def _cmd(a) -> int:
+    path = Path(a.out) if a.out else results_path()
+    text = generate()
+    if a.check:
+        current = path.read_text() if path.is_file() else ""
+        if current != text:
+            print(f"{path} is out of date: run `python -m hedgekit results`", file=sys.stderr)
+            return 1
+        print(f"{path} is up to date")
+        return 0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    print(f"wrote {path}")
+    return 0

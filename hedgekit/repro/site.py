@@ -1,0 +1,121 @@
+"""A static site of the notebooks with their committed outputs: one HTML page per notebook (nbconvert's
+``lab`` template) and an index page, readable offline.
+
+    python -m hedgekit site                 # -> site/ (git-ignored); open site/index.html
+    python -m hedgekit site --out /tmp/site
+
+Nothing is executed: the pages show the outputs committed in ``notebooks/``. Offline, the code, the text,
+the tables and the figures render (images are embedded in the notebooks); plotly figures draw with the
+``plotly.min.js`` of the installed plotly package, copied beside the pages. Two things need a network,
+as nbconvert loads them from a CDN: LaTeX (MathJax; offline the TeX source shows as written) and the
+ipywidgets (offline a widget shows nothing; run the notebook to use it).
+"""
+from __future__ import annotations
+
+import argparse
+import html
+from pathlib import Path
+
+from hedgekit.repro.students import notebook_paths
+
+__all__ = ["PLOTLY_MIME", "PLOTLY_JS", "render_notebook", "build_site", "add_subcommand"]
+
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
+PLOTLY_JS = "plotly.min.js"
+# nbconvert's lab page, with the local plotly.js loaded before require.js (once require.js is there,
+# plotly.js registers as an AMD module instead of setting window.Plotly).
+_TEMPLATE = """{%- extends 'lab/index.html.j2' -%}
+{%- block html_head_js_requirejs -%}
+{%- if resources.plotly_js %}<script src="{{ resources.plotly_js }}"></script>{% endif -%}
+{{ super() }}
+{%- endblock html_head_js_requirejs -%}
+"""
+
+
+def _add_plotly_html(nb) -> bool:
+    """Give every plotly output without an HTML form one (a div drawn by ``Plotly.newPlot``); True if any."""
+    import plotly.io as pio
+
+    found = False
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if PLOTLY_MIME in data:
+                found = True
+                if "text/html" not in data:
+                    data["text/html"] = pio.to_html(data[PLOTLY_MIME], include_plotlyjs=False, full_html=False,
+                                                    validate=False)
+    return found
+
+
+def _exporter():
+    from jinja2 import DictLoader
+    from nbconvert import HTMLExporter
+
+    return HTMLExporter(extra_loaders=[DictLoader({"hedgekit_site.html.j2": _TEMPLATE})],
+                        template_file="hedgekit_site.html.j2")
+
+
+def render_notebook(nb, name: str, exporter=None) -> tuple[str, bool]:
+    """(HTML page, whether it needs plotly.min.js beside it) of the notebook node ``nb``, outputs as committed
+    (``nb`` gains an HTML form of its plotly outputs)."""
+    plotly = _add_plotly_html(nb)
+    body, _ = (exporter or _exporter()).from_notebook_node(
+        nb, resources={"metadata": {"name": name}, "plotly_js": PLOTLY_JS if plotly else ""})
+    return body, plotly
+
+
+def _index(pages: list[tuple[str, str]]) -> str:
+    items = "\n".join(f'<li><a href="{html.escape(href)}">{html.escape(Path(href).stem)}</a> — {html.escape(title)}</li>'
+                      for href, title in pages)
+    css = ("body{font-family:system-ui,sans-serif;max-width:900px;margin:2em auto;padding:0 1em;color:#222}"
+           "li{margin:.4em 0}a{font-family:monospace}")
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>hedgekit notebooks</title><style>{css}</style>"
+            f"</head><body><h1>hedgekit notebooks</h1><p>Probabilistic (hedged) embeddings, one notebook per "
+            f"topic, shown with the outputs committed in the repository (written by "
+            f"<code>python -m hedgekit site</code>). Run them yourself with <code>jupyter lab notebooks/</code>; "
+            f"LaTeX and widgets need a network connection here.</p><ol>{items}</ol></body></html>\n")
+
+
+def build_site(out_dir: Path | str, sources: list[Path] | None = None) -> Path:
+    """Write one page per notebook of ``sources`` (default: every numbered notebook), ``plotly.min.js`` if a
+    page needs it, and ``index.html`` into ``out_dir``; returns the index's path."""
+    import nbformat
+
+    from hedgekit.repro.results import notebook_header
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    exporter = _exporter()
+    pages, needs_plotly = [], False
+    for path in notebook_paths() if sources is None else [Path(p) for p in sources]:
+        nb = nbformat.read(path, as_version=4)
+        body, plotly = render_notebook(nb, path.stem, exporter)
+        (out / f"{path.stem}.html").write_text(body, encoding="utf-8")
+        pages.append((f"{path.stem}.html", notebook_header(nb)["title"] or path.stem))
+        needs_plotly |= plotly
+    if needs_plotly:
+        from plotly.offline import get_plotlyjs
+
+        (out / PLOTLY_JS).write_text(get_plotlyjs(), encoding="utf-8")
+    index = out / "index.html"
+    index.write_text(_index(pages), encoding="utf-8")
+    return index
+
+
+# ------------------------------------------------------------------------------ CLI
+def add_subcommand(subparsers) -> argparse.ArgumentParser:
+    """Register ``site`` on an argparse sub-parser set (for `hedgekit.cli`)."""
+    p = subparsers.add_parser("site", help="render the notebooks with their committed outputs to a static site",
+                              description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", default=None, help="output folder (default: site/, git-ignored)")
+    p.set_defaults(fn=_cmd)
+    return p
+
+
+def _cmd(a) -> int:
+    from hedgekit.paths import REPO_DIR
+
+    index = build_site(Path(a.out) if a.out else REPO_DIR / "site")
+    print(f"wrote {index}")
+    return 0

@@ -1,0 +1,124 @@
+"""docs/results.md (`hedgekit.repro.results`): the committed file is what the command writes; its tallies
+are the notebooks' verdict rows counted one by one; its paper columns are the papers' `numbers` modules."""
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+import pytest
+
+from hedgekit.errors import InputError
+from hedgekit.papers.hib import numbers as hib
+from hedgekit.papers.spe import numbers as spe
+from hedgekit.repro import results as R
+from hedgekit.repro.reproduce import notebook_dir, select
+
+MARKS = {"✅": 0, "❌": 1, "–": 2}
+
+
+@pytest.fixture(scope="module")
+def generated() -> str:
+    return R.generate()
+
+
+def _section(text: str, title: str) -> str:
+    start = text.index(title)
+    end = re.search(r"^##+ ", text[start + len(title):], re.M)
+    return text[start:start + len(title) + end.start()] if end else text[start:]
+
+
+def _rows(section: str) -> list[list[str]]:
+    return [[c.strip() for c in line.strip().strip("|").split("|")] for line in section.splitlines()
+            if line.startswith("| ") and not line.startswith("|---")]
+
+
+def test_docs_results_is_what_the_command_writes(generated):
+    assert R.results_path().read_text() == generated, "docs/results.md is stale: run `python -m hedgekit results`"
+
+
+def test_cli_check_and_write(tmp_path, capsys):
+    from hedgekit.cli import main
+
+    out = tmp_path / "results.md"
+    assert main(["results", "--out", str(out), "--check"]) == 1
+    assert main(["results", "--out", str(out)]) == 0
+    assert main(["results", "--out", str(out), "--check"]) == 0
+    assert out.read_text() == R.results_path().read_text()
+
+
+def test_tallies_are_the_verdict_rows_counted(generated):
+    """Each notebook's row in the summary = its verdict tables' ✅ / ❌ / – rows, counted here one by one;
+    each verdict's own bold line says the same."""
+    import nbformat
+
+    summary = {r[0]: r for r in _rows(generated.split("\n## ")[0])}
+    counted_notebooks = 0
+    for name in select():
+        blocks = R.verdict_blocks(nbformat.read(notebook_dir() / name, as_version=4))
+        if not blocks:
+            continue
+        total = [0, 0, 0]
+        for block in blocks:
+            counts = [0, 0, 0]
+            for row in _rows(block):
+                if row[0] in MARKS:
+                    counts[MARKS[row[0]]] += 1
+            assert tuple(counts) == R.tally(block), block.splitlines()[0]
+            total = [t + c for t, c in zip(total, counts)]
+        stem = name.removesuffix(".ipynb")
+        row = summary[f"[{stem}](#{stem})"]
+        assert [int(c) for c in row[4:7]] == total, stem
+        counted_notebooks += 1
+    assert counted_notebooks >= 9
+    all_row = summary["**all**"]
+    assert sum(int(c.strip("*")) for c in all_row[4:7]) == sum(
+        int(r[4]) + int(r[5]) + int(r[6]) for k, r in summary.items() if k.startswith("["))
+
+
+def test_hib_table1_paper_columns_are_numbers_py(generated):
+    section = _section(generated, "### Table 1 — AP and KNN accuracy")
+    rows = _rows(section)
+    header, body = rows[0], rows[1:]
+    checked = 0
+    for row in body:
+        cells = dict(zip(header, row))
+        key = f"{cells['task'].lower()}_{cells['split']}"
+        for model in ("point", "MoG-1", "MoG-2"):
+            expected = hib.HIB_TABLE1[(int(cells["N"]), int(cells["D"]))][model][key]
+            assert float(cells[f"{model} paper"]) == pytest.approx(expected, abs=5e-4), (cells["N"], cells["D"], key)
+            checked += 1
+    assert checked == 4 * 4 * 3  # (N, D) in (2, 2), (2, 3), (3, 2), (3, 3); 4 metrics; 3 models
+
+
+def test_spe_table2_paper_rows_are_numbers_py(generated):
+    rows = _rows(_section(generated, "### Table 2 — ours beside the paper"))
+    header, body = rows[0], rows[1:]
+    checked = 0
+    for row in body:
+        cells = dict(zip(header, row))
+        if cells["source"] != "paper" or cells["method"] not in ("PN", "SPE"):
+            continue
+        for column, value in cells.items():
+            m = re.fullmatch(r"(seen|unseen) N(\d)D(\d)", column)
+            if m:
+                expected = spe.paper_table2(cells["condition"], cells["method"], m.group(1), int(m.group(2)),
+                                            int(m.group(3)))
+                assert float(value) == pytest.approx(expected, abs=5e-4), (cells["condition"], column)
+                checked += 1
+    assert checked == 3 * 2 * 8  # 3 conditions, PN and SPE, seen and unseen x 4 settings
+
+
+def test_html_table_markdown_of_a_dataframe():
+    df = pd.DataFrame({"ours": [0.5, float("nan")], "paper": ["a|b", "c"]},
+                      index=pd.Index(["AP", "KNN"], name="metric"))
+    assert R.html_table_markdown(df.to_html()) == ("| metric | ours | paper |\n|---|---|---|\n"
+                                                   "| AP | 0.5 | a\\|b |\n| KNN | — | c |")
+    with pytest.raises(InputError, match="no <table> rows"):
+        R.html_table_markdown("<p>no table</p>")
+
+
+def test_tally_needs_the_bold_line():
+    assert R.tally("### What matched ...\n\n**3 matched, 2 did not** (computed)") == (3, 2, 0)
+    assert R.tally("**0 matched, 1 did not, 4 inconclusive**") == (0, 1, 4)
+    with pytest.raises(InputError, match="no '\\*\\*N matched"):
+        R.tally("### What matched, what did not, and why — x\n\nnothing")

@@ -1,0 +1,137 @@
+"""The lessons of issue 34 (the "Lesson convention"): exercises that really test the answer, and every
+method notebook's lesson parts.
+
+* Exercises: a notebook's ``exercise``-tagged cells run top to bottom in one fresh namespace
+  (`hedgekit.repro.students.run_exercises`), twice: as written (every cell runs, every ``check`` cell
+  passes) and as the student version (every ``check`` cell must raise: a check that passes without the
+  solution cannot fail). The machinery is tested on ``tests/fixtures/lesson_fixture.ipynb``; the
+  notebooks' own exercises run in the slow tier (<= 20 s each by the convention, twice).
+* Structure: each method notebook has >= 3 from-scratch cells checked with ``assert_close``, >= 2
+  exercises with solution markers, >= 1,200 words of markdown and a ``## Train one live`` section;
+  ``notebooks/00_start_here.ipynb`` exists.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from hedgekit.repro.reproduce import notebook_dir, select
+from hedgekit.repro.students import EXERCISE_TAG, has_solution, notebook_paths, run_exercises, student_notebook
+
+os.environ.setdefault("MPLBACKEND", "Agg")  # exercise cells that plot: no window
+
+# The lessons are written on other branches (issue 34). Until they are merged, the structural tests are
+# expected to fail (strict xfail: green now); after the merge set this to True, so they must pass.
+LESSONS_MERGED = False
+lessons_pending = pytest.mark.xfail(not LESSONS_MERGED, strict=True,
+                                    reason="the lessons are not merged yet: set LESSONS_MERGED = True after the merge")
+
+FIXTURE = Path(__file__).parent / "fixtures" / "lesson_fixture.ipynb"
+METHOD_NOTEBOOKS = [nb for nb in select() if nb[:2] in {"02", "03", "05", "06", "07", "08", "09"}]
+START_HERE = "00_start_here.ipynb"
+MIN_ASSERT_CLOSE, MIN_EXERCISES, MIN_WORDS = 3, 2, 1200
+EXERCISE_SECONDS = 60  # the convention's budget is 20 s; 3x for a loaded CI machine
+
+
+def _read(path: Path):
+    return nbformat.read(path, as_version=4)
+
+
+def _has_exercises(nb) -> bool:
+    return any(c.cell_type == "code" and EXERCISE_TAG in c.metadata.get("tags", []) for c in nb.cells)
+
+
+def _exercise_notebooks() -> list[str]:
+    names = sorted(set(select()) | {p.name for p in notebook_paths()})
+    return [name for name in names if (notebook_dir() / name).is_file() and _has_exercises(_read(notebook_dir() / name))]
+
+
+def check_exercises(nb, name: str) -> None:
+    """The solution version passes every check cell; the student version fails every one."""
+    solution = run_exercises(nb, name)
+    failed = [f"cell {r.index}:\n{r.trace}" for r in solution if r.error is not None]
+    assert not failed, f"{name}: exercise cells fail with their solutions:\n" + "\n".join(failed)
+    assert any(r.is_check for r in solution), f"{name}: no cell tagged 'exercise' and 'check'"
+    seconds = sum(r.seconds for r in solution)
+    assert seconds <= EXERCISE_SECONDS, f"{name}: the exercise cells took {seconds:.0f} s (budget 20 s)"
+    student = run_exercises(student_notebook(nb, name), name)
+    passing = [r.index for r in student if r.is_check and r.error is None]
+    assert not passing, (f"{name}: check cell(s) {passing} pass in the student version (no solution): "
+                         "a check that cannot fail")
+
+
+# ---------------------------------------------------------------- the machinery, on the fixture
+def test_fixture_exercises_pass_with_solutions_and_fail_without():
+    check_exercises(_read(FIXTURE), FIXTURE.name)
+
+
+def test_a_check_that_cannot_fail_is_caught():
+    nb = _read(FIXTURE)
+    checks = [c for c in nb.cells if "check" in c.metadata.get("tags", [])]
+    checks[-1].source = "print('well done')"
+    with pytest.raises(AssertionError, match=r"check cell\(s\) \[7\] pass in the student version"):
+        check_exercises(nb, FIXTURE.name)
+
+
+def test_a_wrong_solution_is_caught():
+    nb = _read(FIXTURE)
+    nb.cells[5].source = nb.cells[5].source.replace('MY_GUESS = "shrink"', 'MY_GUESS = "grow"')
+    with pytest.raises(AssertionError, match="exercise cells fail with their solutions"):
+        check_exercises(nb, FIXTURE.name)
+
+
+def test_exercise_cells_do_not_see_the_other_cells():
+    nb = _read(FIXTURE)
+    nb.cells[2].source += "\nassert 'SETUP_ONLY' not in globals()"  # defined by an untagged cell
+    check_exercises(nb, FIXTURE.name)
+    nb.cells[2].source += "\nprint(SETUP_ONLY)"
+    with pytest.raises(AssertionError, match="NameError"):
+        check_exercises(nb, FIXTURE.name)
+
+
+# ---------------------------------------------------------------- the notebooks' exercises
+@pytest.mark.slow  # <= 20 s per notebook by the convention, run twice
+@pytest.mark.parametrize("name", _exercise_notebooks())
+def test_notebook_exercises(name):
+    check_exercises(_read(notebook_dir() / name), name)
+
+
+# ---------------------------------------------------------------- the lessons' structure
+def _words(nb) -> int:
+    return sum(len(re.findall(r"\S+", c.source)) for c in nb.cells if c.cell_type == "markdown")
+
+
+def test_structure_counts_on_the_fixture():
+    nb = _read(FIXTURE)
+    assert sum(has_solution(c.source) for c in nb.cells if c.cell_type == "code") == 2
+    assert sum("assert_close(" in c.source for c in nb.cells if c.cell_type == "code") == 1
+    assert _words(nb) == 11 + 17  # counted by hand: the two markdown cells
+
+
+@lessons_pending
+@pytest.mark.parametrize("name", METHOD_NOTEBOOKS)
+def test_method_notebook_has_its_lesson(name):
+    nb = _read(notebook_dir() / name)
+    code = [c.source for c in nb.cells if c.cell_type == "code"]
+    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    problems = []
+    if (n := sum("assert_close(" in s for s in code)) < MIN_ASSERT_CLOSE:
+        problems.append(f"{n} code cells with assert_close (want >= {MIN_ASSERT_CLOSE})")
+    if (n := sum(has_solution(s) for s in code)) < MIN_EXERCISES:
+        problems.append(f"{n} code cells with '### BEGIN SOLUTION' (want >= {MIN_EXERCISES})")
+    if (n := _words(nb)) < MIN_WORDS:
+        problems.append(f"{n} words of markdown (want >= {MIN_WORDS:,})")
+    if not re.search(r"^## Train one live", markdown, re.M):
+        problems.append("no '## Train one live' section")
+    if not _has_exercises(nb):
+        problems.append("no cell tagged 'exercise'")
+    assert not problems, f"{name}: " + "; ".join(problems)
+
+
+@lessons_pending
+def test_start_here_notebook_exists():
+    assert (notebook_dir() / START_HERE).is_file()
