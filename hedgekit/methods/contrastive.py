@@ -1,6 +1,8 @@
 """Pairwise losses on point embeddings (HIB sec. 2.1).
 
 * `hard_contrastive`: eq. 1 (Hadsell et al. 2006) with margin M.
+* `hard_contrastive_all_pairs`: eq. 1 over every pair of a batch, matches and non-matches weighted
+  equally (the hard-contrastive point model of HIB's ablation, trained by `hedgekit.training.fit`).
 * `log_match`: log p(m|x1,x2) and log(1 - p) as the log of the Monte-Carlo *mean*
   over K1 x K2 sample pairs (HIB eq. 5; with K = 1 and point embeddings this is
   exactly eq. 2), computed stably with logsumexp.
@@ -29,6 +31,23 @@ def hard_contrastive(z1: Tensor, z2: Tensor, same: Tensor, margin: float = 1.0) 
     """Eq. 1: mean of ||z1-z2||^2 for matches and max(M - ||z1-z2||, 0)^2 for non-matches."""
     _check_pairs(z1, z2, same)
     return contrastive_from_distance((z1 - z2).norm(dim=-1), same, margin).mean()
+
+
+def hard_contrastive_all_pairs(z: Tensor, labels: Tensor, margin: float = 1.0) -> Tensor:
+    """Eq. 1 over all B (B - 1) / 2 pairs of the batch ``z`` (B, D) with class ``labels`` (B,): the mean over the
+    matching pairs plus the mean over the non-matching pairs, halved, so neither kind dominates the batch.
+
+    A batch without matching pairs (or without non-matching ones) has no defined loss: an `InputError`.
+    """
+    if z.ndim != 2 or labels.shape != z.shape[:1]:
+        raise InputError(f"z must be (B, D) and labels (B,); got {tuple(z.shape)} and {tuple(labels.shape)}")
+    iu = torch.triu_indices(len(z), len(z), 1, device=z.device)
+    same = labels[iu[0]] == labels[iu[1]]
+    per = contrastive_from_distance(torch.cdist(z, z)[iu[0], iu[1]], same, margin)
+    if not 0 < int(same.sum()) < len(same):
+        raise InputError("the batch needs both matching and non-matching pairs (at least two classes, one of them "
+                         "with two images)")
+    return 0.5 * (per[same].mean() + per[~same].mean())
 
 
 def contrastive_from_distance(d: Tensor, same: Tensor, margin: float) -> Tensor:

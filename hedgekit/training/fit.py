@@ -26,7 +26,7 @@ from hedgekit.checks import check_fields, check_training_set, resolve_device
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 from hedgekit.data.samplers import ClassBalancedSampler, two_stream_pairs
-from hedgekit.methods import contrastive_from_distance, hib_batch_loss, hib_pair_loss
+from hedgekit.methods import contrastive_from_distance, hard_contrastive_all_pairs, hib_batch_loss, hib_pair_loss
 from hedgekit.nets import EmbeddingNet
 from hedgekit.nets.match import SoftMatch
 from hedgekit.training import distributed
@@ -107,11 +107,7 @@ def _step_loss(emb: Embedding, match: SoftMatch, y: Tensor, cfg: TrainConfig, ge
     if cfg.loss == "hard":
         z = emb.mixture_mean()
         if pair_idx is None:
-            d = torch.cdist(z, z)
-            iu = torch.triu_indices(len(z), len(z), 1, device=z.device)
-            same = y[iu[0]] == y[iu[1]]
-            per = contrastive_from_distance(d[iu[0], iu[1]], same, cfg.margin)
-            return 0.5 * (per[same].mean() + per[~same].mean()), {}
+            return hard_contrastive_all_pairs(z, y, cfg.margin), {}
         i, j, same = pair_idx
         return contrastive_from_distance((z[i] - z[j]).norm(dim=-1), same, cfg.margin).mean(), {}
     if pair_idx is None:

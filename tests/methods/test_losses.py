@@ -9,7 +9,7 @@ import torch
 from scipy import integrate
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
-from hedgekit.methods import (hard_contrastive, hib_batch_loss, hib_pair_loss, kl_to_standard_normal, log_match, soft_contrastive)
+from hedgekit.methods import (hard_contrastive, hard_contrastive_all_pairs, hib_batch_loss, hib_pair_loss, kl_to_standard_normal, log_match, soft_contrastive)
 from hedgekit.nets import SoftMatch
 
 
@@ -90,6 +90,27 @@ def test_hard_contrastive_hand_case():
     # a match at distance 0 costs nothing; non-match at 0 costs M^2
     assert hard_contrastive(z1[:1], z1[:1], torch.tensor([True])).item() == 0
     assert hard_contrastive(z1[:1], z1[:1], torch.tensor([False]), margin=1.5).item() == pytest.approx(2.25)
+
+
+def test_hard_contrastive_all_pairs_matches_a_loop_over_pairs():
+    """Naive oracle: every pair i < j, eq. 1 by hand, matches and non-matches averaged separately then halved."""
+    g = torch.Generator().manual_seed(0)
+    z, y, margin = torch.randn(7, 3, generator=g), torch.tensor([0, 1, 0, 2, 1, 0, 2]), 1.7
+    pos, neg = [], []
+    for i in range(7):
+        for j in range(i + 1, 7):
+            d = float(((z[i] - z[j]) ** 2).sum().sqrt())
+            (pos if y[i] == y[j] else neg).append(d**2 if y[i] == y[j] else max(margin - d, 0.0) ** 2)
+    want = 0.5 * (sum(pos) / len(pos) + sum(neg) / len(neg))
+    assert hard_contrastive_all_pairs(z, y, margin).item() == pytest.approx(want, rel=1e-5)
+
+
+@pytest.mark.parametrize("labels", [[0, 1, 2], [4, 4, 4]])
+def test_hard_contrastive_all_pairs_needs_both_kinds_of_pair(labels):
+    with pytest.raises(InputError, match="matching and non-matching"):
+        hard_contrastive_all_pairs(torch.zeros(3, 2), torch.tensor(labels))
+    with pytest.raises(InputError, match=r"\(B, D\)"):
+        hard_contrastive_all_pairs(torch.zeros(3, 2), torch.tensor(labels[:2]))
 
 
 def test_hard_contrastive_errors():
