@@ -276,7 +276,8 @@ def effect_verdict(ours, paper, factor: float = EFFECT_FACTOR, unit: str = "poin
                  if mean_s > 0 else "about zero" if lo_s <= 0 <= hi_s else "the opposite sign")
         return False, (f"smaller than the paper ({ratio}): {ival} lies below {band[0]:.{digits}f}, half the "
                        f"paper's {paper_txt}" if factor == 2 else
-                       f"smaller than the paper ({ratio}): {ival} lies below |paper| / {factor:g} = {band[0]:.{digits}f}")
+                       f"smaller than the paper ({ratio}): {ival} lies below |paper| / {factor:g} = "
+                       f"{band[0]:.{digits}f}")
     if lo_s > band[1]:
         ratio = mean_s / max(abs(lo_p), abs(hi_p)) if max(abs(lo_p), abs(hi_p)) > 0 else math.inf
         return False, (f"larger than the paper (about {ratio:.0f}× larger): {ival} lies above "
@@ -376,8 +377,8 @@ class Verdict:
             lines += ["", "**Sanity checks** (statements that cannot fail at kit scale; not counted above):", "",
                       "| | check | paper | ours | why it cannot fail / what it shows |", "|---|---|---|---|---|"]
             for c in checks:
-                lines.append(f"| {'✔' if c.matched else '✘'} | {_cell(c.claim)} | {_cell(c.paper)} | {_cell(c.ours)} | "
-                             f"{_cell(c.why)} |")
+                mark = "✔" if c.matched else "✘"
+                lines.append(f"| {mark} | {_cell(c.claim)} | {_cell(c.paper)} | {_cell(c.ours)} | {_cell(c.why)} |")
         if self.notes:
             lines += [""] + [f"- {n}" for n in self.notes]
         return "\n".join(lines)

@@ -184,8 +184,8 @@ def url_verdict(runs, board, budget_name: str = "paper") -> URLVerdict:
         ok = r1["nivmf"] == 1 and r1["losspred"] == 2
         v.add("nivMF has the best R@1 (0.57), Losspred second (0.53) (Sec. 4.3)", "nivMF 1st, Losspred 2nd",
               "; ".join(f"{label(m)} {r1[m]}." for m in ("nivmf", "losspred")) + f" of {n} by R@1", ok,
-              "" if ok else "; ".join(f"{label(m)} is {r1[m]}., not {want}." for m, want in (("nivmf", 1), ("losspred", 2))
-                                      if r1[m] != want))
+              "" if ok else "; ".join(f"{label(m)} is {r1[m]}., not {want}."
+                                      for m, want in (("nivmf", 1), ("losspred", 2)) if r1[m] != want))
     if "ce" in rr and n >= 4:
         ok = _in_half(rr["ce"], n)
         extra = [m for m in ("infonce", "mcinfonce") if m in rr]
