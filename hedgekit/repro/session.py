@@ -156,7 +156,8 @@ class Session:
         else:
             mode = ("FAST (CI; shipped `paper` models where they exist, else `fast` preset models)" if self.fast
                     else "FULL (`paper` preset models)")
-            extra = ", ".join(f"{k}={val!r}" for k, val in self.params.items())
+            # a parameter left at None takes the notebook's default (e.g. RUNS: the paper's 5 in full mode)
+            extra = ", ".join(f"{k}={'default' if val is None else repr(val)}" for k, val in self.params.items())
             lines.append(f"mode: **{mode}**" + (f"; parameters: {extra}" if extra else ""))
         if self.checkpoints:
             lines += ["", "checkpoints that produced the outputs:", ""]

@@ -32,3 +32,9 @@ def test_the_old_typed_argument_is_accepted_and_ignored(capsys):
     assert "289" not in s.markdown() and "289" not in capsys.readouterr().out
     assert s.full_mode == measured_full_mode("08_het_triplet_retrieval")
     assert RUN_RECORD.as_posix() == "notebooks/report/run.json"
+
+
+def test_a_parameter_left_at_none_reads_as_the_default_not_none(capsys):
+    s = Session("08_het_triplet_retrieval")
+    s.configure(fast=False, seed=0, runs=None)
+    assert "parameters: seed=0, runs=default" in s.markdown() and "None" not in s.markdown()
