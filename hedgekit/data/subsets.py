@@ -15,7 +15,9 @@ from hedgekit.errors import InputError
 # upper-body garments {T-shirt/top, Pullover, Dress, Coat, Shirt} and footwear {Sandal, Sneaker, Ankle boot};
 # Trouser and Bag have no look-alike and keep their labels.
 FASHION_LOOKALIKES = ((0, 2, 3, 4, 6), (5, 7, 9))
-CLOTHING1M_NOISE = 0.38  # Clothing1M's estimated share of wrong labels (Taha et al. sec. 5.2 cite ~38%)
+# Clothing1M's estimated share of wrong labels, ~38%: the estimate of the dataset's authors (Xiao et al.,
+# "Learning from massive noisy labeled data for image classification", CVPR 2015), not a number of Taha et al.
+CLOTHING1M_NOISE = 0.38
 
 
 @dataclass(frozen=True)

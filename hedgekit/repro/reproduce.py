@@ -249,7 +249,7 @@ def reproduce(fast: bool = False, only: Sequence[str] | str | None = None, out_d
         echo(f"[reproduce] {name}: {rec['status']} in {rec['seconds']:.0f} s" +
              (f" — {rec['error'].splitlines()[0][:200]}" if rec["error"] else ""))
     total = time.perf_counter() - t_all
-    summary = write_summary(runs, out, fast, total)
+    summary = write_summary(runs, out, fast, total, registry)
     echo(f"[reproduce] summary: {summary}")
     return summary
 
@@ -292,13 +292,19 @@ def _previous_runs(out: Path, fast: bool, replaced: set[str]) -> list[dict]:
             and (out / r.get("assets", "-")).is_dir()]
 
 
-def write_summary(runs: Sequence[dict], out_dir: str | Path, fast: bool, total_seconds: float | None = None) -> Path:
+def write_summary(runs: Sequence[dict], out_dir: str | Path, fast: bool, total_seconds: float | None = None,
+                  registry: dict | None = None) -> Path:
     """Build ``summary.md`` (+ ``summary.html``, ``run.json``) from run records and the notebooks' manifests.
 
     The report is cumulative: notebooks run into the same folder by an earlier call
     in the same mode keep their section (with the date they ran), so full-mode notebooks can be run one at
     a time and still give one report. ``total_seconds`` is this call's wall time; the header adds the
     carried-over notebooks' run times.
+
+    Every notebook of ``registry`` (default `NOTEBOOKS`) that has no record in this folder and mode is listed
+    as "not run", with the command that adds it (``missing`` in ``run.json``): a cumulative report built one
+    notebook at a time must not lose a registered notebook silently (notebook 09 was never run into the
+    committed report, and nothing said so).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -308,6 +314,7 @@ def write_summary(runs: Sequence[dict], out_dir: str | Path, fast: bool, total_s
     total = sum(r.get("seconds", 0.0) for r in runs) if total_seconds is None else total_seconds
     total += sum(r.get("seconds", 0.0) for r in earlier)
     runs = sorted(runs + earlier, key=lambda r: r["notebook"])
+    missing = sorted(set(select(None, registry)) - {r["notebook"] for r in runs})
     metas = {}
     for r in runs:
         entries = read_manifest(out / r["assets"]) if r.get("assets") else []
@@ -332,6 +339,11 @@ def write_summary(runs: Sequence[dict], out_dir: str | Path, fast: bool, total_s
         n_items = sum(e.get("kind") in ("table", "figure", "plotly", "text") for e in r["entries"])
         lines.append(f"| [{r['notebook']}]({r['output']}) | {r['status']} | {r['seconds']:.0f} s | {r['date']} | "
                      f"{len(meta.get('checkpoints', []))} | {n_items} |")
+    lines += [f"| {nb} | **not run** | — | — | — | — |" for nb in missing]
+    if missing:
+        lines += ["", "Registered but not in this report: " + ", ".join(missing) + ". Add "
+                  + ("it" if len(missing) == 1 else "each") + " with `python -m hedgekit reproduce"
+                  + (" --fast" if fast else "") + " --only <notebook> --out <this folder>`."]
     for r in runs:
         meta = metas[r["notebook"]]
         lines += ["", "---", "", f"## {Path(r['notebook']).stem}", "",
@@ -365,7 +377,7 @@ def write_summary(runs: Sequence[dict], out_dir: str | Path, fast: bool, total_s
     md = "\n".join(lines) + "\n"
     path = out / "summary.md"
     path.write_text(md)
-    (out / "run.json").write_text(json.dumps({"fast": fast, "total_seconds": round(total, 1),
+    (out / "run.json").write_text(json.dumps({"fast": fast, "total_seconds": round(total, 1), "missing": missing,
                                               "runs": [{k: v for k, v in r.items() if k != "entries"} for r in runs],
                                               "meta": metas}, indent=1, default=str))
     _write_html(md, out / "summary.html")

@@ -8,12 +8,16 @@ mode ran, with which parameters, which checkpoints produced the outputs (name,
 where it came from, its training steps and a hash of the file) and how long the
 run took::
 
-    S = Session("02_hib_embeddings", full_mode="~2 min with cached models")   # cell 1: versions
+    S = Session("02_hib_embeddings")            # cell 1: versions, the last measured full-mode run time
     FAST = False; SEED = 0; REPORT_DIR = ""     # the `parameters` cell (literals only)
     report = S.configure(fast=FAST, seed=SEED, report_dir=REPORT_DIR)   # derived values
     model = S.model(Spec(kind="hib", preset=S.preset))            # load-or-train, recorded
     ...
     S.finish()                                  # last cell: run time into the header and the report
+
+How long full mode takes is never typed: the header quotes the run time `python -m hedgekit reproduce`
+measured and recorded for the notebook in the committed report (``notebooks/report/run.json``,
+`measured_full_mode`), and the run's own time once `Session.finish` is called.
 
 Outside IPython the same calls print plain text.
 """
@@ -31,7 +35,9 @@ import torch
 
 from hedgekit.repro.report import Report
 
-__all__ = ["Session", "CheckpointRecord", "versions_table", "file_hash"]
+__all__ = ["Session", "CheckpointRecord", "versions_table", "file_hash", "measured_full_mode", "RUN_RECORD"]
+
+RUN_RECORD = Path("notebooks") / "report" / "run.json"  # relative to the repository: the committed report's record
 
 
 def file_hash(path: str | Path, n: int = 12) -> str:
@@ -81,14 +87,48 @@ def precision_note(precision: str) -> str:
     return "" if precision == "float32" else f", {precision} body"
 
 
+def measured_full_mode(notebook: str, record: str | Path | None = None) -> str:
+    """How long ``notebook``'s last full-mode run took, as `python -m hedgekit reproduce` recorded it in
+    ``record`` (default: the committed report's `RUN_RECORD`), and how to pre-train its models; a notebook with no
+    full-mode record says so. Nothing here is typed by hand."""
+    import json
+
+    from hedgekit.paths import REPO_DIR
+
+    path = Path(record) if record is not None else REPO_DIR / RUN_RECORD
+    name = notebook if notebook.endswith(".ipynb") else f"{notebook}.ipynb"
+    prefix = name.split("_")[0]
+    from hedgekit.errors import InputError
+    from hedgekit.repro.reproduce import notebook_models
+
+    try:
+        zoo_models = bool(notebook_models(name))
+    except InputError:  # not a registered notebook
+        zoo_models = False
+    train = (f"on a fresh clone it first trains the `paper` models it does not find: `python -m hedgekit reproduce "
+             f"--only {prefix} --train-missing --jobs 2` trains them beforehand" if zoo_models else
+             "on a fresh clone it trains what it needs as it runs")
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        data = {}
+    runs = [r for r in data.get("runs", []) if isinstance(r, dict) and r.get("notebook") == name
+            and r.get("status") == "ok"] if isinstance(data, dict) and data.get("fast") is False else []
+    if not runs:
+        return f"no full-mode run recorded yet in {RUN_RECORD.as_posix()}; {train}"
+    r = runs[-1]
+    return (f"measured {float(r['seconds']):.0f} s on {r.get('date', '?')} (`python -m hedgekit reproduce`, "
+            f"{RUN_RECORD.as_posix()}; with the checkpoints it found cached); {train}")
+
+
 class Session:
     """Versions, mode, checkpoints and run time of one notebook run (see the module docstring)."""
 
     def __init__(self, notebook: str, full_mode: str = ""):
-        """``full_mode``: how long full mode takes on 2 CPU cores and what it trains first (shown in the header,
-        beside how to switch to the fast tour)."""
+        """``full_mode``: accepted for older notebooks and ignored; the header's full-mode timing is measured
+        (`measured_full_mode`), never typed."""
         self.notebook = notebook
-        self.full_mode = full_mode
+        self.full_mode = measured_full_mode(notebook)
         self.t0 = time.perf_counter()
         self.started = time.strftime("%Y-%m-%d %H:%M:%S")
         self.fast: bool | None = None
@@ -116,7 +156,8 @@ class Session:
         else:
             mode = ("FAST (CI; shipped `paper` models where they exist, else `fast` preset models)" if self.fast
                     else "FULL (`paper` preset models)")
-            extra = ", ".join(f"{k}={val!r}" for k, val in self.params.items())
+            # a parameter left at None takes the notebook's default (e.g. RUNS: the paper's 5 in full mode)
+            extra = ", ".join(f"{k}={'default' if val is None else repr(val)}" for k, val in self.params.items())
             lines.append(f"mode: **{mode}**" + (f"; parameters: {extra}" if extra else ""))
         if self.checkpoints:
             lines += ["", "checkpoints that produced the outputs:", ""]

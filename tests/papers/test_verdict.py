@@ -22,7 +22,7 @@ def test_verdict_rendering_and_noise():
     v.add("c", "1", "2", False, "because")
     v.add("d", "1", "2", None, "noise")
     md = v.markdown()
-    assert "**1 matched, 1 did not, 1 inconclusive**" in md and "a \\| b" in md and "| ❌ | c | 1 | 2 | because |" in md
+    assert "**1 matched, 1 not matched, 1 inconclusive**" in md and "a \\| b" in md and "| ❌ | c | 1 | 2 | because |" in md
     assert V.noise_reason(0.01, 0.01) and not V.noise_reason(0.05, 0.01) and not V.noise_reason(0.01, 0.0)
     assert V.binomial_se_diff(0.5, 100, 0.5, 100) == pytest.approx(math.sqrt(0.005))
 
@@ -71,3 +71,99 @@ def test_models_paragraph_counts_models_steps_and_seconds_and_adds_the_fast_note
             return "CONTEXT"
 
     assert "\nCONTEXT\n" in Custom("t", full).markdown()
+
+
+# ------------------------------------------------------------------ effect sizes with an interval
+def test_effect_verdict_reaches_every_outcome_and_says_by_how_much():
+    from hedgekit.papers.verdict import Effect, effect_verdict
+
+    ok, why = effect_verdict(Effect(2.0, 0.2, 5), 2.30)
+    assert ok is True and "compatible" in why
+    ok, why = effect_verdict(Effect(0.18, 0.01, 5), 2.30)  # the committed Taha cleaning gain
+    assert ok is False and why.startswith("smaller than the paper (about 13× smaller)")
+    ok, why = effect_verdict(Effect(7.0, 0.1, 5), 2.30)
+    assert ok is False and why.startswith("larger than the paper (about 3× larger)")
+    ok, why = effect_verdict(Effect(-1.0, 0.1, 5), 2.30)
+    assert ok is False and "the opposite sign" in why
+    ok, why = effect_verdict(Effect(0.0, 0.1, 5), 2.30)  # a precise zero refutes a +2.3 claim
+    assert ok is False and "about zero" in why
+    ok, why = effect_verdict(Effect(1.0, 1.0, 5), 2.30)  # reaches the paper and 0
+    assert ok is None and "contains 0" in why
+    ok, why = effect_verdict([2.3], 2.30)  # one run: no interval
+    assert ok is None and "one seed" in why
+    # negative effects are mirrored; a range of paper values widens the band
+    assert effect_verdict(Effect(-0.5, 0.02, 5), -0.50, unit="")[0] is True
+    assert effect_verdict(Effect(3.0, 0.1, 5), (0.57, 1.70))[0] is True
+    assert effect_verdict(Effect(3.0, 0.1, 5), 0.57)[0] is False
+
+
+def test_effect_interval_is_the_student_t_interval_of_the_runs():
+    from scipy import stats
+
+    from hedgekit.papers.verdict import _as_effect
+
+    vals = [1.0, 2.0, 4.0, 3.0]
+    e = _as_effect(vals)
+    lo, hi = e.interval()
+    ref = stats.t.interval(0.95, len(vals) - 1, loc=np.mean(vals), scale=stats.sem(vals))
+    assert (lo, hi) == pytest.approx(ref)
+    assert _as_effect((1.0, 0.5)).interval() == pytest.approx((0.0, 2.0))  # a given (mean, se): mean ± 2 se
+
+
+def test_paired_effect_uses_the_per_run_differences_and_unpaired_both_spreads():
+    from hedgekit.papers.verdict import Spread, paired_effect, unpaired_effect
+
+    level = RNG.normal(0, 1.0, 6)  # the model's level moves between runs; the gain does not
+    a, b = Spread(level + 2.3), Spread(level)
+    p, u = paired_effect(a, b), unpaired_effect(a, b)
+    assert p.mean == pytest.approx(2.3) and p.se == pytest.approx(0.0, abs=1e-12) and p.kind == "paired"
+    assert u.se == pytest.approx(math.sqrt(2 * np.var(level, ddof=1) / 6))
+    # a naive second implementation of the paired s.e.
+    x, y = RNG.normal(0, 1, 5), RNG.normal(0, 1, 5)
+    d = x - y
+    assert paired_effect(Spread(x), Spread(y)).se == pytest.approx(d.std(ddof=1) / math.sqrt(5))
+    with pytest.raises(Exception, match="same number"):
+        paired_effect(Spread([1.0, 2.0]), Spread([1.0]))
+    one = paired_effect(Spread([1.0]), Spread([0.5]))
+    assert one.noise == "one seed: evaluation noise only" and not math.isfinite(one.interval()[0])
+
+
+def test_direction_and_equivalence_verdicts():
+    from hedgekit.papers.verdict import Effect, direction_verdict, equivalence_verdict
+
+    assert direction_verdict(Effect(1.0, 0.1, 5))[0] is True
+    assert direction_verdict(Effect(-1.0, 0.1, 5))[0] is False
+    assert direction_verdict(Effect(-1.0, 0.1, 5), sign=-1)[0] is True
+    assert direction_verdict(Effect(0.1, 0.1, 5))[0] is None
+    assert equivalence_verdict(Effect(0.2, 0.1, 5), 1.0)[0] is True
+    assert equivalence_verdict(Effect(3.0, 0.1, 5), 1.0)[0] is False
+    assert equivalence_verdict(Effect(0.8, 0.2, 5), 1.0)[0] is None
+
+
+def test_sanity_checks_are_listed_apart_and_never_counted():
+    from hedgekit.papers import verdict as V
+
+    v = V.Verdict("t")
+    v.add("real", "1", "1", True)
+    v.sanity("by construction", "1", "1", True, "cannot fail")
+    v.sanity("broken construction", "1", "2", False, "cannot fail")
+    assert v.counts == (1, 0, 0)
+    assert [c.outcome for c in v.claims] == ["matched", "sanity check passed", "sanity check failed"]
+    md = v.markdown()
+    assert "**1 matched, 0 not matched** (computed from the numbers above); 2 sanity check(s) listed apart, 1 passed." in md
+    head, checks = md.split("**Sanity checks**")
+    assert "by construction" not in head and "| ✔ | by construction |" in checks and "| ✘ | broken construction |" in checks
+
+
+def test_one_vocabulary():
+    from hedgekit.papers import verdict as V
+
+    assert V.OUTCOMES == {True: "matched", False: "not matched", None: "inconclusive"}
+    import pathlib
+
+    import hedgekit
+
+    root = pathlib.Path(hedgekit.__file__).parent / "papers"
+    for path in root.rglob("*.py"):
+        text = path.read_text()
+        assert "within noise" not in text and "untested" not in text, path

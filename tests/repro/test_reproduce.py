@@ -130,6 +130,24 @@ def test_write_summary_without_running(tmp_path):
     assert "ValueError: boom" in md and "`m` — cache, 5 steps" in md and "torch x" in md
     assert (tmp_path / "summary.html").read_text().count("<table>") >= 2
     assert json.loads((tmp_path / "run.json").read_text())["runs"][1]["status"] == "failed"
+
+
+def test_a_registered_notebook_that_never_ran_is_listed_as_not_run(tmp_path):
+    """The committed report lacked notebook 09 without saying so: every registered notebook shows up."""
+    reg = {"hib": ["01_x.ipynb"], "url": ["09_z.ipynb"]}
+    Report(tmp_path / "assets" / "01_x", "01_x").table("T", pd.DataFrame({"ours": [1.0]}))
+    rec = dict(notebook="01_x.ipynb", output="notebooks/01_x.ipynb", status="ok", error="", seconds=3.0,
+               assets="assets/01_x")
+    md = R.write_summary([rec], tmp_path, fast=False, total_seconds=3.0, registry=reg).read_text()
+    assert "| 09_z.ipynb | **not run** | — | — | — | — |" in md
+    assert "Registered but not in this report: 09_z.ipynb. Add it with `python -m hedgekit reproduce --only" in md
+    assert json.loads((tmp_path / "run.json").read_text())["missing"] == ["09_z.ipynb"]
+    # once it has run (a later call into the same folder), it is no longer missing
+    Report(tmp_path / "assets" / "09_z", "09_z").table("U", pd.DataFrame({"ours": [2.0]}))
+    rec9 = dict(rec, notebook="09_z.ipynb", output="notebooks/09_z.ipynb", assets="assets/09_z")
+    md = R.write_summary([rec9], tmp_path, fast=False, total_seconds=3.0, registry=reg).read_text()
+    assert "not run" not in md and "[09_z.ipynb]" in md and "[01_x.ipynb]" in md
+    assert json.loads((tmp_path / "run.json").read_text())["missing"] == []
 @pytest.mark.slow  # starts a Jupyter kernel (~8 s)
 
 

@@ -4,6 +4,13 @@ One function per notebook; each returns a `hedgekit.papers.verdict.Verdict` whos
 ends the notebook and goes into the report. The claims are the paper's own
 statements (quoted with their figure/table); the verdict and the reason are
 computed from the arguments.
+
+Noise of an "A beats B" claim (`_beats`): the seed-to-seed spread when several trained models per row are
+given (``seeds``: (N, D, label) -> one evaluation per seed; a 95% interval of the difference of the seed means,
+`hedgekit.papers.verdict.direction_verdict`); otherwise the evaluation noise of one model per row
+(repetitions, or the binomial standard error for KNN), and the reason says so ("one seed: evaluation noise
+only"). Statements true by construction of our data or of the metric are sanity checks (`Verdict.sanity`):
+notebook 01's split sizes, disjointness, balance and occlusion rates; App. G's "plurality ≥ majority".
 """
 from __future__ import annotations
 
@@ -14,7 +21,8 @@ import numpy as np
 
 from hedgekit.papers.hib import numbers
 from hedgekit.papers.hib.analysis import RANDOM_ALIGNMENT
-from hedgekit.papers.verdict import Verdict, binomial_se_diff, closeness, collapse_reason, fmt, noise_reason
+from hedgekit.papers.verdict import (ONE_SEED, Verdict, binomial_se_diff, closeness, collapse_reason, direction_verdict, fmt,
+                                     noise_reason, unpaired_effect)
 
 __all__ = ["data_verdict", "embeddings_verdict", "organisation_verdict", "known_unknowns_verdict",
            "table4_claims", "kl_margin_verdict"]
@@ -30,31 +38,33 @@ def data_verdict(counts: Mapping[int, Mapping], reference: Mapping[int, Mapping]
     training; balance: split -> max - min images per class.
     """
     v = Verdict("01 N-digit MNIST")
+    # every statement here is true by construction of hedgekit.data.ndigit / occlusion: sanity checks
+    built = "cannot fail at kit scale: our data are built to it (hedgekit.data.ndigit)"
     for n in counts:
         diffs = {k: counts[n][k] - reference[n][k] for k in reference[n]}
         bad = [k for k, d in diffs.items() if d != 0]
-        v.add(f"Table 3 counts, N={n}", ", ".join(f"{k} {reference[n][k]:,}" for k in reference[n]),
-              "identical" if not bad else ", ".join(f"{k} {counts[n][k]:,}" for k in bad), not bad,
-              "" if not bad else "the split sizes in hedgekit.data.ndigit differ from Table 3")
-    v.add("unseen test classes are never used in training (App. A)", "disjoint", "disjoint" if disjoint else "overlap",
-          disjoint)
+        v.sanity(f"Table 3 counts, N={n}", ", ".join(f"{k} {reference[n][k]:,}" for k in reference[n]),
+                 "identical" if not bad else ", ".join(f"{k} {counts[n][k]:,}" for k in bad), not bad,
+                 built if not bad else "the split sizes in hedgekit.data.ndigit differ from Table 3")
+    v.sanity("unseen test classes are never used in training (App. A)", "disjoint",
+             "disjoint" if disjoint else "overlap", disjoint, built)
     worst = max(balance.values()) if balance else 0
-    v.add("classes are balanced (google/n-digit-mnist's construction)", "≥ 100 test images per class",
-          f"images per class differ by at most {worst} within a split", worst <= 1)
+    v.sanity("classes are balanced (google/n-digit-mnist's construction)", "≥ 100 test images per class",
+             f"images per class differ by at most {worst} within a split", worst <= 1, built)
     for split, st in occlusion.items():
         d = st["occluded_fraction"] - st["expected_occluded_fraction"]
         se = math.sqrt(max(st["expected_occluded_fraction"] * (1 - st["expected_occluded_fraction"]), 1e-12)
                        / max(st["digits"], 1))
         ok = abs(d) < 4 * se + 1e-9
         what = "20% of digits occluded" if split == "train" else "every digit occluded"
-        v.add(f"{split}: {what}; side lengths L ~ U(0, 28)",
-              f"{fmt(st['expected_occluded_fraction'])} non-empty boxes expected, 25% of a digit hidden on average"
-              if split != "train" else
-              f"{fmt(st['expected_occluded_fraction'])} non-empty boxes expected (0.2 x (28/29)²)",
-              f"{fmt(st['occluded_fraction'])} occluded, {100 * st['mean_hidden'] / (1 if split != 'train' else 0.2):.1f}% "
-              f"hidden per drawn box", ok,
-              f"{fmt(d, signed=True)} from the expectation ({'<' if ok else '>'} 4 binomial standard errors); "
-              "a drawn side of 0 pixels gives an empty box, hence the (28/29)² factor")
+        v.sanity(f"{split}: {what}; side lengths L ~ U(0, 28)",
+                 f"{fmt(st['expected_occluded_fraction'])} non-empty boxes expected, 25% of a digit hidden on average"
+                 if split != "train" else
+                 f"{fmt(st['expected_occluded_fraction'])} non-empty boxes expected (0.2 x (28/29)²)",
+                 f"{fmt(st['occluded_fraction'])} occluded, {100 * st['mean_hidden'] / (1 if split != 'train' else 0.2):.1f}% "
+                 f"hidden per drawn box", ok,
+                 f"a check of our occlusion sampler: {fmt(d, signed=True)} from the expectation ({'<' if ok else '>'} 4 binomial standard errors); "
+                 "a drawn side of 0 pixels gives an empty box, hence the (28/29)² factor")
     return v
 
 
@@ -222,9 +232,12 @@ def _adjacency_trend(curve, model: str, target: float) -> str:
 
 
 # ------------------------------------------------------------------ 04
-def known_unknowns_verdict(results: Mapping, checkpoints: Sequence = (), table4: Mapping | None = None) -> Verdict:
+def known_unknowns_verdict(results: Mapping, checkpoints: Sequence = (), table4: Mapping | None = None,
+                           seeds: Mapping | None = None) -> Verdict:
     """Notebook 04: Tables 1, 2, 6, 7 (results: (N, D, label) -> `hib_protocol.RepeatedEvaluation`) and,
-    when ``table4`` holds its models' evaluations (same keys, at N = 3, D = 4), Table 4 (`table4_claims`)."""
+    when ``table4`` holds its models' evaluations (same keys, at N = 3, D = 4), Table 4 (`table4_claims`).
+    ``seeds`` (optional, same keys): one evaluation per independently trained seed; where both rows of an
+    "A beats B" claim have two or more, their seed-to-seed spread is the noise (module docstring)."""
     v = Verdict("04 known unknowns", checkpoints)
     settings = sorted({(n, d) for n, d, _ in results})
     for n, d in settings:
@@ -234,7 +247,7 @@ def known_unknowns_verdict(results: Mapping, checkpoints: Sequence = (), table4:
         ref = numbers.HIB_TABLE1[(n, d)]
         for key, what in (("ap_corrupt", "verification AP"), ("knn_corrupt", "KNN accuracy")):
             _beats(v, f"Table 1 (N={n}, D={d}): MoG-1 beats point on corrupt {what}", key, m1, pt,
-                   ref["MoG-1"][key], ref["point"][key])
+                   ref["MoG-1"][key], ref["point"][key], seeds=_seed_pair(seeds, (n, d, "MoG-1"), (n, d, "point")))
     _absolute_claim(v, "Table 1", results, numbers.HIB_TABLE1)
     for (n, d, label), r in results.items():
         if label != "point":
@@ -244,11 +257,12 @@ def known_unknowns_verdict(results: Mapping, checkpoints: Sequence = (), table4:
             continue
         if label == "MoG-1":
             better = r.mean("knnp_clean_clean") >= r.mean("knn_clean")
-            v.add(f"App. G (N={n}, D={d}, MoG-1): plurality voting improves KNN over majority",
-                  f"{fmt(numbers.HIB_TABLE6[(n, d)]['MoG-1'][('clean', 'clean')])} vs "
-                  f"{fmt(numbers.HIB_TABLE1[(n, d)]['MoG-1']['knn_clean'])}",
-                  f"{fmt(r.mean('knnp_clean_clean'))} vs {fmt(r.mean('knn_clean'))}", better,
-                  "plurality is never stricter than majority" if better else "")
+            v.sanity(f"App. G (N={n}, D={d}, MoG-1): plurality voting improves KNN over majority",
+                     f"{fmt(numbers.HIB_TABLE6[(n, d)]['MoG-1'][('clean', 'clean')])} vs "
+                     f"{fmt(numbers.HIB_TABLE1[(n, d)]['MoG-1']['knn_clean'])}",
+                     f"{fmt(r.mean('knnp_clean_clean'))} vs {fmt(r.mean('knn_clean'))}", better,
+                     "true by construction: every majority-correct probe is plurality-correct, so plurality is "
+                     "never below majority")
             harder = r.mean("knnp_clean_corrupt") < r.mean("knnp_corrupt_clean")
             pg = numbers.HIB_TABLE6[(n, d)]["MoG-1"]
             v.add(f"App. G (N={n}, D={d}): a corrupt probe is harder than a corrupt gallery",
@@ -263,22 +277,30 @@ def known_unknowns_verdict(results: Mapping, checkpoints: Sequence = (), table4:
                   ", ".join(fmt(x, 2) for x in t.values()), ok,
                   "" if ok else collapse_reason(r.var_ratio, r.var_clean))
     if table4:
-        table4_claims(v, table4)
+        table4_claims(v, table4, seeds)
     return v
+
+
+def _seed_pair(seeds: Mapping | None, a, b) -> tuple | None:
+    """(evaluations of A per seed, of B per seed) when both have >= 2 seeds, else None."""
+    if not seeds or len(seeds.get(a, ())) < 2 or len(seeds.get(b, ())) < 2:
+        return None
+    return seeds[a], seeds[b]
 
 
 _ACCURACY_KEYS = tuple(k for k, _ in numbers.TABLE1_ROWS)  # AP / KNN, clean / corrupt
 TABLE4_CLEAN_AP = 0.99  # App. C.1: "verification accuracy on clean input images above 0.99"
 
 
-def table4_claims(v: Verdict, results: Mapping) -> Verdict:
+def table4_claims(v: Verdict, results: Mapping, seeds: Mapping | None = None) -> Verdict:
     """Add Table 4's claims (App. C.1, 3-digit MNIST, D = 4) to ``v``; ``results``: (N, D, label) ->
     `hib_protocol.RepeatedEvaluation` at the setting of `numbers.HIB_TABLE4` (other entries are ignored).
 
     App. C.1 says three things, each checked on our numbers: "the task performance begins to saturate, with
     verification accuracy on clean input images above 0.99" (every model's clean AP > 0.99); "HIB provides a
     slight performance improvement over point embeddings for corrupt images" (MoG-1 and MoG-2 each against
-    point on corrupt AP and KNN, by `_beats`: inconclusive within our noise); "task performance correlates with
+    point on corrupt AP and KNN, by `_beats`: inconclusive within our noise; ``seeds`` as in
+    `known_unknowns_verdict`); "task performance correlates with
     uncertainty" (all four τ > 0 for MoG-1 and MoG-2, as Table 2). Then, as for Table 1, how many of the
     twelve accuracy cells lie within ±0.02 of the paper's.
     """
@@ -298,7 +320,7 @@ def table4_claims(v: Verdict, results: Mapping) -> Verdict:
                 continue
             for key, what in (("ap_corrupt", "verification AP"), ("knn_corrupt", "KNN accuracy")):
                 _beats(v, f"{where}: {label} beats point on corrupt {what}", key, ours[label], pt,
-                       ref[label][key], ref["point"][key])
+                       ref[label][key], ref["point"][key], seeds=_seed_pair(seeds, (n, d, label), (n, d, "point")))
         for label, r in ours.items():
             if label != "point":
                 _tau_claim(v, f"Table 4 (N={n}, D={d}, {label})", r, ref[label])
@@ -335,13 +357,14 @@ def _tau_claim(v: Verdict, where: str, r, ref: Mapping) -> None:
 # ------------------------------------------------------------------ 05
 def kl_margin_verdict(beta_scales: Mapping[float, float], table5: Mapping, margins: Sequence[float] = (),
                       hard: Mapping[str, Sequence[float]] | None = None, soft: Mapping[str, float] | None = None,
-                      checkpoints: Sequence = (), n_eval: int | None = None, beta_kl: Mapping[float, float] | None = None
-                      ) -> Verdict:
+                      checkpoints: Sequence = (), n_eval: int | None = None, beta_kl: Mapping[float, float] | None = None,
+                      seeds: Mapping | None = None) -> Verdict:
     """Notebook 05: Figure 12 (beta), Table 5 (beta 0 vs 1e-4), Figure 6 (soft vs hard contrastive).
 
     beta_scales: beta -> mean ellipse radius of corrupt test images; table5: (N, D, beta) ->
     `RepeatedEvaluation`; hard: metric -> per-margin values; soft: metric -> value;
-    n_eval: test images of the Figure 6 evaluation; beta_kl: beta -> mean KL(p(z|x) || N(0, I)).
+    n_eval: test images of the Figure 6 evaluation; beta_kl: beta -> mean KL(p(z|x) || N(0, I));
+    seeds (optional): (N, D, beta) -> one evaluation per trained seed (the noise of Table 5's claims, `_beats`).
     """
     v = Verdict("05 KL weight and soft contrastive loss", checkpoints)
     if len(beta_scales) >= 2:
@@ -363,7 +386,8 @@ def kl_margin_verdict(beta_scales: Mapping[float, float], table5: Mapping, margi
         ref = numbers.HIB_TABLE5.get((n, d), {})
         for key, what in (("knn_corrupt", "KNN corrupt"), ("tau_knn_clean", "τ KNN clean")):
             _beats(v, f"Table 5 (N={n}, D={d}): β = 1e-4 improves {what} over β = 0", key, r4, r0,
-                   ref.get(1e-4, {}).get(key, math.nan), ref.get(0.0, {}).get(key, math.nan), ("β = 1e-4", "β = 0"))
+                   ref.get(1e-4, {}).get(key, math.nan), ref.get(0.0, {}).get(key, math.nan), ("β = 1e-4", "β = 0"),
+                   _seed_pair(seeds, (n, d, 1e-4), (n, d, 0.0)))
     if hard and soft and margins:
         wins, total, losses = 0, 0, []
         for key in hard:
@@ -394,19 +418,32 @@ def _z(x) -> float:
 
 
 def _beats(v: Verdict, claim: str, key: str, ours_a, ours_b, paper_a: float, paper_b: float,
-           names: tuple[str, str] | None = None) -> None:
+           names: tuple[str, str] | None = None, seeds: tuple | None = None) -> None:
     """Add the verdict "A beats B on ``key``" (`hib_protocol.RepeatedEvaluation` A and B, the paper's
-    values beside them): open when the difference is within noise, else, when A does not win, failed with
-    the variance-collapse diagnosis of A or, without a collapse, how far each of A and B sits from its
-    paper value (`shift_reason`)."""
+    values beside them). With ``seeds`` (A's and B's evaluations per trained seed): the 95% interval of the
+    difference of seed means decides (`direction_verdict`). Otherwise one model per row: inconclusive when
+    the difference is within the evaluation noise (`_diff_noise`), and the reason says "one seed: evaluation
+    noise only". When A does not win: the variance-collapse diagnosis of A or, without a collapse, how far
+    each of A and B sits from its paper value (`shift_reason`)."""
     diff = ours_a.mean(key) - ours_b.mean(key)
-    noise = _diff_noise(ours_a, ours_b, key, diff)
-    ok = None if noise else diff > 0
-    v.add(claim, f"{fmt(paper_a)} vs {fmt(paper_b)} ({fmt(paper_a - paper_b, signed=True)})",
-          f"{fmt(ours_a.mean(key))} vs {fmt(ours_b.mean(key))} ({fmt(diff, signed=True)})", ok,
-          noise + (f" (direction {'agrees' if diff > 0 else 'disagrees'})" if noise else "")
-          or ("" if ok else collapse_reason(ours_a.var_ratio, ours_a.var_clean)
-              or shift_reason(ours_a, ours_b, paper_a, paper_b, key, names)))
+    if seeds is not None:
+        e = unpaired_effect([r.mean(key) for r in seeds[0]], [r.mean(key) for r in seeds[1]])
+        diff = e.mean
+        ok, noise = direction_verdict(e, +1, digits=3, unit="")
+        noise = noise if ok is None else ""
+        means = (fmt(e.mean + sum(r.mean(key) for r in seeds[1]) / len(seeds[1])),
+                 fmt(sum(r.mean(key) for r in seeds[1]) / len(seeds[1])))
+        ours = f"{means[0]} vs {means[1]} ({fmt(diff, signed=True)}; means of {len(seeds[0])} / {len(seeds[1])} seeds)"
+    else:
+        noise = _diff_noise(ours_a, ours_b, key, diff)
+        ok = None if noise else diff > 0
+        noise = noise and f"{noise} ({ONE_SEED}; direction {'agrees' if diff > 0 else 'disagrees'})"
+        ours = f"{fmt(ours_a.mean(key))} vs {fmt(ours_b.mean(key))} ({fmt(diff, signed=True)})"
+    why = noise or ("" if ok else collapse_reason(ours_a.var_ratio, ours_a.var_clean)
+                    or shift_reason(ours_a, ours_b, paper_a, paper_b, key, names))
+    if seeds is None and not noise:
+        why = (why + "; " if why else "") + ONE_SEED
+    v.add(claim, f"{fmt(paper_a)} vs {fmt(paper_b)} ({fmt(paper_a - paper_b, signed=True)})", ours, ok, why)
 
 
 def shift_reason(ours_a, ours_b, paper_a: float, paper_b: float, key: str,

@@ -21,7 +21,8 @@ from __future__ import annotations
 from hedgekit.errors import InputError
 from hedgekit.zoo import Spec
 
-__all__ = ["DIM", "FULL_RUNS", "FAST_RUNS", "TABLE1_ROWS", "TABLE2_ROWS", "LONGTAIL_ROWS", "runs", "table1_specs",
+__all__ = ["DIM", "FULL_RUNS", "FAST_RUNS", "TABLE1_ROWS", "TABLE2_ROWS", "LONGTAIL_ROWS", "runs", "runs_text",
+           "table1_specs",
            "table2_specs", "longtail_specs", "notebook_specs"]
 
 DIM = 16  # embedding size d (the head emits d + 1 numbers); Hermans et al.'s 128 is more than 10 classes need
@@ -43,6 +44,14 @@ def runs(fast: bool, n: int | None = None) -> int:
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise InputError(f"runs must be an integer >= 1; got {n!r}")
     return n
+
+
+def runs_text(fast: bool, n: int | None = None) -> str:
+    """The mode line notebook 08 prints: "FULL mode: 5 run(s) per row (the paper's 5)"; a missing ``n`` reads as
+    the count `runs` resolves it to, never as "None"."""
+    k = runs(fast, n)
+    why = "the paper's 5" if not fast and n is None else "FAST default" if n is None else "set by RUNS"
+    return f"{'FAST' if fast else 'FULL'} mode: {k} run(s) per row ({why})"
 
 
 def _specs(rows: dict, data: str, fast: bool, seed: int, n: int | None) -> dict[str, list[Spec]]:

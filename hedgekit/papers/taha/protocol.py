@@ -44,6 +44,7 @@ from hedgekit.evaluation import metrics as M
 from hedgekit.evaluation.embedded import images_to_tensor
 from hedgekit.evaluation.retrieval import map_after_removing_uncertain
 from hedgekit.methods.het_triplet import uncertainty
+from hedgekit.papers.verdict import Spread
 
 __all__ = ["KS", "CLEANING_FRACTION", "DETECTION_FRACTIONS", "embed", "split", "retrieval_metrics",
            "mean_std", "cleaning_rows", "centroid_triplet_loss", "out_of_fold_probabilities", "detection_scores",
@@ -79,14 +80,13 @@ def retrieval_metrics(emb, labels, seed: int = 0, ks: Sequence[int] = KS) -> dic
 
 
 def mean_std(runs: Sequence[Mapping]) -> dict:
-    """{key: (mean, std)} over runs (std with ddof = 1; NaN for a single run), as the paper's "mean ± std"."""
+    """{key: (mean, std)} over runs (std with ddof = 1; NaN for a single run), as the paper's "mean ± std".
+
+    Each value is a `hedgekit.papers.verdict.Spread`: a (mean, std) pair that keeps the runs' values in run
+    order, so the claims can build intervals and paired differences (`hedgekit.papers.verdict.paired_effect`)."""
     if not runs:
         raise InputError("mean_std needs at least one run")
-    out = {}
-    for key in runs[0]:
-        vals = np.array([float(r[key]) for r in runs])
-        out[key] = (float(vals.mean()), float(vals.std(ddof=1)) if len(vals) > 1 else float("nan"))
-    return out
+    return {key: Spread([float(r[key]) for r in runs]) for key in runs[0]}
 
 
 # --------------------------------------------------------------------------- Table 2: gallery cleaning

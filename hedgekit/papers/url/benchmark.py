@@ -35,9 +35,19 @@ from hedgekit.training.upstream import UpstreamConfig, UpstreamModel, fit_upstre
 __all__ = ["Budget", "BUDGETS", "METRICS", "method_registry", "check_methods", "eval_sets", "build_model",
            "cache_root", "run_path", "RUN_MODULES", "module_closure", "run_one", "load_run_model", "run_benchmark",
            "cached_runs", "uncertainty_extremes", "leaderboard", "leaderboard_markdown", "write_leaderboard",
-           "add_subcommand"]
+           "add_subcommand", "LABELS", "label"]
 
 EMBED_DIM = 16
+
+# Our methods' names in tables, figures and verdicts: the paper's (`numbers.DISPLAY`), except that our InfoNCE and
+# MCInfoNCE are *supervised* (positives are other images of the same class, `hedgekit.methods.infonce`), unlike
+# the paper's unsupervised ones; method keys and run / checkpoint names are unchanged.
+LABELS = {**DISPLAY, "infonce": "supervised InfoNCE", "mcinfonce": "supervised MCInfoNCE"}
+
+
+def label(method: str) -> str:
+    """The name of our ``method`` in tables and figures (`LABELS`; unknown keys as they are)."""
+    return LABELS.get(method, method)
 
 
 @dataclass(frozen=True)
@@ -291,7 +301,7 @@ def run_one(method: str, seed: int, budget="fast", retrain: bool = False, progre
         return random_occlusion(b.train.occlusion_p)(xb.float().div_(255.0), rng)
 
     hist = fit_upstream(model, x, y, b.train, seed=seed, augment=to_float, progress=progress,
-                        desc=f"{DISPLAY.get(method, method)} s{seed}")
+                        desc=f"{label(method)} s{seed}")
     train_seconds = time.perf_counter() - t0
     t1 = time.perf_counter()
     metrics = protocol.evaluate(lambda xs: predict(model, xs), eval_sets(b.eval_per_class),
@@ -410,11 +420,11 @@ def leaderboard(runs, metrics=None):
 
 
 def leaderboard_markdown(board, digits: int = 3) -> str:
-    """The leaderboard as Markdown with "mean ± std" cells (method names as the paper writes them)."""
+    """The leaderboard as Markdown with "mean ± std" cells (method names as `label` gives them)."""
     head = ["method"] + [c for c in board.columns if not c.endswith(" ±") and c != "seeds"] + ["seeds"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for method, row in board.iterrows():
-        cells = [DISPLAY.get(method, method)]
+        cells = [label(method)]
         for c in head[1:-1]:
             mean, std = row[c], row.get(f"{c} ±", math.nan)
             nd = 0 if c.endswith(" s") else digits

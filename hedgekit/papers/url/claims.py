@@ -6,6 +6,12 @@ Correlations are Spearman's rho over runs (one point per method and seed), as th
 point per trained model (it says "Rank Corr." without naming the coefficient); the 95% interval is a
 percentile bootstrap over runs. A numeric correlation claim is matched when the paper's value lies inside
 our interval.
+
+Like with like: the paper's levels (ImageNet -> CUB / CARS / SOP) and ours (seen -> unseen digits) are on
+different data, so no claim compares absolute levels across them (e.g. our best R-AUROC against the paper's
+0.569; "most models above 0.7 upstream" is a note); ranks and correlations within one benchmark do carry over.
+Our InfoNCE and MCInfoNCE are supervised (`hedgekit.papers.url.benchmark.LABELS`), so they are not the
+paper's unsupervised baselines: "the baselines fail" is checked on CE, the baseline both share.
 """
 from __future__ import annotations
 
@@ -14,10 +20,12 @@ import math
 import numpy as np
 
 from hedgekit.papers.url import numbers
+from hedgekit.papers.url.benchmark import label
 from hedgekit.papers.url.numbers import DISPLAY
-from hedgekit.papers.verdict import Verdict, fmt
+from hedgekit.papers.verdict import Verdict, direction_verdict, fmt, paired_effect
 
-__all__ = ["CORRELATION_PAIRS", "spearman", "correlations", "side_by_side", "ranks", "URLVerdict", "url_verdict"]
+__all__ = ["CORRELATION_PAIRS", "spearman", "correlations", "side_by_side", "paper_statements", "ranks", "URLVerdict",
+           "url_verdict"]
 
 # (x metric, y metric, key in numbers.CORRELATIONS or None, label)
 CORRELATION_PAIRS = (
@@ -59,10 +67,10 @@ def correlations(runs):
     import pandas as pd
 
     rows = {}
-    for a, b, key, label in CORRELATION_PAIRS:
+    for a, b, key, title in CORRELATION_PAIRS:
         r = spearman(runs[a], runs[b])
         r["paper"] = numbers.CORRELATIONS[key][0] if key else math.nan
-        rows[label] = r
+        rows[title] = r
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
@@ -73,26 +81,36 @@ def ranks(board, column: str) -> dict:
 
 
 def side_by_side(board):
-    """Our leaderboard beside the paper: per method our downstream R-AUROC and R@1 (mean ± std over seeds) and
-    ranks, the paper's headline averages where stated (Sec. 4.3; CUB/CARS/SOP, backbone not named), whether the
-    paper lists it in its top 3 per backbone (App. C.6), and its ResNet-50 / ViT-Medium statements."""
+    """Our leaderboard, one row per method (named by `benchmark.label`): downstream R-AUROC and R@1 (mean ± std
+    over seeds) and ranks, beside what carries over from the paper: its family, whether the paper lists the method
+    in its top 3 per backbone (App. C.6). The paper's own numbers (ImageNet -> CUB/CARS/SOP averages and
+    per-backbone statements) are on other data and live apart, in `paper_statements`."""
     import pandas as pd
 
     rr, r1 = ranks(board, "R-AUROC (down)"), ranks(board, "R@1 (down)")
     rows = []
     for m, row in board.iterrows():
-        rows.append({"method": DISPLAY.get(m, m), "family": numbers.FAMILY.get(m, ""),
+        rows.append({"method": label(m), "family": numbers.FAMILY.get(m, ""),
                      "ours R-AUROC": f"{row['R-AUROC (down)']:.3f} ± {row['R-AUROC (down) ±']:.3f}",
                      "rank": rr[m],
-                     "paper R-AUROC": numbers.HEADLINE_R_AUROC.get(m, math.nan),
                      "ours R@1": f"{row['R@1 (down)']:.3f} ± {row['R@1 (down) ±']:.3f}",
                      "rank R@1": r1[m],
-                     "paper R@1": numbers.HEADLINE_R1.get(m, math.nan),
-                     "top 3 ResNet-50": "yes" if m in numbers.TOP3["ResNet-50"] else "",
-                     "top 3 ViT-M": "yes" if m in numbers.TOP3["ViT-Medium"] else "",
-                     "paper, ResNet-50": numbers.RESNET50.get(m, ("",))[0],
-                     "paper, ViT-Medium": numbers.VIT_MEDIUM.get(m, ("",))[0]})
+                     "paper's top 3 ResNet-50": "yes" if m in numbers.TOP3["ResNet-50"] else "",
+                     "paper's top 3 ViT-M": "yes" if m in numbers.TOP3["ViT-Medium"] else ""})
     return pd.DataFrame(rows).set_index("method")
+
+
+def paper_statements(methods=numbers.METHODS):
+    """The paper's own per-method numbers and statements (ImageNet upstream, zero-shot CUB/CARS/SOP; names as the
+    paper writes them, its InfoNCE and MCInfoNCE unsupervised): the stated averages (Sec. 4.3, backbone not
+    named) and the ResNet-50 / ViT-Medium statements. Not comparable level for level with `side_by_side`."""
+    import pandas as pd
+
+    rows = [{"method (paper)": DISPLAY.get(m, m), "R-AUROC (Sec. 4.3)": numbers.HEADLINE_R_AUROC.get(m, math.nan),
+             "R@1 (Sec. 4.3)": numbers.HEADLINE_R1.get(m, math.nan),
+             "ResNet-50": numbers.RESNET50.get(m, ("",))[0], "ViT-Medium": numbers.VIT_MEDIUM.get(m, ("",))[0]}
+            for m in methods]
+    return pd.DataFrame(rows).set_index("method (paper)")
 
 
 class URLVerdict(Verdict):
@@ -126,7 +144,7 @@ def url_verdict(runs, board, budget_name: str = "paper") -> URLVerdict:
     methods = list(board.index)
     n = len(methods)
 
-    for (a, b, key, label), (_, r) in zip(CORRELATION_PAIRS, corr.iterrows()):
+    for (a, b, key, title), (_, r) in zip(CORRELATION_PAIRS, corr.iterrows()):
         ours = f"rho = {fmt(r['rho'], 2)} [{fmt(r['lo'], 2)}, {fmt(r['hi'], 2)}], n = {int(r['n'])} runs"
         if key is None:  # App. C.2: a count of negative within-model correlations, not a value
             neg, total = numbers.R1_VS_RAUROC_NEGATIVE
@@ -137,68 +155,75 @@ def url_verdict(runs, board, budget_name: str = "paper") -> URLVerdict:
                   "paper's within-model trade-off is not what this measures")
             continue
         value, where = numbers.CORRELATIONS[key]
-        inside = math.isfinite(r["lo"]) and r["lo"] <= value <= r["hi"]
+        if not math.isfinite(r["lo"]):
+            v.add(title, f"{value:.2f}", ours, None, "no interval: fewer than 3 runs or a constant metric")
+            continue
+        inside = r["lo"] <= value <= r["hi"]
         why = (f"the paper's {value:.2f} lies inside our 95% interval" if inside else
                f"the paper's {value:.2f} lies outside our 95% interval")
         if key == "up_vs_down_rauroc" and not inside and r["rho"] > value:
-            why += ("; at kit scale upstream and downstream are the same kind of images (digits), so what a "
-                    "model learned about ambiguous strokes carries over, unlike ImageNet -> CUB/CARS/SOP")
-        v.add(label, f"{value:.2f}", ours, inside, why)
+            why += ("; a hypothesis: at kit scale upstream and downstream are the same kind of images (digits), so "
+                    "what a model learned about ambiguous strokes carries over, unlike ImageNet -> CUB/CARS/SOP")
+        v.add(title, f"{value:.2f}", ours, inside, why)
 
     rr = ranks(board, "R-AUROC (down)")
     r1 = ranks(board, "R@1 (down)")
     ours_top3 = [m for m, k in sorted(rr.items(), key=lambda t: t[1])[:3]]
-    names = ", ".join(DISPLAY.get(m, m) for m in ours_top3)
+    names = ", ".join(label(m) for m in ours_top3)
     for backbone in ("ResNet-50", "ViT-Medium"):
         paper_top = numbers.TOP3[backbone]
         run = [m for m in paper_top if m in rr]
         hits = sum(m in ours_top3 for m in paper_top)
+        caveat = ("; the paper's MCInfoNCE is unsupervised, ours supervised" if "mcinfonce" in paper_top else "")
         v.add(f"the paper's best three on {backbone} lead (App. C.6)",
               ", ".join(DISPLAY[m] for m in paper_top), f"our top 3 by downstream R-AUROC: {names}",
               (hits >= 2) if len(run) == 3 and n >= 6 else None,
-              f"{hits} of the paper's 3 are in our top 3" if len(run) == 3 and n >= 6 else
+              (f"{hits} of the paper's 3 are in our top 3" + caveat) if len(run) == 3 and n >= 6 else
               "too few of these methods were run to rank them")
-    if "nivmf" in r1 and n >= 4:
+    if "nivmf" in r1 and "losspred" in r1 and n >= 4:
+        ok = r1["nivmf"] == 1 and r1["losspred"] == 2
         v.add("nivMF has the best R@1 (0.57), Losspred second (0.53) (Sec. 4.3)", "nivMF 1st, Losspred 2nd",
-              "; ".join(f"{DISPLAY[m]} {r1[m]}." for m in ("nivmf", "losspred") if m in r1) + f" of {n} by R@1",
-              r1["nivmf"] <= 2, "")
-    base = [m for m in ("ce", "infonce") if m in rr]
-    if base and n >= 4:
-        ok = all(_in_half(rr[m], n) for m in base)
-        v.add("the baselines (CE, InfoNCE) fail to transfer u(x) (Sec. 4.3)", "below the probabilistic embeddings",
-              "; ".join(f"{DISPLAY[m]} rank {rr[m]} of {n}" for m in base), ok,
-              "both rank in the lower half by downstream R-AUROC" if ok else
-              "a baseline ranks in the upper half: with one small backbone and no hyper-parameter search, "
-              "the simple class entropy is hard to beat")
+              "; ".join(f"{label(m)} {r1[m]}." for m in ("nivmf", "losspred")) + f" of {n} by R@1", ok,
+              "" if ok else "; ".join(f"{label(m)} is {r1[m]}., not {want}."
+                                      for m, want in (("nivmf", 1), ("losspred", 2)) if r1[m] != want))
+    if "ce" in rr and n >= 4:
+        ok = _in_half(rr["ce"], n)
+        extra = [m for m in ("infonce", "mcinfonce") if m in rr]
+        v.add("the baseline CE fails to transfer u(x) (Sec. 4.3: the baselines CE and InfoNCE)",
+              "below the probabilistic embeddings", f"CE rank {rr['ce']} of {n}", ok,
+              ("CE ranks in the lower half by downstream R-AUROC" if ok else
+               "CE ranks in the upper half: with one small backbone and no hyper-parameter search, the simple class "
+               "entropy is hard to beat")
+              + ("; our InfoNCE is supervised, not the paper's unsupervised baseline, so it is not tested here ("
+                 + ", ".join(f"{label(m)} rank {rr[m]}" for m in extra) + ")" if extra else ""))
     if "ensemble" in rr and n >= 4:
         ok = _in_half(rr["ensemble"], n)
         v.add("ensembles fail to provide transferable uncertainty (Sec. 4.3)", "lower ranks",
               f"Ensemble rank {rr['ensemble']} of {n}", ok, "" if ok else "Ensemble ranks in the upper half")
 
     up = board["R-AUROC (up)"]
-    share = float((up > numbers.UPSTREAM_R_AUROC_MAJORITY).mean())
-    v.add("the majority of models reach an upstream R-AUROC above 0.7 (Sec. 4.5)", "majority > 0.7",
-          f"{(up > 0.7).sum()} of {n} (median {up.median():.3f})", share > 0.5, "")
+    v.note(f"Sec. 4.5 says the majority of models reach an upstream R-AUROC above "
+           f"{numbers.UPSTREAM_R_AUROC_MAJORITY} on ImageNet; ours (seen digits, other data, not a claim): "
+           f"{int((up > numbers.UPSTREAM_R_AUROC_MAJORITY).sum())} of {n} above it (median {up.median():.3f}).")
     down, dstd = board["R-AUROC (down)"], board["R-AUROC (down) ±"]
     seeds = board["seeds"]
     lower = down - 2 * dstd / np.sqrt(seeds)
     above = [m for m in methods if lower[m] > 0.5]
     best = down.idxmax()
-    v.add("u(x) learned upstream transfers zero-shot: downstream R-AUROC above chance (0.5); best 0.569 (Sec. 4.3)",
-          f"best {max(numbers.HEADLINE_R_AUROC.values()):.3f}",
-          f"best {DISPLAY.get(best, best)} {down[best]:.3f}; {len(above)} of {n} methods above 0.5 by 2 s.e.",
+    v.add("u(x) learned upstream transfers zero-shot: downstream R-AUROC above chance (0.5) (Sec. 4.3)",
+          "above 0.5", f"{len(above)} of {n} methods above 0.5 by 2 s.e. (best {label(best)} {down[best]:.3f})",
           len(above) > 0, "" if above else "no method is above chance by two standard errors")
-    gaps = (runs["up_rauroc"] - runs["down_rauroc"]).to_numpy(float)
-    gaps = gaps[np.isfinite(gaps)]
-    gap, se = float(gaps.mean()), float(gaps.std(ddof=1) / np.sqrt(len(gaps))) if len(gaps) > 1 else math.nan
-    clear = math.isfinite(se) and abs(gap) > 2 * se
-    v.add("downstream R-AUROC stays below upstream (most > 0.7 upstream vs <= 0.569 downstream)", "up > down",
-          f"mean over runs of up - down = {gap:+.3f} (s.e. {se:.3f})", (gap > 0) if clear else None,
-          "" if clear else "the gap is within 2 standard errors of 0")
+    v.note(f"The paper's best downstream R-AUROC is {max(numbers.HEADLINE_R_AUROC.values()):.3f} on CUB/CARS/SOP; "
+           "our levels are on other data (unseen digits) and are not compared with it.")
+    gap = paired_effect(runs["up_rauroc"].to_numpy(float), runs["down_rauroc"].to_numpy(float),
+                        noise="spread over runs")
+    ok, why = direction_verdict(gap, +1, digits=3, unit="")
+    v.add("downstream R-AUROC stays below upstream (Sec. 4.5)", "up > down",
+          f"mean over runs of up - down = {gap.mean:+.3f} (s.e. {gap.se:.3f})", ok, why)
     fash = board["R-AUROC Fashion"] if "R-AUROC Fashion" in board else None
     if fash is not None:
         v.note(f"Cross-domain (2-item Fashion-MNIST, not in the paper): mean R-AUROC {fash.mean():.3f}, best "
-               f"{DISPLAY.get(fash.idxmax(), fash.idxmax())} {fash.max():.3f}; unseen digits: mean "
+               f"{label(fash.idxmax())} {fash.max():.3f}; unseen digits: mean "
                f"{board['R-AUROC unseen'].mean():.3f}.")
     v.note("The paper's per-method values exist only in its figures; its stated averages (Sec. 4.3) do not name "
            "the backbone. Our R@1 uses cosine similarity like the official code.")

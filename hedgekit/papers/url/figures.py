@@ -13,7 +13,7 @@ from matplotlib.patches import Rectangle
 
 from hedgekit.papers.url import numbers, protocol
 from hedgekit.papers.url.claims import spearman
-from hedgekit.papers.url.numbers import DISPLAY
+from hedgekit.papers.url.benchmark import label
 from hedgekit.viz.style import INK, TAB10, figure
 
 __all__ = ["method_colours", "crop_examples", "ranking", "r1_vs_rauroc", "correlation_scatter"]
@@ -30,7 +30,7 @@ def ranking(board, title: str = ""):
     Methods in the paper's ResNet-50 top 3 (App. C.6) are marked with a star."""
     b = board.sort_values("R-AUROC (down)")
     fig, ax = figure(1, 2, figsize=(9, 0.35 * len(b) + 1.5), sharey=True)
-    labels = [DISPLAY.get(m, m) + (" *" if m in numbers.TOP3["ResNet-50"] else "") for m in b.index]
+    labels = [label(m) + (" *" if m in numbers.TOP3["ResNet-50"] else "") for m in b.index]
     colours = [method_colours(b.index)[m] for m in b.index]
     y = np.arange(len(b))
     for a, col, ref in ((ax[0], "R-AUROC (down)", 0.5), (ax[1], "R@1 (down)", None)):
@@ -57,7 +57,7 @@ def r1_vs_rauroc(runs, x: str = "down_r1", y: str = "down_rauroc"):
         ax.scatter(g[x], g[y], color=colours[m], alpha=0.25, s=12)
         ax.errorbar(g[x].mean(), g[y].mean(), xerr=g[x].std(ddof=1) if len(g) > 1 else None,
                     yerr=g[y].std(ddof=1) if len(g) > 1 else None, fmt="o", color=colours[m], capsize=2,
-                    label=DISPLAY.get(m, m))
+                    label=label(m))
     ax.axhline(0.5, color="0.5", lw=0.8, ls="--")
     ax.set_xlabel("R@1 (downstream)")
     ax.set_ylabel("R-AUROC (downstream)")
@@ -74,7 +74,7 @@ def correlation_scatter(runs):
     for a, col, key, name in ((ax[0], "up_rauroc", "up_vs_down_rauroc", "upstream R-AUROC"),
                               (ax[1], "up_crop", "crop_vs_down_rauroc", "upstream cropped-image rate")):
         for m, g in runs.groupby("method", sort=False):
-            a.scatter(g[col], g["down_rauroc"], color=colours[m], s=18, label=DISPLAY.get(m, m))
+            a.scatter(g[col], g["down_rauroc"], color=colours[m], s=18, label=label(m))
         r = spearman(runs[col], runs["down_rauroc"])
         a.set_title(f"rho = {r['rho']:.2f} (paper {numbers.CORRELATIONS[key][0]:.2f})")
         a.set_xlabel(name)

@@ -180,4 +180,198 @@ def test_a_hedging_model_that_loses_is_explained_by_how_far_each_model_sits_from
         "our β = 1e-4 is -0.055 and our β = 0 +0.014: our β = 1e-4 falls short of the paper's")
     v = known_unknowns_verdict({(3, 3, "point"): point, (3, 3, "MoG-1"): hib})
     knn = next(c for c in v.claims if c.claim == "Table 1 (N=3, D=3): MoG-1 beats point on corrupt KNN accuracy")
-    assert knn.matched is False and knn.why == why  # a 12x variance ratio is no collapse, so the shift explains it
+    # a 12x variance ratio is no collapse, so the shift explains it; one model per row: said
+    assert knn.matched is False and knn.why == why + "; one seed: evaluation noise only"
+
+
+# ====================================================================== every claim to every outcome it can give
+from hedgekit.papers.hib import claims as HC  # noqa: E402
+from hedgekit.papers.hib import numbers as HN  # noqa: E402
+
+
+def _by(v):
+    return {c.claim: c for c in v.claims}
+
+
+def _data(**over):
+    counts = {2: dict(HN.HIB_TABLE3[2])}
+    occl = {"train": dict(occluded_fraction=0.186, expected_occluded_fraction=0.186, mean_hidden=0.05, digits=200_000)}
+    args = dict(counts=counts, reference={2: dict(HN.HIB_TABLE3[2])}, occlusion=occl, disjoint=True,
+                balance={"train": 0})
+    args.update(over)
+    return HC.data_verdict(**args)
+
+
+@pytest.mark.parametrize("over, claim, outcome", [
+    ({}, "Table 3 counts, N=2", "sanity check passed"),
+    ({"counts": {2: dict(HN.HIB_TABLE3[2], train_images=1)}}, "Table 3 counts, N=2", "sanity check failed"),
+    ({}, "unseen test classes are never used in training (App. A)", "sanity check passed"),
+    ({"disjoint": False}, "unseen test classes are never used in training (App. A)", "sanity check failed"),
+    ({}, "classes are balanced (google/n-digit-mnist's construction)", "sanity check passed"),
+    ({"balance": {"train": 5}}, "classes are balanced (google/n-digit-mnist's construction)", "sanity check failed"),
+    ({}, "train: 20% of digits occluded; side lengths L ~ U(0, 28)", "sanity check passed"),
+    ({"occlusion": {"train": dict(occluded_fraction=0.25, expected_occluded_fraction=0.186, mean_hidden=0.05,
+                                  digits=200_000)}},
+     "train: 20% of digits occluded; side lengths L ~ U(0, 28)", "sanity check failed"),
+])
+def test_notebook_01_statements_are_sanity_checks_that_pass_or_fail(over, claim, outcome):
+    v = _data(**over)
+    assert _by(v)[claim].outcome == outcome
+    assert v.counts == (0, 0, 0)  # none of them counts
+
+
+F3 = dict(scale_clean=0.1, scale_corrupt=0.2, frac_larger=0.9, var_ratio=4.0, var_clean=0.01, eta_clean=0.1,
+          eta_corrupt=0.3)
+F4 = dict(elong_clean=1.1, elong_corrupt=2.0, size_clean=0.1, size_corrupt=0.3)
+FIG3 = "Figure 3: corrupt images get larger ellipses than clean ones (D=2, MoG-1)"
+ETA = "sec. 2.4: η(x) is higher for corrupt inputs"
+FIG4 = ("Figure 4: a clean input ('03') gets a tight Gaussian, a half-occluded one ('52') an elongated, larger "
+        "ellipse")
+FIG1B = "Figure 1b: a 2-component embedding of an ambiguous image covers two classes sharing a digit ('17' and '47')"
+FIG7 = "Figure 7 (C=2): components of corrupt inputs are more dispersed"
+FIG8 = "Figure 8: the same in 3D (3-digit MNIST; the paper: 3-digit)"
+
+
+@pytest.mark.parametrize("stats, claim, outcome", [
+    ({"fig3": F3}, FIG3, "matched"),
+    ({"fig3": dict(F3, scale_corrupt=0.1, var_ratio=1.1)}, FIG3, "not matched"),
+    ({"fig3": F3}, ETA, "matched"),
+    ({"fig3": dict(F3, eta_corrupt=0.1)}, ETA, "not matched"),
+    ({"fig4": F4}, FIG4, "matched"),
+    ({"fig4": dict(F4, elong_corrupt=1.0)}, FIG4, "not matched"),
+    ({"fig1b": dict(kind="shared-digit", classes=(17, 47))}, FIG1B, "matched"),
+    ({"fig1b": dict(kind="unrelated", classes=(17, 52))}, FIG1B, "not matched"),
+    ({"fig7": {2: dict(spread_clean=0.1, spread_corrupt=0.3)}}, FIG7, "matched"),
+    ({"fig7": {2: dict(spread_clean=0.3, spread_corrupt=0.1)}}, FIG7, "not matched"),
+    ({"fig8": dict(scale_clean=0.1, scale_corrupt=0.3, var_ratio=5.0)}, FIG8, "matched"),
+    ({"fig8": dict(scale_clean=0.1, scale_corrupt=0.1, var_ratio=1.0)}, FIG8, "not matched"),
+])
+def test_notebook_02_claims_reach_every_outcome(stats, claim, outcome):
+    assert _by(HC.embeddings_verdict(stats))[claim].outcome == outcome
+
+
+def _nl(hib_adj, point_adj, hib_run=4.6, point_run=3.0):
+    return ([dict(model="HIB", seed=s, adjacency=a, mean_run=hib_run) for s, a in enumerate(hib_adj)] +
+            [dict(model="point", seed=s, adjacency=a, mean_run=point_run) for s, a in enumerate(point_adj)])
+
+
+ALIGN = {"HIB": {0: 0.95, 1: 0.9}, "point": {0: 0.6, 1: 0.7}}
+FIG10 = ("Figure 10: HIB's class centroids are axis aligned (same tens digit → vary along one axis, same ones "
+         "digit → along the other); point embeddings are not")
+WINS = "App. D: HIB's adjacency score beats the point embedding's in every trial"
+POINT_RANGE = "App. D: point adjacency 42–74"
+RUNS = "App. D: longer runs of classes sharing a digit with HIB (4.6 vs 3.0 classes)"
+
+
+@pytest.mark.parametrize("align, stats, claim, outcome", [
+    (ALIGN, _nl([77, 79], [50, 60]), FIG10, "matched"),
+    ({"HIB": {0: 0.5}, "point": {0: 0.6}}, _nl([77, 79], [50, 60]), FIG10, "not matched"),
+    (ALIGN, _nl([77, 79], [50, 60]), WINS, "matched"),
+    (ALIGN, _nl([77, 59], [50, 60]), WINS, "not matched"),
+    (ALIGN, _nl([77, 79], [50, 60]), HIB_RANGE, "matched"),
+    (ALIGN, _nl([50, 55], [50, 40]), HIB_RANGE, "not matched"),
+    (ALIGN, _nl([77, 79], [50, 60]), POINT_RANGE, "matched"),
+    (ALIGN, _nl([77, 79], [20, 25]), POINT_RANGE, "not matched"),
+    (ALIGN, _nl([77, 79], [50, 60]), RUNS, "matched"),
+    (ALIGN, _nl([77, 79], [50, 60], hib_run=2.0), RUNS, "not matched"),
+])
+def test_notebook_03_claims_reach_every_outcome(align, stats, claim, outcome):
+    assert _by(HC.organisation_verdict(align, stats, 33.0))[claim].outcome == outcome
+
+
+def _ev(label, n=2, d=2, rep=None, **vals):
+    """An evaluation with 3 repetitions; ``rep``: per-repetition AP corrupt (the rest constant)."""
+    r = RepeatedEvaluation(label, n, d, 3, 10_000)
+    base = dict(ap_clean=0.99, ap_corrupt=0.9, knn_clean=0.87, knn_corrupt=0.6, tau_ap_clean=0.5,
+                tau_ap_corrupt=0.5, tau_knn_clean=0.5, tau_knn_corrupt=0.5, knnp_clean_clean=0.9,
+                knnp_clean_corrupt=0.5, knnp_corrupt_clean=0.8, tau_knnp_clean_clean=0.7,
+                tau_knnp_clean_corrupt=0.9, tau_knnp_corrupt_clean=0.4)
+    base.update(vals)
+    r.values = {k: np.full(3, float(v)) for k, v in base.items()}
+    if rep is not None:
+        r.values["ap_corrupt"] = np.array(rep, dtype=float)
+    r.var_clean, r.var_corrupt = 0.01, 0.1
+    return r
+
+
+def _t1(point=None, mog=None):
+    return {(2, 2, "point"): point or _ev("point", ap_corrupt=0.88, knn_corrupt=0.58),
+            (2, 2, "MoG-1"): mog or _ev("MoG-1", ap_corrupt=0.907, knn_corrupt=0.76)}
+
+
+BEATS_AP = "Table 1 (N=2, D=2): MoG-1 beats point on corrupt verification AP"
+BEATS_KNN = "Table 1 (N=2, D=2): MoG-1 beats point on corrupt KNN accuracy"
+ABS = "Table 1: the absolute numbers"
+TAU = "Table 2 (N=2, D=2, MoG-1): η(x) correlates with performance (all four τ > 0)"
+PLUR = "App. G (N=2, D=2, MoG-1): plurality voting improves KNN over majority"
+PROBE = "App. G (N=2, D=2): a corrupt probe is harder than a corrupt gallery"
+T7 = "Table 7 (N=2, D=2): η correlates best with KNN for a corrupt probe"
+
+
+@pytest.mark.parametrize("results, claim, outcome", [
+    (_t1(), BEATS_AP, "matched"),
+    (_t1(mog=_ev("MoG-1", ap_corrupt=0.80, knn_corrupt=0.76)), BEATS_AP, "not matched"),
+    (_t1(point=_ev("point", rep=[0.85, 0.90, 0.95]), mog=_ev("MoG-1", rep=[0.86, 0.91, 0.96])), BEATS_AP,
+     "inconclusive"),
+    (_t1(), BEATS_KNN, "matched"),
+    (_t1(mog=_ev("MoG-1", knn_corrupt=0.50)), BEATS_KNN, "not matched"),
+    (_t1(mog=_ev("MoG-1", knn_corrupt=0.585)), BEATS_KNN, "inconclusive"),  # within 2 binomial s.e.
+    (_t1(point=_ev("point", ap_clean=0.987, ap_corrupt=0.880, knn_clean=0.871, knn_corrupt=0.583),
+         mog=_ev("MoG-1", ap_clean=0.989, ap_corrupt=0.907, knn_clean=0.879, knn_corrupt=0.760)), ABS, "matched"),
+    (_t1(point=_ev("point", ap_corrupt=0.7, knn_clean=0.6, knn_corrupt=0.3),
+         mog=_ev("MoG-1", ap_corrupt=0.75, knn_clean=0.6, knn_corrupt=0.4)), ABS, "not matched"),
+    (_t1(), TAU, "matched"),
+    (_t1(mog=_ev("MoG-1", tau_knn_clean=-0.1)), TAU, "not matched"),
+    (_t1(), PLUR, "sanity check passed"),
+    (_t1(mog=_ev("MoG-1", knnp_clean_clean=0.5)), PLUR, "sanity check failed"),
+    (_t1(), PROBE, "matched"),
+    (_t1(mog=_ev("MoG-1", knnp_clean_corrupt=0.9)), PROBE, "not matched"),
+    (_t1(), T7, "matched"),
+    (_t1(mog=_ev("MoG-1", tau_knnp_clean_clean=0.95)), T7, "not matched"),
+])
+def test_notebook_04_claims_reach_every_outcome(results, claim, outcome):
+    assert _by(known_unknowns_verdict(results))[claim].outcome == outcome
+
+
+def test_one_model_per_row_says_it_uses_evaluation_noise_and_seeds_replace_it():
+    c = _by(known_unknowns_verdict(_t1()))[BEATS_AP]
+    assert c.outcome == "matched" and "one seed: evaluation noise only" in c.why
+    # two seeds per row that disagree: the seed-to-seed spread makes the same mean gap inconclusive
+    seeds = {(2, 2, "MoG-1"): [_ev("MoG-1", ap_corrupt=0.95), _ev("MoG-1", ap_corrupt=0.864)],
+             (2, 2, "point"): [_ev("point", ap_corrupt=0.92), _ev("point", ap_corrupt=0.84)]}
+    c = _by(known_unknowns_verdict(_t1(), seeds=seeds))[BEATS_AP]
+    assert c.outcome == "inconclusive" and "seed-to-seed" in c.why and "means of 2 / 2 seeds" in c.ours
+    seeds = {(2, 2, "MoG-1"): [_ev("MoG-1", ap_corrupt=0.907), _ev("MoG-1", ap_corrupt=0.909)],
+             (2, 2, "point"): [_ev("point", ap_corrupt=0.880), _ev("point", ap_corrupt=0.881)]}
+    c = _by(known_unknowns_verdict(_t1(), seeds=seeds))[BEATS_AP]
+    assert c.outcome == "matched" and "one seed" not in c.why
+    seeds = {(2, 2, "MoG-1"): [_ev("MoG-1", ap_corrupt=0.85), _ev("MoG-1", ap_corrupt=0.851)],
+             (2, 2, "point"): [_ev("point", ap_corrupt=0.880), _ev("point", ap_corrupt=0.881)]}
+    assert _by(known_unknowns_verdict(_t1(), seeds=seeds))[BEATS_AP].outcome == "not matched"
+
+
+MONO = "Figure 12 / App. E: larger β → larger variances (small β → points, large β → unit Gaussian)"
+RADIUS = "Figure 12: at β = 0.01 embeddings approach N(0, I) (radius ~1)"
+T5 = "Table 5 (N=2, D=2): β = 1e-4 improves KNN corrupt over β = 0"
+SOFT = "Figure 6 / App. B: soft contrastive loss upper-bounds the hard one at every margin M"
+
+
+def _t5(b4=0.78, b0=0.73):
+    return {(2, 2, 1e-4): _ev("MoG-1", knn_corrupt=b4), (2, 2, 0.0): _ev("MoG-1", knn_corrupt=b0)}
+
+
+@pytest.mark.parametrize("kwargs, claim, outcome", [
+    (dict(beta_scales={0.0: 0.01, 1e-4: 0.1, 0.01: 0.9}, table5={}), MONO, "matched"),
+    (dict(beta_scales={0.0: 0.5, 1e-4: 0.1, 0.01: 0.9}, table5={}), MONO, "not matched"),
+    (dict(beta_scales={0.0: 0.01, 0.01: 0.9}, table5={}), RADIUS, "matched"),
+    (dict(beta_scales={0.0: 0.01, 0.01: 0.05}, table5={}), RADIUS, "not matched"),
+    (dict(beta_scales={}, table5=_t5()), T5, "matched"),
+    (dict(beta_scales={}, table5=_t5(b4=0.70)), T5, "not matched"),
+    (dict(beta_scales={}, table5=_t5(b4=0.735)), T5, "inconclusive"),
+    (dict(beta_scales={}, table5={}, margins=[1.0, 2.0], hard={"ap": [0.8, 0.85]}, soft={"ap": 0.9}), SOFT,
+     "matched"),
+    (dict(beta_scales={}, table5={}, margins=[1.0, 2.0], hard={"ap": [0.8, 0.95]}, soft={"ap": 0.9}), SOFT,
+     "not matched"),
+])
+def test_notebook_05_claims_reach_every_outcome(kwargs, claim, outcome):
+    assert _by(HC.kl_margin_verdict(**kwargs))[claim].outcome == outcome

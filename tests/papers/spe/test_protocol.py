@@ -292,13 +292,12 @@ def test_table2_side_by_side_differences():
 
 
 def test_ndigit_verdict_follows_the_numbers():
-    good = P.ndigit_verdict(dict(table=_rows(lambda m, s, c: 90.0 if m == "SPE" else 60.0), settings=((2, 2),)))
+    # SPE vs PN is decided on the gap's size (tests/papers/spe/test_claims.py drives each outcome): a +60 gap is
+    # larger than twice every paper gap, -20 has the opposite sign or lies below it
+    good = P.ndigit_verdict(dict(table=_rows(lambda m, s, c: 99.0 if m == "SPE" else 39.0), settings=((2, 2),)))
     bad = P.ndigit_verdict(dict(table=_rows(lambda m, s, c: 40.0 if m == "SPE" else 60.0), settings=((2, 2),)))
-    claims = {c.claim: c for c in good.claims}
-    assert all(c.matched for k, c in claims.items() if "SPE vs PN" in k)
+    assert all(c.matched is False and "larger than the paper" in c.why for c in good.claims if "SPE vs PN" in c.claim)
     assert all(c.matched is False for c in bad.claims if "SPE vs PN" in c.claim)
-    tie = P.ndigit_verdict(dict(table=_rows(lambda m, s, c: 60.0), settings=((2, 2),)))
-    assert all(c.matched is None for c in tie.claims if "SPE vs PN" in c.claim)  # within the noise
     f4 = {"naive": dict(s=[1, 9], acc=[50.0, 55.0], se=[0.5, 0.5]), "intersection": dict(s=[1, 9], acc=[60.0, 61.0], se=[0.5, 0.5])}
     ids = np.arange(100)
     fig7 = dict(eta2=Z.digit_axes(factorial(ids), ids), placement=dict(accuracy=1.0, chance=0.01))

@@ -1,0 +1,40 @@
+"""hedgekit.repro.session: the header's full-mode timing is read from the recorded run, never typed."""
+import json
+
+from hedgekit.repro.session import RUN_RECORD, Session, measured_full_mode
+
+
+def _record(path, fast=False, **run):
+    rec = dict(notebook="08_het_triplet_retrieval.ipynb", status="ok", seconds=540.2, date="2026-11-23 14:39")
+    rec.update(run)
+    path.write_text(json.dumps({"fast": fast, "runs": [rec]}))
+    return path
+
+
+def test_the_full_mode_timing_is_the_recorded_run_time(tmp_path):
+    txt = measured_full_mode("08_het_triplet_retrieval", _record(tmp_path / "run.json"))
+    assert txt.startswith("measured 540 s on 2026-11-23 14:39 (`python -m hedgekit reproduce`, notebooks/report/run.json")
+    assert "--only 08 --train-missing --jobs 2" in txt  # notebook 08 loads zoo checkpoints
+
+
+def test_no_record_a_fast_record_or_a_failed_run_says_not_measured(tmp_path):
+    for path in (tmp_path / "absent.json", _record(tmp_path / "fast.json", fast=True),
+                 _record(tmp_path / "failed.json", status="failed")):
+        assert measured_full_mode("08_het_triplet_retrieval", path).startswith("no full-mode run recorded yet")
+    (tmp_path / "bad.json").write_text("{not json")
+    assert measured_full_mode("08_het_triplet_retrieval", tmp_path / "bad.json").startswith("no full-mode run")
+    # a notebook without zoo checkpoints has no --train-missing to suggest
+    assert "trains what it needs as it runs" in measured_full_mode("09_url_benchmark", tmp_path / "absent.json")
+
+
+def test_the_old_typed_argument_is_accepted_and_ignored(capsys):
+    s = Session("08_het_triplet_retrieval", full_mode="about 5 min (measured 289 s)")
+    assert "289" not in s.markdown() and "289" not in capsys.readouterr().out
+    assert s.full_mode == measured_full_mode("08_het_triplet_retrieval")
+    assert RUN_RECORD.as_posix() == "notebooks/report/run.json"
+
+
+def test_a_parameter_left_at_none_reads_as_the_default_not_none(capsys):
+    s = Session("08_het_triplet_retrieval")
+    s.configure(fast=False, seed=0, runs=None)
+    assert "parameters: seed=0, runs=default" in s.markdown() and "None" not in s.markdown()
