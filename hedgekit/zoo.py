@@ -25,6 +25,7 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
+import io
 import json
 import math
 import platform
@@ -37,7 +38,7 @@ from typing import Mapping
 import numpy as np
 import torch
 
-from hedgekit.checks import atomic_write
+from hedgekit.checks import check_writable, write_bytes_atomic
 from hedgekit.data import load_ndigit, make_lshapes, random_occlusion
 from hedgekit.data.ndigit import per_class_subset
 from hedgekit.errors import CheckpointError, InputError
@@ -448,17 +449,18 @@ def versions() -> dict:
 def save_checkpoint(path: str | Path, model: EmbeddingNet, meta: dict) -> Path:
     """Save weights + config + metadata; written atomically, with a SHA-256 over all three (`_payload_hash`).
 
+    A read-only folder or a full disk raises `hedgekit.errors.StorageError` (`hedgekit.checks.write_bytes_atomic`).
+
     Non-finite weights are refused (CheckpointError): a diverged model is never cached.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     _check_finite_weights(state, path)
     payload = {"format": FORMAT, "config": model.config, "meta": meta, "state_dict": state}
     payload["sha256"] = _payload_hash(payload)
-    with atomic_write(path) as tmp:
-        torch.save(payload, tmp)
-    return path
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    return write_bytes_atomic(path, buffer.getvalue())  # StorageError (read-only, disk full): nothing half-written
 
 
 def _state_hash(state: dict) -> str:
@@ -762,6 +764,10 @@ def load_or_train(spec: Spec, progress: bool = True, device: str = "cpu", retrai
     ``device`` and ``precision`` say how a missing model is trained (`train_spec`); a checkpoint trained on
     another device or in another precision serves the name all the same (`is_stale` ignores both).
 
+    Loading needs no write access. A model that has to be trained and saved needs a writable cache with room
+    for it: a read-only or full one is refused before training (`hedgekit.errors.StorageError` naming the
+    folder and ``HEDGEKIT_DATA``, the fix); ``save=False`` trains in memory instead.
+
     Returns (model, meta); ``meta["source"]`` says "shipped", "cache" or "trained now" and ``meta["path"]``
     where the checkpoint is ("" if not saved). Prototype models carry their head in ``meta["head"]``
     (`prototype_head`).
@@ -771,10 +777,17 @@ def load_or_train(spec: Spec, progress: bool = True, device: str = "cpu", retrai
         model, meta = load_checkpoint(path, device)
         check_matches(spec, model, meta, path)
         return model, dict(meta, source="shipped" if path.parent == SHIPPED_DIR else "cache", path=str(path))
-    model, meta = train_spec(spec, progress=progress, device=device, callback=callback, precision=precision)
     save = save and distributed.context().is_main  # under torchrun only rank 0 writes
+    if save:  # a read-only or full cache is refused before minutes of training, not after
+        check_writable(cache_path("checkpoints"), need=_checkpoint_bytes(spec))
+    model, meta = train_spec(spec, progress=progress, device=device, callback=callback, precision=precision)
     out = save_checkpoint(cache_path("checkpoints", f"{spec.name}.pt"), model, meta) if save else None
     return model.to(device), dict(meta, source="trained now", path=str(out or ""))
+
+
+def _checkpoint_bytes(spec: Spec) -> int:
+    """Roughly the size of ``spec``'s checkpoint: its weights plus 256 KB of metadata (the history)."""
+    return sum(t.numel() * t.element_size() for t in spec.build().state_dict().values()) + 2**18
 
 
 def refresh_metrics(path: str | Path) -> dict:

@@ -33,7 +33,7 @@ import torch
 
 from hedgekit.checks import load_checked_npz, save_checked_npz
 from hedgekit.data.mnist import IDX_FILES, check_images_and_labels, find_idx_file, read_idx
-from hedgekit.errors import DataNotFoundError, InputError
+from hedgekit.errors import DataNotFoundError, InputError, StorageError
 from hedgekit.paths import cache_path
 
 ENV_VAR = "HEDGEKIT_FASHION_DIR"
@@ -161,5 +161,12 @@ def _read_cache(path: Path, split: str, expected_count: int | None) -> FashionSe
 
 
 def _write_cache(path: Path, dataset: FashionSet) -> None:
-    """Write atomically with a checksum (`hedgekit.checks.save_checked_npz`): readers never see half a file."""
-    save_checked_npz(path, compressed=False, images=dataset.images, labels=dataset.labels)
+    """Write atomically with a checksum (`hedgekit.checks.save_checked_npz`): readers never see half a file.
+
+    A cache is only a shortcut: when it cannot be written (read-only folder, full disk) the data set is used
+    from memory, with a warning that says why and where (`hedgekit.errors.StorageError`).
+    """
+    try:
+        save_checked_npz(path, compressed=False, images=dataset.images, labels=dataset.labels)
+    except StorageError as err:
+        warnings.warn(f"the Fashion-MNIST set is used from memory, not cached: {err}", stacklevel=3)

@@ -53,7 +53,7 @@ import torch
 from hedgekit.checks import load_checked_npz, save_checked_npz
 from hedgekit.data.mnist import load_mnist
 from hedgekit.data.occlusion import DIGIT_SIZE, SIDES, occlude, sample_digit_boxes
-from hedgekit.errors import InputError
+from hedgekit.errors import InputError, StorageError
 from hedgekit.paths import cache_path
 
 SPLITS = ("train", "test_seen", "test_unseen")
@@ -272,8 +272,16 @@ def _read_cache(path: Path, n_digits: int, split: str) -> NDigitSet:
 
 
 def _write_cache(path: Path, dataset: NDigitSet) -> None:
-    """Write atomically with a checksum (`hedgekit.checks.save_checked_npz`): readers never see half a file."""
-    save_checked_npz(path, images=dataset.images, labels=dataset.labels, digits=dataset.digits, boxes=dataset.boxes)
+    """Write atomically with a checksum (`hedgekit.checks.save_checked_npz`): readers never see half a file.
+
+    A cache is only a shortcut: when it cannot be written (read-only folder, full disk) the data set is used
+    from memory, with a warning that says why and where (`hedgekit.errors.StorageError`).
+    """
+    try:
+        save_checked_npz(path, images=dataset.images, labels=dataset.labels, digits=dataset.digits,
+                         boxes=dataset.boxes)
+    except StorageError as err:
+        warnings.warn(f"the N-digit MNIST set is used from memory, not cached: {err}", stacklevel=3)
 
 
 def _check_args(n_digits, seed) -> None:
