@@ -211,11 +211,10 @@ def check_writable(folder: str | os.PathLike, need: int = 0) -> None:
         probe.unlink()
     except OSError as exc:
         if exc.errno in _READ_ONLY + _NO_SPACE:
-            raise storage_error(folder / "(new file)", exc, need) from exc
+            raise storage_error(folder / "a new file", exc, need) from exc
         raise
-    free = free_bytes(folder)
-    if free < need:
-        raise storage_error(folder / "(new file)", OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), need)
+    if free_bytes(folder) < need:
+        raise storage_error(folder / "a new file", OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), need)
 
 
 def free_bytes(folder: Path) -> int:
