@@ -147,7 +147,8 @@ def check_memory(n_elements: int, what: str, hint: str, element_size: int = 4) -
 def _human(n_bytes: float) -> str:
     units = ("B", "KB", "MB", "GB", "TB", "PB", "EB")
     i = min(len(units) - 1, int(math.log(max(n_bytes, 1), 1024)))
-    return f"{n_bytes} B" if i == 0 else f"{n_bytes / 1024**i:.3g} {units[i]}"
+    value = n_bytes / 1024**i
+    return f"{n_bytes} B" if i == 0 else f"{value:.3g} {units[i]}" if value < 1000 else f"{value:.0f} {units[i]}"
 
 
 # errno values that mean "this folder cannot take the file": read-only, no permission, disk or quota full
@@ -200,21 +201,21 @@ def _write_file(path: Path, data: bytes) -> None:
         os.fsync(f.fileno())
 
 
-def check_writable(folder: str | os.PathLike, need: int = 0) -> None:
-    """`StorageError` unless ``folder`` (created if missing) takes a new file of ``need`` bytes: call it before
-    an expensive result is computed, so that a read-only or full disk is reported before the work, not after."""
-    folder = Path(folder)
-    probe = folder / f".hedgekit-write-test.{os.getpid()}"
+def check_writable(path: str | os.PathLike, need: int = 0) -> None:
+    """`StorageError` unless ``path``'s folder (created if missing) takes a new file of ``need`` bytes: call it
+    before an expensive result is computed, so that a read-only or full disk is reported before the work."""
+    path = Path(path)
+    probe = path.with_name(f".hedgekit-write-test.{os.getpid()}")
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
         _write_file(probe, b"")
         probe.unlink()
     except OSError as exc:
         if exc.errno in _READ_ONLY + _NO_SPACE:
-            raise storage_error(folder / "a new file", exc, need) from exc
+            raise storage_error(path, exc, need) from exc
         raise
-    if free_bytes(folder) < need:
-        raise storage_error(folder / "a new file", OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), need)
+    if free_bytes(path.parent) < need:
+        raise storage_error(path, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), need)
 
 
 def free_bytes(folder: Path) -> int:

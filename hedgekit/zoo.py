@@ -849,7 +849,7 @@ def load_or_train(spec: Spec, progress: bool = True, device: str = "cpu", retrai
     save = save and distributed.context().is_main  # under torchrun only rank 0 writes
     out = cache_checkpoint_path(spec, data_source(spec))
     if save:  # a read-only or full cache is refused before minutes of training, not after
-        check_writable(out.parent, need=_checkpoint_bytes(spec))
+        check_writable(out, need=_checkpoint_bytes(spec))
     model, meta = train_spec(spec, progress=progress, device=device, callback=callback, precision=precision)
     out = save_checkpoint(out, model, meta) if save else None
     return model.to(device), dict(meta, source="trained now", path=str(out or ""))

@@ -144,7 +144,7 @@ class TestReadOnly:
         cache.chmod(0o555)
         try:
             with pytest.raises(StorageError, match="read-only"):
-                check_writable(cache / "checkpoints")
+                check_writable(cache / "checkpoints" / "m.pt")
             with pytest.raises(StorageError, match="read-only"):
                 write_bytes_atomic(cache / "x.bin", b"abc")
         finally:
