@@ -864,13 +864,17 @@ def refresh_metrics(path: str | Path) -> dict:
     """Re-evaluate a pair-trained checkpoint with the current evaluation code and store the metrics in it.
 
     Used after a change to `hedgekit.evaluation.retrieval` so that shipped checkpoints record what
-    the code computes today (tests/test_shipped.py checks exactly that).
+    the code computes today (tests/test_shipped.py checks exactly that). A provenance sidecar
+    (`write_provenance`) keeps the data record and is rewritten for the new bytes.
     """
     from hedgekit.evaluation.retrieval import table1_metrics
 
     model, meta = load_checkpoint(path)
+    sidecar_data = meta.pop("data") if Path(path).with_suffix(".json").is_file() else None
     meta["metrics"] = table1_metrics(model, eval_set(spec_from_name(meta["name"])))
     save_checkpoint(path, model, meta)
+    if sidecar_data is not None:
+        write_provenance(path, Source(**sidecar_data))
     return meta["metrics"]
 
 

