@@ -5,6 +5,9 @@ used when hedgekit runs from a source checkout, else `~/.cache/hedgekit`.
 
 Finding a path creates nothing, so reading a shipped or cached file works in a read-only
 install; the writers (`hedgekit.checks.atomic_write`) create the folders they write into.
+When the cache cannot be written (read-only folder, full disk: `hedgekit.errors.StorageError`):
+data set caches are built in memory with a warning; a model that must be trained is refused
+before training, naming the folder and `HEDGEKIT_DATA` as the fix (`hedgekit.zoo.load_or_train`).
 """
 from __future__ import annotations
 
