@@ -9,7 +9,9 @@ Each raises :class:`hedgekit.errors.InputError` with a message that says what wa
 * `check_memory`: refuse a tensor that would not fit `memory_budget()` (a quarter of this
   machine's RAM) before allocating it, e.g. HIB's (BK) x (BK) pair matrix for a huge K.
 * `atomic_write`: write a file through a temporary twin that is renamed into place, or removed
-  if anything fails; a path that is a directory is refused up front.
+  if anything fails; a path that is a directory is refused up front. A read-only folder or a full
+  disk is a `StorageError` saying where, how much was needed and that nothing was corrupted
+  (`write_bytes_atomic`; `check_writable` asks before an expensive result is computed).
 * `array_checksum`: SHA-256 of named arrays (name, dtype, shape, bytes), stored inside dataset
   caches so that a well-formed but edited cache is detected and rebuilt.
 * `check_device`; `count_arg`, `number_arg`, `device_arg`: the same checks as argparse types for the
@@ -19,10 +21,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import hashlib
+import io
 import math
 import numbers
 import os
+import shutil
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -30,7 +35,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from hedgekit.errors import InputError
+from hedgekit.errors import InputError, StorageError
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
@@ -142,26 +147,107 @@ def check_memory(n_elements: int, what: str, hint: str, element_size: int = 4) -
 def _human(n_bytes: float) -> str:
     units = ("B", "KB", "MB", "GB", "TB", "PB", "EB")
     i = min(len(units) - 1, int(math.log(max(n_bytes, 1), 1024)))
-    return f"{n_bytes} B" if i == 0 else f"{n_bytes / 1024**i:.3g} {units[i]}"
+    value = n_bytes / 1024**i
+    return f"{n_bytes} B" if i == 0 else f"{value:.3g} {units[i]}" if value < 1000 else f"{value:.0f} {units[i]}"
+
+
+# errno values that mean "this folder cannot take the file": read-only, no permission, disk or quota full
+_READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 @contextlib.contextmanager
-def atomic_write(path: str | os.PathLike) -> Iterator[Path]:
+def atomic_write(path: str | os.PathLike, need: int | None = None) -> Iterator[Path]:
     """``with atomic_write(path) as tmp: write(tmp)``: ``tmp`` replaces ``path`` only if the block succeeds.
 
-    The temporary file (``<name>.<pid>.tmp`` beside ``path``) is removed on any failure, so no ``.tmp``
-    is left behind. A ``path`` that is a directory is refused with an InputError before anything is written.
+    The folder is created if missing. The temporary file (``<name>.<pid>.tmp`` beside ``path``) is removed on
+    any failure, so no ``.tmp`` is left behind; a failure of that cleanup never hides the first error. A
+    read-only folder or a full disk raises `StorageError` (`storage_error`; ``need``: the bytes the file
+    takes, for its message). A ``path`` that is a directory is refused with an InputError before anything
+    is written.
     """
     path = Path(path)
     if path.is_dir():
         raise InputError(f"cannot write {path}: it is a directory; remove it or choose a file path")
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         yield tmp
         os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):  # e.g. EROFS again: the first error is the one to report
+            tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and not isinstance(exc, StorageError) and exc.errno in _READ_ONLY + _NO_SPACE:
+            raise storage_error(path, exc, need) from exc
         raise
+
+
+def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``path`` through `atomic_write`: all of it or nothing; `StorageError` if it cannot.
+
+    Serialising to bytes first (`torch.save` / `np.savez` into a buffer) means a full disk shows up as the
+    OS's ENOSPC here, with the size it needed, not as an error deep inside a zip writer.
+    """
+    with atomic_write(path, need=len(data)) as tmp:
+        _write_file(tmp, data)
+    return Path(path)
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    """The one place that writes file bytes (tests replace it to simulate EROFS / ENOSPC)."""
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def check_writable(path: str | os.PathLike, need: int = 0) -> None:
+    """`StorageError` unless ``path``'s folder (created if missing) takes a new file of ``need`` bytes: call it
+    before an expensive result is computed, so that a read-only or full disk is reported before the work."""
+    path = Path(path)
+    probe = path.with_name(f".hedgekit-write-test.{os.getpid()}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_file(probe, b"")
+        probe.unlink()
+    except OSError as exc:
+        if exc.errno in _READ_ONLY + _NO_SPACE:
+            raise storage_error(path, exc, need) from exc
+        raise
+    if free_bytes(path.parent) < need:
+        raise storage_error(path, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), need)
+
+
+def free_bytes(folder: Path) -> int:
+    """Bytes free for this user on ``folder``'s file system."""
+    return shutil.disk_usage(folder).free
+
+
+def storage_error(path: Path, exc: OSError, need: int | None = None) -> StorageError:
+    """The `StorageError` for an OSError raised while writing ``path``: what happened, where, what was needed,
+    that nothing was corrupted, and the fix (`HEDGEKIT_DATA` names the cache folder, `hedgekit.paths`)."""
+    unchanged = (f"nothing was corrupted: {path} is unchanged" if path.exists()
+                 else f"nothing was corrupted: {path.name} was not written") + " and no partial file was left"
+    if exc.errno in _NO_SPACE:
+        try:
+            free = f", {_human(free_bytes(_existing_parent(path)))} free"
+        except OSError:
+            free = ""
+        needed = f"writing {path.name} needs {_human(need)}{free}" if need is not None else f"{exc.strerror}{free}"
+        err = StorageError(f"no space left on device at {path.parent}: {needed}; {unchanged}. Free some space, or "
+                           "set HEDGEKIT_DATA to a folder on a disk with room")
+    else:
+        err = StorageError(f"cannot write to {path.parent}: the folder is read-only ({exc.strerror}); {unchanged}. "
+                           "Set HEDGEKIT_DATA to a writable folder (e.g. HEDGEKIT_DATA=~/hedgekit-data) for "
+                           "hedgekit's caches and trained models")
+    err.errno = exc.errno
+    return err
+
+
+def _existing_parent(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
 
 
 def array_checksum(arrays: Mapping[str, np.ndarray]) -> str:
@@ -176,9 +262,9 @@ def array_checksum(arrays: Mapping[str, np.ndarray]) -> str:
 
 def save_checked_npz(path: str | os.PathLike, compressed: bool = True, **arrays: np.ndarray) -> None:
     """Write ``arrays`` to an ``.npz`` cache atomically, with their `array_checksum` stored inside."""
-    save = np.savez_compressed if compressed else np.savez
-    with atomic_write(path) as tmp, open(tmp, "wb") as f:
-        save(f, checksum=np.array(array_checksum(arrays)), **arrays)
+    save, buffer = np.savez_compressed if compressed else np.savez, io.BytesIO()
+    save(buffer, checksum=np.array(array_checksum(arrays)), **arrays)
+    write_bytes_atomic(path, buffer.getvalue())
 
 
 def load_checked_npz(path: str | os.PathLike, keys: tuple[str, ...]) -> dict[str, np.ndarray]:

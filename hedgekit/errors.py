@@ -15,3 +15,7 @@ class DataNotFoundError(HedgekitError, FileNotFoundError):
 
 class CheckpointError(HedgekitError):
     """A checkpoint file is missing, truncated, corrupt or does not match the model."""
+
+
+class StorageError(HedgekitError, OSError):
+    """A file could not be written: the folder is read-only or the disk is full; nothing was corrupted."""

@@ -2,6 +2,12 @@
 
 `HEDGEKIT_DATA` overrides everything; otherwise the repository's `data/` folder is
 used when hedgekit runs from a source checkout, else `~/.cache/hedgekit`.
+
+Finding a path creates nothing, so reading a shipped or cached file works in a read-only
+install; the writers (`hedgekit.checks.atomic_write`) create the folders they write into.
+When the cache cannot be written (read-only folder, full disk: `hedgekit.errors.StorageError`):
+data set caches are built in memory with a warning; a model that must be trained is refused
+before training, naming the folder and `HEDGEKIT_DATA` as the fix (`hedgekit.zoo.load_or_train`).
 """
 from __future__ import annotations
 
@@ -13,7 +19,7 @@ REPO_DIR = PACKAGE_DIR.parent
 
 
 def data_dir() -> Path:
-    """Root of the cache (created on demand)."""
+    """Root of the cache (not created here: `hedgekit.checks.atomic_write` creates what it writes)."""
     env = os.environ.get("HEDGEKIT_DATA")
     if env:
         root = Path(env).expanduser()
@@ -21,12 +27,9 @@ def data_dir() -> Path:
         root = REPO_DIR / "data"
     else:
         root = Path.home() / ".cache" / "hedgekit"
-    root.mkdir(parents=True, exist_ok=True)
     return root
 
 
 def cache_path(*parts: str) -> Path:
-    """`data_dir()/parts...`, with parent folders created."""
-    path = data_dir().joinpath(*parts)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return path
+    """`data_dir()/parts...`; nothing is created (a read needs no write access)."""
+    return data_dir().joinpath(*parts)

@@ -12,9 +12,12 @@ seed), e.g.::
 `load_or_train` looks for that name among the checkpoints shipped with the package
 (``hedgekit/checkpoints/``), then in the cache (``data/checkpoints/``); if absent it trains the model
 with a progress bar, evaluates it, and saves it with its spec, network config, training config, seed,
-library versions, training history and metrics. A checkpoint is refused (`CheckpointError` naming the
-mismatch) when it was saved for another spec, and passed over (retrained) when the preset's training
-recipe has changed since (`is_stale`).
+library versions, training history, metrics and the data it was trained on (`data_source`: the MNIST /
+Fashion-MNIST fingerprint and where it was read from). A checkpoint is refused (`CheckpointError` naming
+the mismatch) when it was saved for another spec, and passed over (retrained) when the preset's training
+recipe has changed since (`is_stale`) or it was trained on other data than the current one (with a
+warning that says why, `hedgekit.data.provenance.matches`). The shipped checkpoints, trained before the
+data was recorded, carry it in a sidecar ``<name>.json`` (`write_provenance`), so their bytes are unchanged.
 
 Each method belongs to a training *family* (`FAMILIES`): pairs (`hedgekit.training.fit`) or episodes
 (`hedgekit.training.episodic`). Adding a method is one file in `hedgekit.methods`, one preset entry per
@@ -25,11 +28,13 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
+import io
 import json
 import math
 import platform
 import sys
 import time
+import warnings
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Mapping
@@ -37,10 +42,11 @@ from typing import Mapping
 import numpy as np
 import torch
 
-from hedgekit.checks import atomic_write
+from hedgekit.checks import check_writable, write_bytes_atomic
 from hedgekit.data import load_ndigit, make_lshapes, random_occlusion
 from hedgekit.data.ndigit import per_class_subset
-from hedgekit.errors import CheckpointError, InputError
+from hedgekit.data.provenance import Source, matches
+from hedgekit.errors import CheckpointError, DataNotFoundError, InputError
 from hedgekit.hardware import resolve_precision
 from hedgekit.evaluation.episodes import evaluate_episodes
 from hedgekit.methods.prototypes import PN, SAMPLERS, SPE, gamma_init
@@ -449,17 +455,18 @@ def versions() -> dict:
 def save_checkpoint(path: str | Path, model: EmbeddingNet, meta: dict) -> Path:
     """Save weights + config + metadata; written atomically, with a SHA-256 over all three (`_payload_hash`).
 
+    A read-only folder or a full disk raises `hedgekit.errors.StorageError` (`hedgekit.checks.write_bytes_atomic`).
+
     Non-finite weights are refused (CheckpointError): a diverged model is never cached.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     _check_finite_weights(state, path)
     payload = {"format": FORMAT, "config": model.config, "meta": meta, "state_dict": state}
     payload["sha256"] = _payload_hash(payload)
-    with atomic_write(path) as tmp:
-        torch.save(payload, tmp)
-    return path
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    return write_bytes_atomic(path, buffer.getvalue())  # StorageError (read-only, disk full): nothing half-written
 
 
 def _state_hash(state: dict) -> str:
@@ -521,6 +528,8 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> tup
     except Exception as exc:
         raise CheckpointError(f"{path}: weights do not fit the recorded model config ({exc})") from exc
     meta = payload["meta"]
+    if "data" not in meta and path.with_suffix(".json").is_file():
+        meta = dict(meta, data=_sidecar_data(path))
     try:
         spec = spec_from_name(meta["name"]) if "name" in meta else None
     except InputError:
@@ -531,15 +540,65 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> tup
 
 
 def find_checkpoint(spec: Spec) -> Path | None:
-    """The shipped checkpoint named like ``spec``, else the cached one, else None.
+    """The shipped checkpoint named like ``spec``, else the cached one, else None. Reads only.
 
     A checkpoint trained with another recipe than the one the preset now names (`is_stale`) is passed
-    over, so a changed preset retrains instead of reusing old weights.
+    over, so a changed preset retrains instead of reusing old weights; so is one trained on other data than
+    the current (`data_source`, `hedgekit.data.provenance.matches`), with a warning that says why.
     """
-    for p in (SHIPPED_DIR / f"{spec.name}.pt", cache_path("checkpoints", f"{spec.name}.pt")):
+    current = data_source(spec)
+    for p in (SHIPPED_DIR / f"{spec.name}.pt", cache_checkpoint_path(spec, current)):
         if p.is_file() and not is_stale(p, spec):
-            return p
+            st = p.stat()
+            reason = matches(_recorded(str(p), st.st_mtime_ns, st.st_size).get("data"), current)
+            if reason is None:
+                return p
+            warnings.warn(f"not reusing {p}: {reason}", stacklevel=2)
     return None
+
+
+def data_source(spec: Spec) -> Source | None:
+    """The data ``spec`` trains on now (`hedgekit.data.mnist.mnist_source`, `hedgekit.data.fashion.fashion_source`),
+    None for the generated L-shapes or when the data is not installed (nothing to compare a checkpoint with).
+    InputError when the data is not what it is named (e.g. Fashion-MNIST given as MNIST)."""
+    from hedgekit.data.fashion import fashion_source
+    from hedgekit.data.mnist import mnist_source
+
+    try:
+        return {"ndigit": mnist_source, "fashion": fashion_source}.get(spec.data, lambda: None)()
+    except DataNotFoundError:
+        return None
+
+
+def cache_checkpoint_path(spec: Spec, source: Source | None) -> Path:
+    """``<cache>/checkpoints/<name>.pt``; for data other than the real MNIST / Fashion-MNIST the name gains its
+    fingerprint (``<name>.mnist-<fingerprint>.pt``), so models of different data never overwrite each other."""
+    other = "" if source is None or source.real else f".{source.dataset}-{source.fingerprint}"
+    return cache_path("checkpoints", f"{spec.name}{other}.pt")
+
+
+def write_provenance(path: str | Path, source: Source) -> Path:
+    """Record the data a checkpoint was trained on beside it, in ``<name>.json``, leaving its bytes (and so its
+    weights) unchanged: the one-time migration of the shipped checkpoints, trained before the data was recorded.
+    The sidecar names the SHA-256 of the file it describes; `load_checkpoint` adds its ``data`` to the meta."""
+    path = Path(path)
+    sidecar = {"checkpoint": path.name, "file_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+               "data": source.record()}
+    return write_bytes_atomic(path.with_suffix(".json"), (json.dumps(sidecar, indent=1) + "\n").encode())
+
+
+def _sidecar_data(path: Path) -> dict:
+    """The ``data`` of ``path``'s sidecar (`write_provenance`); CheckpointError if it describes other bytes."""
+    sidecar = path.with_suffix(".json")
+    try:
+        info = json.loads(sidecar.read_text())
+        ok = info["file_sha256"] == hashlib.sha256(path.read_bytes()).hexdigest() and isinstance(info["data"], dict)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CheckpointError(f"{sidecar} is not a readable provenance sidecar ({exc}); delete it") from exc
+    if not ok:
+        raise CheckpointError(f"{sidecar} describes other bytes than {path} (the checkpoint was replaced); delete "
+                              "the sidecar, or both to retrain")
+    return info["data"]
 
 
 # Values of TrainConfig.loss written by earlier versions of the kit, and what they are called now.
@@ -555,8 +614,8 @@ def is_stale(path: str | Path, spec: Spec) -> bool:
     The recorded config is read once per file version (the app asks on every rerun).
     """
     st = Path(path).stat()
-    stored = _recorded_train_config(str(path), st.st_mtime_ns, st.st_size)
-    if stored is None:
+    stored = _recorded(str(path), st.st_mtime_ns, st.st_size).get("train_config")
+    if not isinstance(stored, dict):
         return False
     current_cfg = spec.train_config()
     defaults, current = asdict(type(current_cfg)()), asdict(current_cfg)
@@ -567,14 +626,17 @@ def is_stale(path: str | Path, spec: Spec) -> bool:
 
 
 @functools.lru_cache(maxsize=256)
-def _recorded_train_config(path: str, mtime_ns: int, size: int) -> dict | None:
-    """The ``train_config`` a checkpoint file records (None if unreadable or absent); keyed by the
-    file's modification time and size so that a rewritten file is read again. Read-only."""
+def _recorded(path: str, mtime_ns: int, size: int) -> dict:
+    """The ``train_config`` and ``data`` a checkpoint file records (the latter also from its sidecar,
+    `write_provenance`), {} if unreadable; keyed by the file's modification time and size so that a
+    rewritten file is read again. Read-only: loading the file raises what is wrong with it."""
     try:
-        stored = torch.load(path, map_location="cpu", weights_only=True).get("meta", {}).get("train_config")
+        meta = torch.load(path, map_location="cpu", weights_only=True).get("meta", {})
+        if "data" not in meta and Path(path).with_suffix(".json").is_file():
+            meta = dict(meta, data=_sidecar_data(Path(path)))
+        return {k: meta[k] for k in ("train_config", "data") if k in meta}
     except Exception:
-        return None
-    return stored if isinstance(stored, dict) else None
+        return {}
 
 
 def check_matches(spec: Spec, model: EmbeddingNet, meta: Mapping, path: str | Path = "") -> None:
@@ -753,8 +815,17 @@ def train_spec(spec: Spec, progress: bool = True, device: str = "cpu", callback=
     model, _head, hist, extra = TRAINERS[spec.family](spec, cfg, progress, device, callback)
     meta = {"spec": asdict(spec), "name": spec.name, "train_config": asdict(cfg), "seed": spec.seed,
             "train_seconds": round(hist.seconds, 1), "total_seconds": round(time.perf_counter() - t0, 1),
-            **extra, "history": hist.rows, "versions": versions()}
+            **extra, "history": hist.rows, "versions": versions(), "data": _data_record(spec)}
     return model, meta
+
+
+def _data_record(spec: Spec) -> dict:
+    """What a checkpoint records of its training data (`data_source`; L-shapes: the generator)."""
+    source = data_source(spec)
+    if source is None:
+        return {"dataset": spec.data, "origin": "generated by hedgekit.data.lshapes" if spec.data == "lshapes"
+                else "not installed"}
+    return source.record()
 
 
 def load_or_train(spec: Spec, progress: bool = True, device: str = "cpu", retrain: bool = False,
@@ -763,6 +834,10 @@ def load_or_train(spec: Spec, progress: bool = True, device: str = "cpu", retrai
 
     ``device`` and ``precision`` say how a missing model is trained (`train_spec`); a checkpoint trained on
     another device or in another precision serves the name all the same (`is_stale` ignores both).
+
+    Loading needs no write access. A model that has to be trained and saved needs a writable cache with room
+    for it: a read-only or full one is refused before training (`hedgekit.errors.StorageError` naming the
+    folder and ``HEDGEKIT_DATA``, the fix); ``save=False`` trains in memory instead.
 
     Returns (model, meta); ``meta["source"]`` says "shipped", "cache" or "trained now" and ``meta["path"]``
     where the checkpoint is ("" if not saved). Prototype models carry their head in ``meta["head"]``
@@ -773,23 +848,35 @@ def load_or_train(spec: Spec, progress: bool = True, device: str = "cpu", retrai
         model, meta = load_checkpoint(path, device)
         check_matches(spec, model, meta, path)
         return model, dict(meta, source="shipped" if path.parent == SHIPPED_DIR else "cache", path=str(path))
-    model, meta = train_spec(spec, progress=progress, device=device, callback=callback, precision=precision)
     save = save and distributed.context().is_main  # under torchrun only rank 0 writes
-    out = save_checkpoint(cache_path("checkpoints", f"{spec.name}.pt"), model, meta) if save else None
+    out = cache_checkpoint_path(spec, data_source(spec))
+    if save:  # a read-only or full cache is refused before minutes of training, not after
+        check_writable(out, need=_checkpoint_bytes(spec))
+    model, meta = train_spec(spec, progress=progress, device=device, callback=callback, precision=precision)
+    out = save_checkpoint(out, model, meta) if save else None
     return model.to(device), dict(meta, source="trained now", path=str(out or ""))
+
+
+def _checkpoint_bytes(spec: Spec) -> int:
+    """Roughly the size of ``spec``'s checkpoint: its weights plus 256 KB of metadata (the history)."""
+    return sum(t.numel() * t.element_size() for t in spec.build().state_dict().values()) + 2**18
 
 
 def refresh_metrics(path: str | Path) -> dict:
     """Re-evaluate a pair-trained checkpoint with the current evaluation code and store the metrics in it.
 
     Used after a change to `hedgekit.evaluation.retrieval` so that shipped checkpoints record what
-    the code computes today (tests/test_shipped.py checks exactly that).
+    the code computes today (tests/test_shipped.py checks exactly that). A provenance sidecar
+    (`write_provenance`) keeps the data record and is rewritten for the new bytes.
     """
     from hedgekit.evaluation.retrieval import table1_metrics
 
     model, meta = load_checkpoint(path)
+    sidecar_data = meta.pop("data") if Path(path).with_suffix(".json").is_file() else None
     meta["metrics"] = table1_metrics(model, eval_set(spec_from_name(meta["name"])))
     save_checkpoint(path, model, meta)
+    if sidecar_data is not None:
+        write_provenance(path, Source(**sidecar_data))
     return meta["metrics"]
 
 

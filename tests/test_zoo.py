@@ -399,6 +399,7 @@ def test_paper_preset_recipes():
 def test_load_or_train_corrupt_cache_raises(sandbox):
     spec = Spec(kind="hib", n_digits=1, dim=2, preset="fast", seed=2)
     path = zoo.cache_path("checkpoints", f"{spec.name}.pt")
+    path.parent.mkdir(parents=True)  # cache_path creates nothing (a read needs no write access)
     path.write_bytes(b"not a checkpoint")
     with pytest.raises(CheckpointError, match="delete it to retrain"):
         load_or_train(spec, progress=False)

@@ -18,6 +18,10 @@ Decoded splits are cached as `.npz` under `cache_path('fashion-mnist')`, named b
 hash of the source files' bytes, so changed or different files never reuse a stale
 cache; an unreadable or edited cache file (its arrays no longer match the checksum stored
 inside, `hedgekit.checks.save_checked_npz`) is rebuilt with a warning.
+
+Files that look like MNIST (same format, same names) are refused with an InputError naming what was
+found (`hedgekit.data.provenance.check_looks_like`); `fashion_source` identifies the data a model was
+trained on (`hedgekit.data.provenance.Source`).
 """
 from __future__ import annotations
 
@@ -33,7 +37,8 @@ import torch
 
 from hedgekit.checks import load_checked_npz, save_checked_npz
 from hedgekit.data.mnist import IDX_FILES, check_images_and_labels, find_idx_file, read_idx
-from hedgekit.errors import DataNotFoundError, InputError
+from hedgekit.data.provenance import Source, check_looks_like, identify, known_source
+from hedgekit.errors import DataNotFoundError, InputError, StorageError
 from hedgekit.paths import cache_path
 
 ENV_VAR = "HEDGEKIT_FASHION_DIR"
@@ -91,31 +96,50 @@ def load_fashion(split: str = "train", root: str | os.PathLike | None = None) ->
 
     Raises:
         InputError: If `split` is unknown, or an IDX file is corrupt, truncated, does not
-            match its partner, or holds labels outside 0..9.
+            match its partner, holds labels outside 0..9, or holds images that look like MNIST.
         DataNotFoundError: If no source holds the split's files; the message says how to get them.
     """
     if split not in SPLITS:
         raise InputError(f"split must be one of {SPLITS}, got {split!r}.")
+    files, expected_count, origin = _resolve(split, root)
+    path = cache_path("fashion-mnist", f"{split}_{_content_key(files)}.npz")
+    dataset = None
+    if path.is_file():
+        try:
+            dataset = _read_cache(path, split, expected_count)
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
+            warnings.warn(f"rebuilding the unreadable Fashion-MNIST cache {path}: {err}", stacklevel=2)
+    fresh = dataset is None
+    if fresh:
+        images, labels = (read_idx(f) for f in files)
+        dataset = _checked(images, labels, split, expected_count, f"Fashion-MNIST {split} ({files[0].parent})")
+    check_looks_like("fashion-mnist", dataset.images, origin)  # also a cache made before this check existed
+    if fresh:
+        _write_cache(path, dataset)
+    return dataset
+
+
+def fashion_source(root: str | os.PathLike | None = None) -> Source:
+    """The `Source` (fingerprint, origin) of both splits `load_fashion` reads from ``root``: cheap for Debian's
+    files (a hash of their bytes), else from the loaded arrays; the same errors as `load_fashion`."""
+    (train, _, origin), (test, _, _) = (_resolve(split, root) for split in SPLITS)
+    known = known_source("fashion-mnist", train + test, origin)
+    if known is not None:
+        return known
+    train_set, test_set = (load_fashion(split, root) for split in SPLITS)
+    return identify("fashion-mnist", (train_set.images, train_set.labels, test_set.images, test_set.labels), origin)
+
+
+def _resolve(split: str, root) -> tuple[tuple[Path, Path], int | None, str]:
+    """The split's (images, labels) files, the image count they must hold (None: any) and where they are."""
     if root is None:
         root = os.environ.get(ENV_VAR) or None
     if root is not None:
         folder = Path(root).expanduser().resolve()
         files = _find_split_files((folder, folder / "FashionMNIST" / "raw"), split, f"The root=/{ENV_VAR} folder")
-        expected_count = None
-    else:
-        files = _find_split_files((DEBIAN_DIR,), split, f"{ENV_VAR} is not set and Debian's folder")
-        expected_count = DEBIAN_COUNTS[split]
-
-    path = cache_path("fashion-mnist", f"{split}_{_content_key(files)}.npz")
-    if path.is_file():
-        try:
-            return _read_cache(path, split, expected_count)
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
-            warnings.warn(f"rebuilding the unreadable Fashion-MNIST cache {path}: {err}", stacklevel=2)
-    images, labels = (read_idx(f) for f in files)
-    dataset = _checked(images, labels, split, expected_count, f"Fashion-MNIST {split} ({files[0].parent})")
-    _write_cache(path, dataset)
-    return dataset
+        return files, None, f"the Fashion-MNIST folder {folder}"
+    files = _find_split_files((DEBIAN_DIR,), split, f"{ENV_VAR} is not set and Debian's folder")
+    return files, DEBIAN_COUNTS[split], f"Debian's {DEBIAN_DIR}"
 
 
 def _find_split_files(folders: tuple[Path, ...], split: str, source: str) -> tuple[Path, Path]:
@@ -161,5 +185,12 @@ def _read_cache(path: Path, split: str, expected_count: int | None) -> FashionSe
 
 
 def _write_cache(path: Path, dataset: FashionSet) -> None:
-    """Write atomically with a checksum (`hedgekit.checks.save_checked_npz`): readers never see half a file."""
-    save_checked_npz(path, compressed=False, images=dataset.images, labels=dataset.labels)
+    """Write atomically with a checksum (`hedgekit.checks.save_checked_npz`): readers never see half a file.
+
+    A cache is only a shortcut: when it cannot be written (read-only folder, full disk) the data set is used
+    from memory, with a warning that says why and where (`hedgekit.errors.StorageError`).
+    """
+    try:
+        save_checked_npz(path, compressed=False, images=dataset.images, labels=dataset.labels)
+    except StorageError as err:
+        warnings.warn(f"the Fashion-MNIST set is used from memory, not cached: {err}", stacklevel=3)

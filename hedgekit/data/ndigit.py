@@ -36,11 +36,16 @@ Using every MNIST image at most once per split is impossible at Table 3's sizes
 (100,000 x N digit slots from 60,000 MNIST-train images, 10,000 x N from 10,000
 MNIST-test images), so it is not offered.
 
-Each split is deterministic in (n_digits, split, seed, digit_draw, occlusion_sides) and
-cached as `.npz` under `cache_path('ndigit')`.
+Each split is deterministic in (n_digits, split, seed, digit_draw, occlusion_sides) and the
+MNIST it is drawn from, and cached as `.npz` under `cache_path('ndigit')`. The cache records
+that MNIST (`hedgekit.data.provenance.Source`: fingerprint and origin) and is not reused for
+another one (rebuilt, with a warning that says why). A cache written before sources were
+recorded is reused only with the real MNIST and only if its digits look like MNIST
+(`hedgekit.data.provenance.check_looks_like`); it then gets its source recorded (once).
 """
 from __future__ import annotations
 
+import json
 import warnings
 import zipfile
 import zlib
@@ -51,9 +56,10 @@ import numpy as np
 import torch
 
 from hedgekit.checks import load_checked_npz, save_checked_npz
-from hedgekit.data.mnist import load_mnist
+from hedgekit.data.mnist import load_mnist, mnist_source
 from hedgekit.data.occlusion import DIGIT_SIZE, SIDES, occlude, sample_digit_boxes
-from hedgekit.errors import InputError
+from hedgekit.data.provenance import Source, check_looks_like, matches
+from hedgekit.errors import InputError, StorageError
 from hedgekit.paths import cache_path
 
 SPLITS = ("train", "test_seen", "test_unseen")
@@ -170,11 +176,13 @@ def load_ndigit(
     ``occlusion_sides``: the box sides of `hedgekit.data.occlusion.sample_digit_boxes`,
     "inclusive" (default, the papers') or "positive" (every occluded digit loses pixels).
     The cache file is `cache_path('ndigit', f'n{N}_{split}_s{seed}.npz')` for the
-    defaults; each non-default option adds its name and value to the file name
-    (e.g. ``n2_train_s0_draw-unique_per_class.npz``), so no option reads or overwrites
-    another's file. The file holds a checksum of its arrays
-    (`hedgekit.checks.save_checked_npz`); an unreadable, inconsistent or edited
-    cache file is rebuilt with a warning.
+    defaults and the real MNIST; each non-default option adds its name and value to the
+    file name (e.g. ``n2_train_s0_draw-unique_per_class.npz``), another MNIST its
+    fingerprint (``n2_train_s0_mnist-<fingerprint>.npz``), so no option or MNIST reads or
+    overwrites another's file. The file holds a checksum of its arrays and the MNIST it
+    was drawn from (`hedgekit.checks.save_checked_npz`, module docstring); an unreadable,
+    inconsistent or edited cache file, or one drawn from another MNIST, is rebuilt with a
+    warning.
     """
     _check_args(n_digits, seed)
     if split not in SPLITS:
@@ -183,21 +191,27 @@ def load_ndigit(
         raise InputError(f"digit_draw must be one of {DIGIT_DRAWS}, got {digit_draw!r}.")
     if not isinstance(occlusion_sides, str) or occlusion_sides not in SIDES:
         raise InputError(f"occlusion_sides must be one of {SIDES}, got {occlusion_sides!r}.")
-    path = cache_path("ndigit", _cache_name(n_digits, split, seed, digit_draw, occlusion_sides))
+    source = mnist_source(mnist_root)
+    path = cache_path("ndigit", _cache_name(n_digits, split, seed, digit_draw, occlusion_sides, source))
     if path.is_file():
         try:
-            return _read_cache(path, n_digits, split)
+            dataset, recorded = _read_cache(path, n_digits, split, source)
+            if not recorded:
+                _write_cache(path, dataset, source, quiet=True)  # the one-time migration: record its source
+            return dataset
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as err:
-            warnings.warn(f"rebuilding the unreadable N-digit MNIST cache {path}: {err}", stacklevel=2)
+            warnings.warn(f"rebuilding the N-digit MNIST cache {path}: {err}", stacklevel=2)
     dataset = _build(n_digits, split, seed, mnist_root, digit_draw, occlusion_sides)
-    _write_cache(path, dataset)
+    _write_cache(path, dataset, source)
     return dataset
 
 
-def _cache_name(n_digits: int, split: str, seed: int, digit_draw: str, occlusion_sides: str) -> str:
+def _cache_name(n_digits: int, split: str, seed: int, digit_draw: str, occlusion_sides: str,
+                source: Source) -> str:
     """The defaults keep the name the caches had before the options existed; other values are appended."""
     options = [f"draw-{digit_draw}"] if digit_draw != DIGIT_DRAWS[0] else []
     options += [f"sides-{occlusion_sides}"] if occlusion_sides != SIDES[0] else []
+    options += [] if source.real else [f"mnist-{source.fingerprint}"]
     return "_".join([f"n{n_digits}", split, f"s{seed}", *options]) + ".npz"
 
 
@@ -261,19 +275,40 @@ def _unique_per_class_ranks(rng: np.random.Generator, digits: np.ndarray, counts
 _CACHE_KEYS = ("images", "labels", "digits", "boxes")
 
 
-def _read_cache(path: Path, n_digits: int, split: str) -> NDigitSet:
-    """The split stored at ``path``; InputError if its checksum (`hedgekit.checks`) or size is wrong."""
-    images, labels, digits, boxes = load_checked_npz(path, _CACHE_KEYS).values()
+def _read_cache(path: Path, n_digits: int, split: str, source: Source) -> tuple[NDigitSet, dict | None]:
+    """The split stored at ``path`` and the source it records (None: written before sources were recorded);
+    InputError if its checksum (`hedgekit.checks`) or size is wrong, or it was drawn from another MNIST than
+    ``source`` (`hedgekit.data.provenance.matches`, module docstring)."""
+    with np.load(path) as f:
+        keys = _CACHE_KEYS + (("source",) if "source" in f.files else ())
+    arrays = load_checked_npz(path, keys)
+    recorded = json.loads(str(arrays.pop("source"))) if "source" in arrays else None
+    reason = matches(recorded, source)
+    if reason is not None:
+        raise InputError(f"not reused: {reason}")
+    images, labels, digits, boxes = arrays.values()
     if len(labels) != N_IMAGES[split]:
         raise InputError(f"it holds {len(labels)} images instead of {N_IMAGES[split]}")
+    if recorded is None:
+        check_looks_like("mnist", images, f"the N-digit MNIST cache {path}")
     # The corrupt twin is not stored: it is the clean images with the boxes applied.
     corrupt = occlude(images, boxes)
-    return NDigitSet(images, corrupt, labels, digits, boxes, n_digits, split)
+    return NDigitSet(images, corrupt, labels, digits, boxes, n_digits, split), recorded
 
 
-def _write_cache(path: Path, dataset: NDigitSet) -> None:
-    """Write atomically with a checksum (`hedgekit.checks.save_checked_npz`): readers never see half a file."""
-    save_checked_npz(path, images=dataset.images, labels=dataset.labels, digits=dataset.digits, boxes=dataset.boxes)
+def _write_cache(path: Path, dataset: NDigitSet, source: Source, quiet: bool = False) -> None:
+    """Write atomically with a checksum and the MNIST ``source`` (`hedgekit.checks.save_checked_npz`): readers
+    never see half a file.
+
+    A cache is only a shortcut: when it cannot be written (read-only folder, full disk) the data set is used
+    from memory, with a warning that says why and where (`hedgekit.errors.StorageError`; ``quiet``: none).
+    """
+    try:
+        save_checked_npz(path, images=dataset.images, labels=dataset.labels, digits=dataset.digits,
+                         boxes=dataset.boxes, source=np.array(json.dumps(source.record())))
+    except StorageError as err:
+        if not quiet:
+            warnings.warn(f"the N-digit MNIST set is used from memory, not cached: {err}", stacklevel=3)
 
 
 def _check_args(n_digits, seed) -> None:

@@ -298,7 +298,9 @@ def _fake_load_or_train(spec, progress=True, **_):
         f.write(f"{spec.name} {os.getpid()}\n")
     if spec.seed == 13:
         raise RuntimeError(f"boom while training {spec.name}")
-    cache_path("checkpoints", f"{spec.name}.pt").write_bytes(b"stub")
+    path = cache_path("checkpoints", f"{spec.name}.pt")
+    path.parent.mkdir(parents=True, exist_ok=True)  # cache_path creates nothing
+    path.write_bytes(b"stub")
     return None, {"source": "trained now"}
 
 
