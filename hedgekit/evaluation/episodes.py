@@ -102,5 +102,5 @@ def evaluate_episodes(
 def _check_classes(n: int, what: str) -> None:
     """InputError for episodes of fewer than 2 classes: every query of a 1-class episode is right by construction."""
     if n < 2:
-        raise InputError(f"an episode needs at least 2 classes to classify between; {what} = {n} would report "
-                         "accuracy 1.0 whatever the model (every query has only its own class to go to)")
+        raise InputError(f"an episode needs at least 2 classes to classify between; got {what} = {n}, which would "
+                         "report accuracy 1.0 whatever the model (every query has only its own class to go to)")
