@@ -235,10 +235,18 @@ def cmd_bench(a) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line: the message and where the options are listed (no usage block);
+    the subcommands' parsers are of this class too."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (`{self.prog} --help` lists the options)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from hedgekit.training.fit import PRECISIONS
 
-    p = argparse.ArgumentParser(prog="python -m hedgekit", description=__doc__.split("\n\n")[0],
+    p = _Parser(prog="python -m hedgekit", description=__doc__.split("\n\n")[0],
                                 epilog="Run `python -m hedgekit COMMAND --help` for one command's options.")
     sub = p.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("train", help="load or train a zoo model")
@@ -271,17 +279,17 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-# What each command keeps when it is interrupted (Ctrl-C), for the one line `run_command` prints.
-_KEPT = {
-    "train": "checkpoints are written whole or not at all, so the model in training was not saved (nothing "
-             "half-written is left) and every model finished before is kept",
-    "evaluate": "nothing was written (a model trained before the interrupt is kept, the one in training was "
-                "not saved)",
-    "table1": "nothing was written",
-    "bench": "nothing was written",
-    "reproduce": "the notebooks that finished are in the output folder, a notebook in progress was not written",
-    "url-benchmark": "every finished run is cached (weights and metrics together); the run in progress was not "
-                     "saved",
+# What each command keeps when it is interrupted (Ctrl-C), and what running it again does: `run_command`'s line.
+_INTERRUPTED = {
+    "train": ("checkpoints are written whole or not at all: the model in training was not saved, every model "
+              "finished before is kept", "to train it from the start"),
+    "evaluate": ("nothing was written (a model in training was not saved)", "to evaluate again"),
+    "table1": ("nothing was written", "to print the tables"),
+    "bench": ("nothing was written", "to measure again"),
+    "reproduce": ("the notebooks that finished are in the output folder; the one running was not written",
+                  "to run the selected notebooks"),
+    "url-benchmark": ("every finished run is cached, weights and metrics together; the run in progress was not "
+                      "saved", "to resume (finished runs are read back, not retrained)"),
 }
 
 
@@ -297,9 +305,8 @@ def run_command(fn, args, argv: list[str]) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        kept = _KEPT.get(argv[0] if argv else "", "nothing half-written was kept")
-        print(f"\ninterrupted: {kept}; run `python -m hedgekit {shlex.join(argv)}` again to resume",
-              file=sys.stderr)
+        kept, again = _INTERRUPTED.get(argv[0] if argv else "", ("nothing half-written was kept", "to start again"))
+        print(f"\ninterrupted: {kept}; run `python -m hedgekit {shlex.join(argv)}` again {again}", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `... | head`, `... | grep -q`: the reader left; no traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit flush

@@ -120,6 +120,7 @@ def test_cli_size_limits_are_usage_errors(no_training, capsys, argv, said):
     assert exc.value.code == 2 and not no_training  # refused while parsing: nothing loaded, built or trained
     err = capsys.readouterr().err
     assert said in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1 and "--help` lists the options" in err  # one line, no usage block
 
 
 # A valid value for every option of `train` (None: a switch); every option the parser has must be here.
@@ -211,9 +212,11 @@ def test_ctrl_c_in_any_command_is_one_line_and_exit_130(monkeypatch, capsys, arg
     captured = capsys.readouterr()
     lines = [line for line in captured.err.splitlines() if line.strip()]
     assert len(lines) == 1 and "Traceback" not in captured.err and not captured.out
-    assert lines[0].startswith("interrupted: ") and f"`python -m hedgekit {' '.join(argv)}` again to resume" in lines[0]
+    assert lines[0].startswith("interrupted: ") and f"`python -m hedgekit {' '.join(argv)}` again to " in lines[0]
     assert {"train": "not saved", "url-benchmark": "every finished run is cached", "table1": "nothing was written",
             "reproduce": "notebooks that finished"}.get(argv[0], "") in lines[0]
+    assert "resume" in lines[0] if argv[0] == "url-benchmark" else "from the start" in lines[0] if argv[0] == "train" \
+        else True
 
 
 def test_reproduce_main_of_its_own_handles_ctrl_c(monkeypatch, capsys):
@@ -221,7 +224,7 @@ def test_reproduce_main_of_its_own_handles_ctrl_c(monkeypatch, capsys):
 
     monkeypatch.setattr(reproduce, "_cmd", _interrupt)
     assert reproduce.main(["--fast"]) == 130
-    assert "`python -m hedgekit reproduce --fast` again" in capsys.readouterr().err
+    assert "`python -m hedgekit reproduce --fast` again to run the selected notebooks" in capsys.readouterr().err
 
 
 def test_interrupted_training_leaves_no_partial_checkpoint(monkeypatch, tmp_path, capsys):
