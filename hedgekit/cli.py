@@ -10,6 +10,11 @@
 * ``reproduce`` — run the reproduction notebooks into ``reports/`` with one summary
                  (`hedgekit.repro.reproduce`).
 * ``url-benchmark`` — the URL benchmark at kit scale, cached and resumable (`hedgekit.papers.url.benchmark`).
+
+Every command answers bad input with one ``error:`` line and exit status 2, and Ctrl-C with one line saying what
+was kept and how to resume, exit status 130 (`run_command`). A model flag that does not apply to the kind is
+refused (`KIND_FLAGS`); sizes and seeds are bounded (`hedgekit.checks.MAX_SEED`, `hedgekit.nets.embedder.MAX_DIM`,
+...) before anything is built.
 """
 from __future__ import annotations
 
@@ -27,9 +32,8 @@ from hedgekit.checks import MAX_SEED, MAX_STEPS, MAX_THREADS, count_arg, device_
 from hedgekit.errors import HedgekitError, InputError
 
 
-# The flags of `train` / `evaluate` that name a model, and the kinds each applies to: KIND_FLAGS[kind] holds every
-# flag a kind takes. A flag given for a kind it does not apply to is refused (`_spec`), not ignored; and
-# --n-digits only applies to N-digit MNIST (`DATA_FLAGS`).
+# kind -> every flag of `train` / `evaluate` that the kind takes. A flag given for a kind that does not take it is
+# refused (`_spec`), not ignored; --n-digits only applies to N-digit MNIST (`DATA_FLAGS`).
 _EVERY_KIND = ("--kind", "--dim", "--n-digits", "--preset", "--seed", "--steps", "--device", "--retrain",
                "--precision")
 KIND_FLAGS: dict[str, frozenset[str]] = {
@@ -37,7 +41,7 @@ KIND_FLAGS: dict[str, frozenset[str]] = {
     "hib": frozenset(_EVERY_KIND + ("--components", "--beta")),  # MoG-C and the KL weight of eq. 8
     "pn": frozenset(_EVERY_KIND + ("--data",)),  # N-digit MNIST or L-shapes
     "spe": frozenset(_EVERY_KIND + ("--data", "--init-var")),
-    "triplet": frozenset(_EVERY_KIND + ("--data",)),  # N-digit MNIST or Fashion-MNIST
+    "triplet": frozenset(_EVERY_KIND + ("--data",)),  # N-digit MNIST (Fashion-MNIST needs a recipe: `Spec`)
     "het": frozenset(_EVERY_KIND + ("--data",)),
 }
 DATA_FLAGS = {"ndigit": frozenset(("--n-digits",)), "lshapes": frozenset(), "fashion": frozenset()}
@@ -59,13 +63,12 @@ def _spec_args(p: argparse.ArgumentParser) -> None:
     given = argparse.SUPPRESS  # kind-specific flags are absent from the namespace unless given (`_spec`)
     p.add_argument("--kind", choices=KINDS, default="hib")
     p.add_argument("--data", choices=DATASETS, default=given,
-                   help="pn / spe: ndigit or lshapes; triplet / het: ndigit or fashion (default ndigit)")
+                   help="pn / spe: ndigit or lshapes; triplet / het: ndigit (default ndigit)")
     p.add_argument("--n-digits", "-n", type=count_arg(1, MAX_DIGITS), default=given,
                    help="digits per image, N-digit MNIST only (default 2)")
     p.add_argument("--dim", "-d", type=count_arg(1, MAX_DIM, " (the embedding dimension D)"), default=2)
     p.add_argument("--components", "-c", type=count_arg(1, MAX_COMPONENTS, " (one linear branch each)"),
-                   default=given,
-                   help="hib only: mixture components (default 1)")
+                   default=given, help="hib only: mixture components (default 1)")
     p.add_argument("--beta", type=number_arg(0.0), default=given, help="hib only: KL weight (default 1e-4)")
     p.add_argument("--preset", choices=("fast", "paper"), default="paper")
     p.add_argument("--seed", type=count_arg(0, MAX_SEED, " = 2^63 - 1"), default=0)
@@ -247,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     from hedgekit.training.fit import PRECISIONS
 
     p = _Parser(prog="python -m hedgekit", description=__doc__.split("\n\n")[0],
-                                epilog="Run `python -m hedgekit COMMAND --help` for one command's options.")
+                epilog="Run `python -m hedgekit COMMAND --help` for one command's options.")
     sub = p.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("train", help="load or train a zoo model")
     _spec_args(t)

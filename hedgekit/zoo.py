@@ -151,7 +151,10 @@ class Spec:
             "eps" (SPE only, named ``veps``): at sigma_eps^2's initial value, softplus(|S| gamma0^(2/d)) of
             App. B for the recipe's training episodes (`initial_variance`), 7.43 for D = 3 and 32 x 5
             support images against 1.78 for D = 2. The paper does not say where the variances start.
-    Settings that do not apply to a kind are normalised, so two specs with one name are equal.
+    Settings that do not apply to a kind are normalised, so two specs with one name are equal (the command line
+    refuses them instead: `hedgekit.cli.KIND_FLAGS`). Sizes are bounded before anything is built: N <= 6
+    (`hedgekit.data.ndigit.MAX_DIGITS`), D and C by `hedgekit.nets.embedder.MAX_DIM` and `MAX_COMPONENTS`, steps by
+    `hedgekit.checks.MAX_STEPS`, the seed to 0..2^63 - 1 (`hedgekit.checks.check_seed`).
     """
 
     kind: str = "hib"
