@@ -266,7 +266,8 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="training and inference throughput")
     b.add_argument("--steps", type=count_arg(1, MAX_STEPS), default=30)
     b.add_argument("--threads", type=count_arg(1, MAX_THREADS), default=2)
-    b.add_argument("--repeats", type=count_arg(1, 1000), default=3, help="interleaved runs per loop; medians are printed")
+    b.add_argument("--repeats", type=count_arg(1, 1000), default=3,
+                   help="interleaved runs per loop; medians are printed")
     b.add_argument("--app", action="store_true", help="also time one playground update")
     b.add_argument("--layers", action="store_true", help="also time every layer of the point model alone")
     b.add_argument("--preset", choices=("fast", "paper"), default="paper")

@@ -49,7 +49,8 @@ __all__ = [
     "Analysis", "MapLayers", "app_preset", "app_spec", "load_model", "compare_entries", "beta_options",
     "expected_train_seconds", "centroid_table", "align_tables", "check_image", "check_boxes", "box_from_drag",
     "digit_box", "full_digit_box", "MAX_UPLOAD_BYTES", "MAX_UPLOAD_SIDE", "MAX_UPLOAD_FRAMES", "BLANK_CONTRAST",
-    "Upload", "decode_upload", "PolarityWarning", "model_input", "image_from_bytes", "looks_inverted", "white_on_black", "image_from_drawing",
+    "Upload", "decode_upload", "PolarityWarning", "model_input", "image_from_bytes", "looks_inverted",
+    "white_on_black", "image_from_drawing",
     "covered_fraction", "analyse", "eta_floor", "update_trail", "map_layers", "focus_extent", "anchor_point", "benchmark_update",
     "APP_GALLERY_IMAGES", "trained_or_fast", "retrieval_spec", "RetrievalGallery", "retrieval_gallery", "Retrieval",
     "retrieve", "cleaning_map", "APP_SUPPORT_IMAGES", "spe_spec", "PrototypeSet", "prototype_set",
@@ -428,7 +429,7 @@ def decode_upload(data: bytes, shape: tuple[int, int] = (DIGIT_SIZE, 2 * DIGIT_S
                          f"{gray.max():.0f}, no digit to read (the model needs two digits side by side)")
     if n_frames > 1:
         skipped = f" (the first {frame} are blank)" if frame > 1 else " (the first is blank)" if frame else ""
-        notes.append(f"an animated image: frame {frame + 1} of {n_frames} is used{skipped}")
+        notes.append(f"an image of {n_frames} frames (an animated GIF, ...): frame {frame + 1} is used{skipped}")
     img, note = white_on_black(gray, invert)
     notes += [note] if note else []
     if img.shape != tuple(shape):
@@ -609,7 +610,7 @@ def model_input(image, boxes, shape: tuple[int, int], invert: bool | None = None
 
     img, note = white_on_black(check_image(image, shape).astype(float), invert)
     if note:
-        warnings.warn(note, PolarityWarning, stacklevel=3)
+        warnings.warn(note, PolarityWarning, stacklevel=4)  # the caller of analyse (under its no_grad wrapper)
     boxes = check_boxes(boxes, shape)
     return (occlude(img, boxes) if len(boxes) else img), boxes, note
 

@@ -107,7 +107,8 @@ def no_training(monkeypatch):
 @pytest.mark.parametrize("argv, said", [
     (["train", "--components", "1000000"], "argument --components/-c: expected an integer >= 1 and <= 64"),
     (["train", "--dim", "10000000"], "argument --dim/-d: expected an integer >= 1 and <= 4096"),
-    (["train", "--seed", "99999999999999999999999"], "argument --seed: expected an integer >= 0 and <= 9223372036854775807"),
+    (["train", "--seed", "99999999999999999999999"],
+     "argument --seed: expected an integer >= 0 and <= 9223372036854775807"),
     (["train", "--steps", "100000000"], "argument --steps: expected an integer >= 1 and <= 10000000"),
     (["train", "--n-digits", "7"], "argument --n-digits/-n: expected an integer >= 1 and <= 6"),
     (["evaluate", "--eval-seed", str(2**63)], "argument --eval-seed"),
@@ -401,9 +402,9 @@ def test_an_animated_gif_uses_its_first_frame_that_is_not_blank():
     blank = np.zeros((28, 56), np.uint8)  # (two equal frames in a row would be merged into one by the GIF writer)
     up = pg.decode_upload(_save([blank, blank + 10, _digits(), blank], "GIF", duration=100))
     np.testing.assert_array_equal(up.image, np.where(_digits() > 0, _digits(), 0))
-    assert any("frame 3 of 4 is used (the first 2 are blank)" in n for n in up.notes)
+    assert any("of 4 frames (an animated GIF, ...): frame 3 is used (the first 2 are blank)" in n for n in up.notes)
     up = pg.decode_upload(_save([_digits(), blank], "GIF", duration=100))
-    assert any("frame 1 of 2 is used" in n for n in up.notes)
+    assert any("of 2 frames (an animated GIF, ...): frame 1 is used" in n for n in up.notes)
     with pytest.raises(InputError, match=r"blank \(all 3 frames\)"):
         pg.image_from_bytes(_save([blank, blank + 255, blank], "GIF", duration=100))
     assert pg.decode_upload(_save([_digits()], "PNG")).notes == ()  # one frame, white on black: nothing to say

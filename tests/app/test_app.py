@@ -358,7 +358,7 @@ def test_benchmark_page_with_unreadable_weights_says_so(url_cache):
 
     url_cache("ce", 0, 0.6)
     record = benchmark.run_path("ce", 0, "fast")
-    record.with_suffix(".pt").write_bytes(b"not a checkpoint")  # recorded as the run's weights: a run that loads no model
+    record.with_suffix(".pt").write_bytes(b"not a checkpoint")  # recorded as the run's weights: loads no model
     rec = json.loads(record.read_text())
     record.write_text(json.dumps({**rec, "weights_sha256": hashlib.sha256(b"not a checkpoint").hexdigest()}))
     at = AppTest.from_file(BENCHMARK_PAGE, default_timeout=120).run()

@@ -8,9 +8,10 @@ CUB / CARS / SOP. Here (see `hedgekit.papers.url.protocol` for the data and metr
 * one budget for all methods (`BUDGETS`): the same steps, batch, learning rate and schedule;
 * every (method, seed, budget) run is cached as JSON (metrics, seconds, config) with its weights beside it
   under ``cache_path("url", budget)``, the JSON holding the weights file's SHA-256 so that the two are one unit
-  (a pair that does not match, e.g. after an interrupt between the two writes, is retrained); a cached run whose config differs from the budget, or whose code hash
-  differs (the method's module, the hedgekit modules it imports and the trainer / evaluation code: `_config`),
-  is retrained, so `run_benchmark` resumes where it stopped and a second call trains nothing;
+  (a pair that does not match, e.g. after an interrupt between the two writes, is retrained); a cached run
+  whose config differs from the budget, or whose code hash differs (the method's module, the hedgekit modules it
+  imports and the trainer / evaluation code: `_config`), is retrained, so `run_benchmark` resumes where it
+  stopped and a second call trains nothing;
 * `leaderboard`: mean ± std (sample std, ddof = 1) over seeds per method; `write_leaderboard` writes it as
   CSV and Markdown under the git-ignored data cache.
 """
@@ -525,6 +526,7 @@ def add_subcommand(sub) -> None:
     p.add_argument("--fast", action="store_true", help="the fast budget (seconds per run) instead of the paper budget")
     p.add_argument("--retrain", action="store_true", help="train even when a cached run exists")
     p.add_argument("--out", default=None, help="folder for leaderboard-<budget>.csv/.md (default: the data cache)")
-    p.add_argument("--threads", type=count_arg(1, MAX_THREADS), default=1, help="torch threads (default 1: the cores are shared)")
+    p.add_argument("--threads", type=count_arg(1, MAX_THREADS), default=1,
+                   help="torch threads (default 1: the cores are shared)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(fn=cmd_url_benchmark)
