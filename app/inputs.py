@@ -53,11 +53,13 @@ def _upload(state: AppState) -> None:
         return
     data = up.getvalue()
     try:
-        img = pg.image_from_bytes(data, SHAPE)
+        decoded = pg.decode_upload(data, SHAPE)
     except InputError as exc:
         st.error(f"Cannot use **{up.name}**: {exc}. Showing the last valid image instead.")
     else:
-        state.upload = ("upload:" + hashlib.sha1(data).hexdigest()[:12], img)
+        for note in decoded.notes:  # e.g. which frame of a GIF, or that dark-on-white digits were inverted
+            st.caption(f"**{up.name}**: {note}.")
+        state.upload = ("upload:" + hashlib.sha1(data).hexdigest()[:12], decoded.image)
 
 
 def _class_size(state: AppState) -> int:

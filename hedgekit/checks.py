@@ -16,6 +16,8 @@ Each raises :class:`hedgekit.errors.InputError` with a message that says what wa
   caches so that a well-formed but edited cache is detected and rebuilt.
 * `check_device`; `count_arg`, `number_arg`, `device_arg`: the same checks as argparse types for the
   command line, whose errors name the flag.
+* `MAX_SEED`, `MAX_STEPS`, `MAX_THREADS`, `check_seed`: the bounds every seed, step count and thread count is
+  checked against (the network's size: `hedgekit.nets.embedder.check_model_size`).
 """
 from __future__ import annotations
 
@@ -300,15 +302,18 @@ def check_device(device) -> torch.device:
     return dev
 
 
-def count_arg(minimum: int = 1):
-    """An argparse ``type=``: an integer >= ``minimum``; argparse names the flag in its error."""
+def count_arg(minimum: int = 1, maximum: int | None = None, why: str = ""):
+    """An argparse ``type=``: an integer >= ``minimum`` (and <= ``maximum``, ``why`` says why); argparse names the
+    flag in its error."""
+    want = f"an integer >= {minimum}" + (f" and <= {maximum}{why}" if maximum is not None else "")
+
     def parse(text: str) -> int:
         try:
-            return check_count(int(text), "the value", minimum)
-        except ValueError as exc:  # int("1.5"), int("x"), and InputError (a ValueError) below the minimum
-            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}; got {text!r}") from exc
+            return check_count(int(text), "the value", minimum, maximum)
+        except ValueError as exc:  # int("1.5"), int("x"), and InputError (a ValueError) out of bounds
+            raise argparse.ArgumentTypeError(f"expected {want}; got {text!r}") from exc
 
-    parse.__name__ = f"integer >= {minimum}"
+    parse.__name__ = want
     return parse
 
 
@@ -346,3 +351,14 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
             return torch.device("mps")
         return torch.device("cpu")
     return check_device(device)
+
+
+# ------------------------------------------------------------------ resource limits
+MAX_SEED = 2**63 - 1  # torch.manual_seed overflows beyond a 64-bit integer; a signed one is portable everywhere
+MAX_STEPS = 10_000_000  # every recipe of the kit trains <= 12,000 steps; 10^7 steps of 50 ms would take 6 days
+MAX_THREADS = 1024  # torch threads / worker processes; more than any machine the kit runs on has cores
+
+
+def check_seed(seed, name: str = "seed") -> int:
+    """``seed`` as an int, if it is an integer in 0..`MAX_SEED` (InputError otherwise)."""
+    return check_count(seed, name, 0, MAX_SEED, " (a seed is a signed 64-bit integer, 0..2^63 - 1)")

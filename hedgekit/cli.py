@@ -13,38 +13,73 @@
 * ``students``  — the student versions of the notebooks, solutions removed (`hedgekit.repro.students`).
 * ``results``   — docs/results.md from the notebooks' recorded verdicts and tables (`hedgekit.repro.results`).
 * ``site``      — the notebooks with their committed outputs as a static HTML site (`hedgekit.repro.site`).
+
+Every command answers bad input with one ``error:`` line and exit status 2, and Ctrl-C with one line saying what
+was kept and how to resume, exit status 130 (`run_command`). A model flag that does not apply to the kind is
+refused (`KIND_FLAGS`); sizes and seeds are bounded (`hedgekit.checks.MAX_SEED`, `hedgekit.nets.embedder.MAX_DIM`,
+...) before anything is built.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import shlex
 import sys
 import time
 
 import torch
 
 from hedgekit.papers.hib import numbers, protocol
-from hedgekit.checks import count_arg, device_arg, number_arg
+from hedgekit.checks import MAX_SEED, MAX_STEPS, MAX_THREADS, count_arg, device_arg, number_arg
 from hedgekit.errors import HedgekitError, InputError
 
 
+# kind -> every flag of `train` / `evaluate` that the kind takes. A flag given for a kind that does not take it is
+# refused (`_spec`), not ignored; --n-digits only applies to N-digit MNIST (`DATA_FLAGS`).
+_EVERY_KIND = ("--kind", "--dim", "--n-digits", "--preset", "--seed", "--steps", "--device", "--retrain",
+               "--precision")
+KIND_FLAGS: dict[str, frozenset[str]] = {
+    "point": frozenset(_EVERY_KIND),
+    "hib": frozenset(_EVERY_KIND + ("--components", "--beta")),  # MoG-C and the KL weight of eq. 8
+    "pn": frozenset(_EVERY_KIND + ("--data",)),  # N-digit MNIST or L-shapes
+    "spe": frozenset(_EVERY_KIND + ("--data", "--init-var")),
+    "triplet": frozenset(_EVERY_KIND + ("--data",)),  # N-digit MNIST (Fashion-MNIST needs a recipe: `Spec`)
+    "het": frozenset(_EVERY_KIND + ("--data",)),
+}
+DATA_FLAGS = {"ndigit": frozenset(("--n-digits",)), "lshapes": frozenset(), "fashion": frozenset()}
+# What each kind-specific flag sets, for the message that refuses it; the Spec field it fills and its default.
+_FLAG_FIELDS = {"--data": ("data", "ndigit", "the data set; point and hib models train on N-digit MNIST only"),
+                "--n-digits": ("n_digits", 2, "N, the digits per N-digit MNIST image"),
+                "--components": ("components", 1, "HIB's mixture components C; other kinds have one"),
+                "--beta": ("beta", 1e-4, "the weight of HIB's KL term (eq. 8); other kinds have no KL term"),
+                "--init-var": ("init_var", "unit", "where SPE's variances start: init_var='eps' is sigma_eps^2 "
+                                                   "of SPE App. B")}
+
+
 def _spec_args(p: argparse.ArgumentParser) -> None:
+    from hedgekit.data.ndigit import MAX_DIGITS
+    from hedgekit.nets.embedder import MAX_COMPONENTS, MAX_DIM
     from hedgekit.training.fit import PRECISIONS
     from hedgekit.zoo import DATASETS, INIT_VARS, KINDS
 
+    given = argparse.SUPPRESS  # kind-specific flags are absent from the namespace unless given (`_spec`)
     p.add_argument("--kind", choices=KINDS, default="hib")
-    p.add_argument("--data", choices=DATASETS, default="ndigit", help="pn / spe only: N-digit MNIST or L-shapes")
-    p.add_argument("--n-digits", "-n", type=count_arg(1), default=2)
-    p.add_argument("--dim", "-d", type=count_arg(1), default=2)
-    p.add_argument("--components", "-c", type=count_arg(1), default=1)
-    p.add_argument("--beta", type=number_arg(0.0), default=1e-4)
+    p.add_argument("--data", choices=DATASETS, default=given,
+                   help="pn / spe: ndigit or lshapes; triplet / het: ndigit (default ndigit)")
+    p.add_argument("--n-digits", "-n", type=count_arg(1, MAX_DIGITS), default=given,
+                   help="digits per image, N-digit MNIST only (default 2)")
+    p.add_argument("--dim", "-d", type=count_arg(1, MAX_DIM, " (the embedding dimension D)"), default=2)
+    p.add_argument("--components", "-c", type=count_arg(1, MAX_COMPONENTS, " (one linear branch each)"),
+                   default=given, help="hib only: mixture components (default 1)")
+    p.add_argument("--beta", type=number_arg(0.0), default=given, help="hib only: KL weight (default 1e-4)")
     p.add_argument("--preset", choices=("fast", "paper"), default="paper")
-    p.add_argument("--seed", type=count_arg(0), default=0)
-    p.add_argument("--steps", type=count_arg(1), default=None, help="override the preset's number of steps")
-    p.add_argument("--init-var", choices=INIT_VARS, default="unit",
+    p.add_argument("--seed", type=count_arg(0, MAX_SEED, " = 2^63 - 1"), default=0)
+    p.add_argument("--steps", type=count_arg(1, MAX_STEPS), default=None,
+                   help="override the preset's number of steps")
+    p.add_argument("--init-var", choices=INIT_VARS, default=given,
                    help="spe only: 'eps' starts the variances at sigma_eps^2 (App. B), as notebook 07's N = 3, "
-                        "D = 3 SPE")
+                        "D = 3 SPE (default unit)")
     p.add_argument("--device", type=device_arg, default="cpu", help="cpu, cuda, cuda:N, mps or auto")
     p.add_argument("--retrain", action="store_true", help="train even if a checkpoint exists")
     p.add_argument("--precision", choices=PRECISIONS, default="float32",
@@ -53,11 +88,21 @@ def _spec_args(p: argparse.ArgumentParser) -> None:
 
 
 def _spec(a):
+    """The `Spec` the flags name; InputError for a flag that does not apply to the kind (`KIND_FLAGS`)."""
     from hedgekit.zoo import Spec
 
-    return Spec(kind=a.kind, data=a.data, n_digits=a.n_digits, dim=a.dim,
-                components=a.components if a.kind == "hib" else 1, beta=a.beta, preset=a.preset, seed=a.seed,
-                steps=a.steps, init_var=a.init_var)
+    given = {flag for flag, (field, _, _) in _FLAG_FIELDS.items() if hasattr(a, field)}
+    data = getattr(a, "data", "ndigit")
+    allowed = KIND_FLAGS[a.kind] - (frozenset(("--n-digits",)) - DATA_FLAGS[data])
+    refused = sorted(given - allowed)
+    if refused:
+        what = "; ".join(f"{flag} sets {_FLAG_FIELDS[flag][2]}" for flag in refused)
+        on = "" if data == "ndigit" else f" on {data}"
+        raise InputError(f"{', '.join(refused)} {'does' if len(refused) == 1 else 'do'} not apply to {a.kind} models"
+                         f"{on} ({what}); leave {'it' if len(refused) == 1 else 'them'} out. {a.kind} models{on} "
+                         f"take {', '.join(sorted(allowed - {'--kind'}))}")
+    fields = {field: getattr(a, field, default) for field, default, _ in _FLAG_FIELDS.values()}
+    return Spec(kind=a.kind, dim=a.dim, preset=a.preset, seed=a.seed, steps=a.steps, **fields)
 
 
 def cmd_train(a) -> int:
@@ -201,27 +246,36 @@ def cmd_bench(a) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line: the message and where the options are listed (no usage block);
+    the subcommands' parsers are of this class too."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (`{self.prog} --help` lists the options)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from hedgekit.training.fit import PRECISIONS
 
-    p = argparse.ArgumentParser(prog="python -m hedgekit", description=__doc__.split("\n\n")[0],
-                                epilog="Run `python -m hedgekit COMMAND --help` for one command's options.")
+    p = _Parser(prog="python -m hedgekit", description=__doc__.split("\n\n")[0],
+                epilog="Run `python -m hedgekit COMMAND --help` for one command's options.")
     sub = p.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("train", help="load or train a zoo model")
     _spec_args(t)
     t.set_defaults(fn=cmd_train)
     e = sub.add_parser("evaluate", help="Table-1-style evaluation beside the paper")
     _spec_args(e)
-    e.add_argument("--eval-seed", type=count_arg(0), default=0, help="seed of the verification pairs")
+    e.add_argument("--eval-seed", type=count_arg(0, MAX_SEED), default=0, help="seed of the verification pairs")
     e.set_defaults(fn=cmd_evaluate)
     t1 = sub.add_parser("table1", help="HIB Tables 1, 2 and 4 from the recorded metrics of every trained checkpoint")
     t1.add_argument("--preset", choices=("fast", "paper"), default="paper")
-    t1.add_argument("--seed", type=count_arg(0), default=0)
+    t1.add_argument("--seed", type=count_arg(0, MAX_SEED), default=0)
     t1.set_defaults(fn=cmd_table1)
     b = sub.add_parser("bench", help="training and inference throughput")
-    b.add_argument("--steps", type=count_arg(1), default=30)
-    b.add_argument("--threads", type=count_arg(1), default=2)
-    b.add_argument("--repeats", type=count_arg(1), default=3, help="interleaved runs per loop; medians are printed")
+    b.add_argument("--steps", type=count_arg(1, MAX_STEPS), default=30)
+    b.add_argument("--threads", type=count_arg(1, MAX_THREADS), default=2)
+    b.add_argument("--repeats", type=count_arg(1, 1000), default=3,
+                   help="interleaved runs per loop; medians are printed")
     b.add_argument("--app", action="store_true", help="also time one playground update")
     b.add_argument("--layers", action="store_true", help="also time every layer of the point model alone")
     b.add_argument("--preset", choices=("fast", "paper"), default="paper")
@@ -242,13 +296,41 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+# What each command keeps when it is interrupted (Ctrl-C), and what running it again does: `run_command`'s line.
+_INTERRUPTED = {
+    "train": ("checkpoints are written whole or not at all: the model in training was not saved, every model "
+              "finished before is kept", "to train it from the start"),
+    "evaluate": ("nothing was written (a model in training was not saved)", "to evaluate again"),
+    "table1": ("nothing was written", "to print the tables"),
+    "bench": ("nothing was written", "to measure again"),
+    "reproduce": ("the notebooks that finished are in the output folder; the one running was not written",
+                  "to run the selected notebooks"),
+    "url-benchmark": ("every finished run is cached, weights and metrics together; the run in progress was not "
+                      "saved", "to resume (finished runs are read back, not retrained)"),
+}
+
+
+def run_command(fn, args, argv: list[str]) -> int:
+    """``fn(args)`` as a command's exit code: 2 with one ``error:`` line for bad input, missing data or a diverged
+    training; 130 with one line saying what was kept and how to resume on Ctrl-C; 0 when a pipe's reader left.
+
+    ``argv``: the command line after ``python -m hedgekit`` (the command that resumes is that line again).
+    """
     try:
-        return args.fn(args)
+        return fn(args)
     except (HedgekitError, FloatingPointError) as exc:  # bad input, missing data, diverged training
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        kept, again = _INTERRUPTED.get(argv[0] if argv else "", ("nothing half-written was kept", "to start again"))
+        print(f"\ninterrupted: {kept}; run `python -m hedgekit {shlex.join(argv)}` again {again}", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # `... | head`, `... | grep -q`: the reader left; no traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit flush
         return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    return run_command(args.fn, args, argv)

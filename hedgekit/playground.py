@@ -37,7 +37,7 @@ import torch
 
 from hedgekit.checks import check_count
 from hedgekit.data import NDigitSet, class_split, clip_box, occlude
-from hedgekit.data.occlusion import DIGIT_SIZE
+from hedgekit.data.occlusion import DIGIT_SIZE, check_not_bool
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 from hedgekit.nets import EmbeddingNet
@@ -48,7 +48,9 @@ __all__ = [
     "APP_POINTS", "APP_CENTROID_IMAGES", "APP_THREADS", "APP_MODELS", "BETAS", "CompareEntry", "CentroidTable",
     "Analysis", "MapLayers", "app_preset", "app_spec", "load_model", "compare_entries", "beta_options",
     "expected_train_seconds", "centroid_table", "align_tables", "check_image", "check_boxes", "box_from_drag",
-    "digit_box", "full_digit_box", "MAX_UPLOAD_BYTES", "MAX_UPLOAD_SIDE", "image_from_bytes", "image_from_drawing",
+    "digit_box", "full_digit_box", "MAX_UPLOAD_BYTES", "MAX_UPLOAD_SIDE", "MAX_UPLOAD_FRAMES", "BLANK_CONTRAST",
+    "Upload", "decode_upload", "PolarityWarning", "model_input", "image_from_bytes", "looks_inverted",
+    "white_on_black", "image_from_drawing",
     "covered_fraction", "analyse", "eta_floor", "update_trail", "map_layers", "focus_extent", "anchor_point", "benchmark_update",
     "APP_GALLERY_IMAGES", "trained_or_fast", "retrieval_spec", "RetrievalGallery", "retrieval_gallery", "Retrieval",
     "retrieve", "cleaning_map", "APP_SUPPORT_IMAGES", "spe_spec", "PrototypeSet", "prototype_set",
@@ -275,12 +277,14 @@ def check_image(image, shape: tuple[int, int] = (DIGIT_SIZE, 2 * DIGIT_SIZE)) ->
 def check_boxes(boxes, image_shape: tuple[int, int] = (DIGIT_SIZE, 2 * DIGIT_SIZE)) -> np.ndarray:
     """(n, 4) int64 boxes (top, left, height, width), each non-empty and inside the image.
 
-    Raises InputError naming the bad box: not 4 integers, zero area, or reaching
-    outside the image (use `box_from_drag` for mouse rectangles, which clips).
+    Raises InputError naming the bad box: not 4 integers (True / False, NaN and fractions are
+    refused), zero area, a negative height or width, or reaching outside the image (use
+    `box_from_drag` for mouse rectangles, which clips and orders their corners).
     """
     h, w = image_shape[-2:]
     if boxes is None:
         return np.zeros((0, 4), dtype=np.int64)
+    check_not_bool(boxes)
     try:
         arr = np.asarray(boxes, dtype=float)
     except (TypeError, ValueError) as exc:
@@ -297,7 +301,11 @@ def check_boxes(boxes, image_shape: tuple[int, int] = (DIGIT_SIZE, 2 * DIGIT_SIZ
             raise InputError(f"rectangle {k} must be 4 whole pixel numbers (top, left, height, width); "
                              f"got {box.tolist()}")
         top, left, bh, bw = (int(v) for v in box)
-        if bh <= 0 or bw <= 0:
+        if bh < 0 or bw < 0:
+            raise InputError(f"rectangle {k} (top {top}, left {left}, {bh} x {bw} px) has a negative height or "
+                             "width: a box counts pixels down and right of (top, left) (`box_from_drag` orders a "
+                             "rectangle dragged up or left)")
+        if bh == 0 or bw == 0:
             raise InputError(f"rectangle {k} (top {top}, left {left}, {bh} x {bw} px) has zero area: "
                              "drag or set a larger one")
         if top < 0 or left < 0 or top + bh > h or left + bw > w:
@@ -336,23 +344,45 @@ MAX_UPLOAD_SIDE = 4096  # pixels per side; larger images are refused from their 
 _BIT_DEPTHS = (8, 10, 12, 14, 16, 32)  # 2**k - 1 is the white of a k-bit integer image
 
 
+MAX_UPLOAD_FRAMES = 100  # frames of an animated image (GIF, APNG, WebP, TIFF pages) searched for a non-blank one
+BLANK_CONTRAST = 24  # gray levels: an image whose pixels span fewer is blank (a JPEG of white paper spans a few)
+_ORIENTATION = 0x0112  # the EXIF tag; values 5-8 turn the stored image by 90 degrees (width and height swap)
+
+
+@dataclass(frozen=True, eq=False)
+class Upload:
+    """A decoded upload (`decode_upload`): the (H, W) uint8 image the model gets and what was done to get it."""
+
+    image: np.ndarray
+    notes: tuple[str, ...] = ()  # e.g. "inverted ...", "frame 3 of 5 ..."; the app shows them under the image
+
+
 def image_from_bytes(data: bytes, shape: tuple[int, int] = (DIGIT_SIZE, 2 * DIGIT_SIZE),
                      invert: bool | None = None) -> np.ndarray:
-    """Decode an uploaded image file (PNG, JPEG, ...) to a (H, W) uint8 grayscale array of ``shape``.
+    """The image of `decode_upload` (without its notes)."""
+    return decode_upload(data, shape, invert).image
+
+
+def decode_upload(data: bytes, shape: tuple[int, int] = (DIGIT_SIZE, 2 * DIGIT_SIZE),
+                  invert: bool | None = None) -> Upload:
+    """Decode an uploaded image file (PNG, JPEG, GIF, ...) to a (H, W) uint8 grayscale image of ``shape``.
 
     Safe for any bytes: the file size and the header's width and height are checked before
     any pixel is decoded (at most `MAX_UPLOAD_BYTES`, `MAX_UPLOAD_SIDE` px per side, at least
     ``shape``), and any decoding failure (not an image, truncated, decompression bomb,
-    unsupported mode) becomes an InputError saying what was expected.
+    unsupported mode) becomes an InputError saying what was expected. The sizes are those the
+    image is shown at: a JPEG's EXIF orientation (a photo taken sideways) is applied first.
 
     Modes are converted by their real range: a 16-bit (or 10/12/14-bit) grayscale image is
     scaled from the smallest 2^k - 1 that holds its brightest pixel, so it does not come out
     black; colour (RGB, CMYK, palette) becomes luminance; transparent pixels become
-    background, white behind dark ink and black behind light ink. MNIST digits are white on
-    black: ``invert=None`` inverts images whose border is mostly bright (dark digits on
-    paper), True/False force it. An image of exactly ``shape`` is used as is; a larger one
-    (e.g. a photo of two digits) is cropped, scaled and centred per digit like MNIST
-    (`image_from_drawing`).
+    background, white behind dark ink and black behind light ink. An animated image (GIF, ...)
+    gives its first frame that is not blank, and a note says which. A blank image (all its
+    pixels within `BLANK_CONTRAST` gray levels: all black, all white, any flat gray), of any
+    size, is refused. MNIST digits are white on black: ``invert=None`` inverts images whose
+    border is mostly bright (dark digits on paper, `looks_inverted`), with a note; True/False
+    force it. An image of exactly ``shape`` is used as is; a larger one (e.g. a photo of two
+    digits) is cropped, scaled and centred per digit like MNIST (`image_from_drawing`).
     """
     import io
 
@@ -364,18 +394,26 @@ def image_from_bytes(data: bytes, shape: tuple[int, int] = (DIGIT_SIZE, 2 * DIGI
         raise InputError(f"the file is {len(data) / 1e6:.1f} MB; images up to {MAX_UPLOAD_BYTES / 1e6:.0f} MB "
                          "are accepted (a 56 x 28 PNG is a few kB)")
     h_min, w_min = shape
+    notes = []
     try:
         with Image.open(io.BytesIO(data)) as im:  # lazy: reads the header only
             w, h = im.size
             if max(w, h) > MAX_UPLOAD_SIDE:
                 raise InputError(f"the image is {w} x {h} pixels; at most {MAX_UPLOAD_SIDE} x {MAX_UPLOAD_SIDE} "
                                  f"are accepted (the model needs {w_min} x {h_min})")
+            if im.getexif().get(_ORIENTATION, 1) in (5, 6, 7, 8):  # shown turned by 90 degrees
+                w, h = h, w
             if w < w_min or h < h_min:
                 raise InputError(f"the image is {w} x {h} pixels (width x height) but needs at least {w_min} x "
                                  f"{h_min}: {w_min // DIGIT_SIZE} digits of 28 x 28 side by side (larger images "
                                  "are scaled down)")
-            im.load()
-            gray = _gray_pixels(ImageOps.exif_transpose(im))
+            n_frames = getattr(im, "n_frames", 1)
+            for frame in range(min(n_frames, MAX_UPLOAD_FRAMES)):
+                im.seek(frame)
+                im.load()
+                gray = _gray_pixels(ImageOps.exif_transpose(im))
+                if not _is_blank(gray):
+                    break
     except InputError:
         raise
     except Image.DecompressionBombError as exc:
@@ -384,15 +422,42 @@ def image_from_bytes(data: bytes, shape: tuple[int, int] = (DIGIT_SIZE, 2 * DIGI
     except Exception as exc:  # noqa: BLE001 - any decoder failure on untrusted bytes is a bad file
         raise InputError("the uploaded file is not an image that can be read (try a PNG or JPEG): "
                          f"{type(exc).__name__}: {exc}") from exc
-    if invert is None:
-        border = np.concatenate([gray[0], gray[-1], gray[:, 0], gray[:, -1]])
-        invert = bool(np.median(border) > 127)
+    if _is_blank(gray):
+        frames = "" if n_frames == 1 else (f" (all {n_frames} frames)" if n_frames <= MAX_UPLOAD_FRAMES
+                                           else f" (its first {MAX_UPLOAD_FRAMES} frames)")
+        raise InputError(f"the image is blank{frames}: every pixel is gray level {gray.min():.0f} to "
+                         f"{gray.max():.0f}, no digit to read (the model needs two digits side by side)")
+    if n_frames > 1:
+        skipped = f" (the first {frame} are blank)" if frame > 1 else " (the first is blank)" if frame else ""
+        notes.append(f"an image of {n_frames} frames (an animated GIF, ...): frame {frame + 1} is used{skipped}")
+    img, note = white_on_black(gray, invert)
+    notes += [note] if note else []
+    if img.shape != tuple(shape):
+        img = image_from_drawing(img, w_min // DIGIT_SIZE)
+    return Upload(img, tuple(notes))
+
+
+def _is_blank(gray: np.ndarray) -> bool:
+    """Whether an image's pixels (gray levels 0..255) span fewer than `BLANK_CONTRAST` levels: nothing drawn."""
+    return float(gray.max()) - float(gray.min()) < BLANK_CONTRAST
+
+
+def looks_inverted(gray: np.ndarray) -> bool:
+    """Whether a grayscale image (0..255) shows dark ink on a light background: its border's median is bright.
+    MNIST's digits are white on black and centred, so their border is black."""
+    border = np.concatenate([gray[0], gray[-1], gray[:, 0], gray[:, -1]])
+    return bool(np.median(border) > 127)
+
+
+def white_on_black(gray: np.ndarray, invert: bool | None = None) -> tuple[np.ndarray, str]:
+    """(uint8 image, note): ``gray`` (0..255) as MNIST's white digits on black. ``invert=None`` inverts it if it
+    `looks_inverted`, and the note says so ("" otherwise); True / False force it (no note)."""
+    auto = invert is None
+    invert = looks_inverted(gray) if auto else bool(invert)
     img = np.rint(255.0 - gray if invert else gray).astype(np.uint8)
-    if img.shape == tuple(shape):
-        return img
-    if img.max() == 0:
-        raise InputError("the image is blank: no digit to crop (the model needs white digits on black)")
-    return image_from_drawing(img, w_min // DIGIT_SIZE)
+    note = ("inverted: the image showed dark digits on a light background, and the model reads white digits "
+            "on black like MNIST" if auto and invert else "")
+    return img, note
 
 
 def _gray_pixels(im) -> np.ndarray:
@@ -512,6 +577,7 @@ class Analysis:
     top_probs: np.ndarray  # (k,) p(m | x, centroid)
     is_point: bool
     projected: bool  # D > 2, shown through W
+    note: str = ""  # what was done to the input: "inverted: ..." if it looked like dark digits on white
 
     @property
     def top(self) -> list[tuple[int, float]]:
@@ -530,24 +596,44 @@ def _repeat(emb: Embedding, k: int) -> Embedding:
     return Embedding(emb.mean.expand(k, -1, -1), emb.var.expand(k, -1, -1), emb.weights.expand(k, -1))
 
 
+class PolarityWarning(UserWarning):
+    """An input array looked like dark digits on a light background and was inverted (`model_input`)."""
+
+
+def model_input(image, boxes, shape: tuple[int, int], invert: bool | None = None) -> tuple[np.ndarray, np.ndarray, str]:
+    """(occluded image, boxes, note): the array path's checks, shared by `analyse`, `retrieve` and
+    `prototype_posterior`. ``image`` passes `check_image`, ``boxes`` `check_boxes`; polarity as for uploads
+    (`white_on_black`): with ``invert=None`` an image that `looks_inverted` (black digits on white) is inverted
+    before the boxes black out its pixels, the note says so and a `PolarityWarning` is issued. True / False force
+    the inversion (False: the image is used as given)."""
+    import warnings
+
+    img, note = white_on_black(check_image(image, shape).astype(float), invert)
+    if note:
+        warnings.warn(note, PolarityWarning, stacklevel=4)  # the caller of analyse (under its no_grad wrapper)
+    boxes = check_boxes(boxes, shape)
+    return (occlude(img, boxes) if len(boxes) else img), boxes, note
+
+
 @torch.no_grad()
 def analyse(model: EmbeddingNet, image, boxes=(), centroids: CentroidTable | None = None,
-            n_points: int = APP_POINTS, top_k: int = 5) -> Analysis:
+            n_points: int = APP_POINTS, top_k: int = 5, invert: bool | None = None) -> Analysis:
     """Embed ``image`` with ``boxes`` blacked out and compute what the playground shows.
 
     Args:
         model: a trained `EmbeddingNet` (eval mode is used).
-        image: (H, W) uint8 or float in [0, 1], the *clean* image; ``boxes`` are applied here.
+        image: (H, W) uint8 or float in [0, 1], the *clean* image, white digits on black (a dark-on-light
+            image is inverted, see ``invert``); ``boxes`` are applied here.
         boxes: (n, 4) rectangles (top, left, height, width), validated by `check_boxes`.
         centroids: the model's `CentroidTable`; without it there is no top-k and the
             2D view is the first two coordinates.
         n_points: QMC points for eta and the match probabilities (deterministic).
         top_k: how many best-matching classes to list: an integer >= 1, at most the table's classes.
+        invert: None inverts an image of dark digits on a light background (`model_input`; ``Analysis.note``
+            says so), True / False force it.
     """
     shape = tuple(model.input_shape[1:])
-    img = check_image(image, shape)
-    boxes = check_boxes(boxes, shape)
-    seen = occlude(img, boxes) if len(boxes) else img
+    seen, boxes, note = model_input(image, boxes, shape, invert)
     covered = covered_fraction(boxes, shape) if len(boxes) else 0.0
     if model.training:
         model.eval()
@@ -580,7 +666,7 @@ def analyse(model: EmbeddingNet, image, boxes=(), centroids: CentroidTable | Non
         image=seen, boxes=boxes, covered=covered, weights=weights, means=means, variances=variances,
         mean=weights @ means, xy=xy, cov_xy=cov_xy, comp_xy=comp_xy, comp_cov_xy=comp_cov, eta=eta,
         trace=float(emb.total_var()[0].sum()), top_ids=top_ids, top_probs=top_probs,
-        is_point=bool(emb.is_point), projected=d != 2,
+        is_point=bool(emb.is_point), projected=d != 2, note=note,
     )
 
 
@@ -771,11 +857,10 @@ def retrieve(model: EmbeddingNet, image, boxes, gallery: RetrievalGallery, k: in
              exclude_index: int | None = None) -> Retrieval:
     """Embed ``image`` with ``boxes`` blacked out; its ``k`` nearest gallery items by Euclidean distance
     (ties: lower gallery position first), leaving out the ``removed`` gallery positions and the gallery item
-    that is the query's own test image (``exclude_index``, a test-split index)."""
+    that is the query's own test image (``exclude_index``, a test-split index). An image of dark digits on a
+    light background is inverted first, with a `PolarityWarning` (`model_input`)."""
     shape = tuple(model.input_shape[1:])
-    img = check_image(image, shape)
-    boxes = check_boxes(boxes, shape)
-    seen = occlude(img, boxes) if len(boxes) else img
+    seen, boxes, _ = model_input(image, boxes, shape)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise InputError(f"k must be a positive integer; got {k!r}")
     mean, u = _embed_images(model.eval(), seen[None])
@@ -843,11 +928,10 @@ def prototype_set(model: EmbeddingNet, head, train: NDigitSet, per_class: int = 
 @torch.no_grad()
 def prototype_posterior(model: EmbeddingNet, head, image, boxes, protos: PrototypeSet, seed: int = 0) -> np.ndarray:
     """(K,) p(y | x, S) of the occluded ``image`` over the classes of ``protos`` (SPE eq. 7), with the head's
-    evaluation sampler (naive, 200 samples) drawn from a fixed seed, so the numbers never flicker."""
+    evaluation sampler (naive, 200 samples) drawn from a fixed seed, so the numbers never flicker. An image of
+    dark digits on a light background is inverted first, with a `PolarityWarning` (`model_input`)."""
     shape = tuple(model.input_shape[1:])
-    img = check_image(image, shape)
-    boxes = check_boxes(boxes, shape)
-    seen = occlude(img, boxes) if len(boxes) else img
+    seen, boxes, _ = model_input(image, boxes, shape)
     x = torch.from_numpy(seen.astype(np.float32) / 255.0)[None, None]
     query = model.eval()(x).to("cpu").map(lambda t: t.float())
     log_p = head.eval().log_posterior(query, protos.support, protos.support_classes, len(protos.table.class_ids),

@@ -158,7 +158,10 @@ class Spec:
             "eps" (SPE only, named ``veps``): at sigma_eps^2's initial value, softplus(|S| gamma0^(2/d)) of
             App. B for the recipe's training episodes (`initial_variance`), 7.43 for D = 3 and 32 x 5
             support images against 1.78 for D = 2. The paper does not say where the variances start.
-    Settings that do not apply to a kind are normalised, so two specs with one name are equal.
+    Settings that do not apply to a kind are normalised, so two specs with one name are equal (the command line
+    refuses them instead: `hedgekit.cli.KIND_FLAGS`). Sizes are bounded before anything is built: N <= 6
+    (`hedgekit.data.ndigit.MAX_DIGITS`), D and C by `hedgekit.nets.embedder.MAX_DIM` and `MAX_COMPONENTS`, steps by
+    `hedgekit.checks.MAX_STEPS`, the seed to 0..2^63 - 1 (`hedgekit.checks.check_seed`).
     """
 
     kind: str = "hib"
@@ -191,10 +194,18 @@ class Spec:
         if self.init_var == "eps" and self.kind != "spe":
             raise InputError(f"init_var='eps' starts the variances at SPE's sigma_eps^2: for spe models, "
                              f"not {self.kind}")
-        for name in ("n_digits", "dim", "components", "seed") + (("steps",) if self.steps is not None else ()):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < (0 if name == "seed" else 1):
-                raise InputError(f"Spec.{name} must be an integer >= {0 if name == 'seed' else 1}; got {value!r}")
+        from hedgekit.checks import MAX_STEPS, check_count, check_seed
+        from hedgekit.data.ndigit import MAX_DIGITS
+        from hedgekit.nets.embedder import MAX_COMPONENTS, MAX_DIM
+
+        # sane bounds before anything is built (`hedgekit.nets.embedder.check_model_size` checks the memory)
+        bounds = {"n_digits": (MAX_DIGITS, ""), "dim": (MAX_DIM, " (the embedding dimension)"),
+                  "components": (MAX_COMPONENTS, " (HIB's mixture components)"),
+                  "steps": (MAX_STEPS, " (training steps)")}
+        for name, (maximum, why) in bounds.items():
+            if name != "steps" or self.steps is not None:
+                object.__setattr__(self, name, check_count(getattr(self, name), f"Spec.{name}", 1, maximum, why))
+        object.__setattr__(self, "seed", check_seed(self.seed, "Spec.seed"))
         if isinstance(self.beta, bool) or not (isinstance(self.beta, (int, float)) and math.isfinite(self.beta)
                                                and self.beta >= 0):
             raise InputError(f"Spec.beta must be a finite number >= 0; got {self.beta!r}")

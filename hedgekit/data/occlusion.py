@@ -24,6 +24,8 @@ made with "inclusive".
 """
 from __future__ import annotations
 
+import reprlib
+
 import numpy as np
 import torch
 
@@ -74,6 +76,22 @@ def _shortest_side(sides) -> int:
     return _SHORTEST_SIDE[sides]
 
 
+def check_not_bool(boxes, what: str = "boxes") -> None:
+    """InputError if ``boxes`` (an array, tensor or nested list) holds booleans: True would silently count as a
+    1-pixel side (``[True] * 4`` as the box (1, 1, 1, 1)); a box is four pixel counts."""
+    dtype = getattr(boxes, "dtype", None)
+    if dtype is not None:
+        bad = dtype == torch.bool if isinstance(boxes, torch.Tensor) else np.dtype(dtype) == np.bool_
+    else:
+        def has_bool(v) -> bool:
+            return isinstance(v, (bool, np.bool_)) or (isinstance(v, (list, tuple)) and any(has_bool(u) for u in v))
+
+        bad = has_bool(boxes)
+    if bad:
+        raise InputError(f"{what} must be whole pixel numbers (top, left, height, width), not True / False; "
+                         f"got {reprlib.repr(boxes)}")
+
+
 def occlude(images, boxes):
     """Black out (fill with 0) `boxes` in `images`; returns a new array of the same type.
 
@@ -91,6 +109,7 @@ def occlude(images, boxes):
     if (images.is_floating_point() if is_tensor else np.issubdtype(images.dtype, np.floating)):
         if bool(torch.isnan(images).any() if is_tensor else np.isnan(images).any()):
             raise InputError("images contain NaN.")
+    check_not_bool(boxes)
     boxes = np.asarray(boxes.cpu() if isinstance(boxes, torch.Tensor) else boxes)
     if not np.issubdtype(boxes.dtype, np.integer):
         raise InputError(f"boxes must be integers (top, left, height, width), got dtype {boxes.dtype}.")
@@ -135,6 +154,7 @@ def clip_box(box, image_shape) -> np.ndarray | None:
     `image_shape` is (H, W) or any shape ending in H, W. Returns an int64 box that
     `occlude` accepts, or None when nothing of the image is covered.
     """
+    check_not_bool(box, "box")
     box = np.asarray(box, dtype=float)
     if box.shape != (4,) or not np.isfinite(box).all():
         raise InputError(f"box must be 4 finite numbers (top, left, height, width), got {box!r}.")

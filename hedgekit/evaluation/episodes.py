@@ -47,9 +47,10 @@ def evaluate_episodes(
         head: `SPE`, `PN`, or None for PN.
         dataset: an `NDigitSet`-like set (embedded here, once) or an `EmbeddedSet` from `embed_set`
             (reuse it across the clean/corrupt conditions).
-        n_classes: classes per episode (None: all classes of the set; App. A.3 for 2-digit MNIST).
-        k_support: support instances per class (50 in App. A.3).
-        query_per_class: query instances per class. The paper does not say. 5 keeps the SPE evaluation
+        n_classes: classes per episode, >= 2 (None: all classes of the set, App. A.3 for 2-digit MNIST; the
+            set must hold >= 2). One class would score 1.0 whatever the model: an InputError.
+        k_support: support instances per class (50 in App. A.3), >= 1.
+        query_per_class: query instances per class, >= 1. The paper does not say. 5 keeps the SPE evaluation
             (naive sampler, 200 samples) at ~28 ms per 70-class episode on one CPU thread (10: ~54 ms);
             the per-episode std grows (2.5% vs 1.7% at 64% accuracy) but over 1000 episodes the standard
             error of the mean (std / sqrt(1000) < 0.1%) stays far below the paper's rounding, and every
@@ -63,12 +64,17 @@ def evaluate_episodes(
     from hedgekit.methods.prototypes import PN
 
     n_episodes = check_count(n_episodes, "n_episodes")
+    k_support = check_count(k_support, "k_support")
+    query_per_class = check_count(query_per_class, "query_per_class")  # no queries, no accuracy to average
+    if n_classes is not None:
+        _check_classes(check_count(n_classes, "n_classes"), "n_classes")
     data = dataset if isinstance(dataset, EmbeddedSet) else embed_set(model, dataset, eta=False)
     if (support_corrupt or query_corrupt) and data.corrupt is None:
         raise InputError("this dataset has no corrupt twin (`corrupt` is None), so support_corrupt / "
                          "query_corrupt cannot be used")
     head = PN() if head is None else head
     episodes = EpisodeSampler(data.labels, n_classes, k_support, query_per_class, seed)
+    _check_classes(episodes.n_classes, "the data set's classes (n_classes=None: all of them)")
     support_set = data.corrupt if support_corrupt else data.clean
     query_set = data.corrupt if query_corrupt else data.clean
     generator = torch.Generator().manual_seed(seed)
@@ -91,3 +97,10 @@ def evaluate_episodes(
     finally:
         head.train(was_training)
     return float(accs.mean()), float(accs.std()), accs
+
+
+def _check_classes(n: int, what: str) -> None:
+    """InputError for episodes of fewer than 2 classes: every query of a 1-class episode is right by construction."""
+    if n < 2:
+        raise InputError(f"an episode needs at least 2 classes to classify between; got {what} = {n}, which would "
+                         "report accuracy 1.0 whatever the model (every query has only its own class to go to)")

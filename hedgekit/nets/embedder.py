@@ -1,10 +1,15 @@
-"""`EmbeddingNet`: body + head + match calibration, and `build_model` for every kind the kit trains."""
+"""`EmbeddingNet`: body + head + match calibration, and `build_model` for every kind the kit trains.
+
+Every builder checks the network's size before it allocates anything: D and C against `MAX_DIM` and
+`MAX_COMPONENTS`, and the memory training needs (`parameter_count` x `TRAINING_COPIES` floats) against the
+budget of `hedgekit.checks.check_memory`, as HIB's K is checked (`hedgekit.methods.hib`).
+"""
 from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
 
-from hedgekit.checks import check_count, check_images
+from hedgekit.checks import check_count, check_images, check_memory
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 from hedgekit.nets.backbones import LSHAPE_BLOCKS, ConvBody, LeNetBody
@@ -12,6 +17,15 @@ from hedgekit.nets.heads import INIT_VAR, GaussianHead, HeteroscedasticHead, Poi
 from hedgekit.nets.match import SoftMatch
 
 KINDS = ("point", "hib", "het")
+# Sane bounds on the head. The papers train D <= 64 (URL: 16; HIB, SPE: 2-4) and C <= 3 mixture components; one
+# linear branch per component is built in Python, so a million components would take minutes and gigabytes
+# before the first step. The bounds leave room far beyond the papers; the memory check covers the rest.
+MAX_DIM = 4096
+MAX_COMPONENTS = 64
+# float32 copies of every parameter while training: the weights, their gradients and Adam's two moments
+TRAINING_COPIES = 4
+_LENET_FEATURES = 120  # `LeNetBody`'s output features
+_MATCH_PARAMETERS = 2  # `SoftMatch`: a (through softplus) and b
 
 
 class EmbeddingNet(nn.Module):
@@ -73,20 +87,60 @@ def build_model(
     Args:
         kind: "point" (soft contrastive, HIB eq. 2-3), "hib" (MoG-C, HIB sec. 2.2) or "het" (an embedding
             plus one log-variance per input, Taha et al. 2019 eq. 11; `HeteroscedasticHead`).
-        dim: embedding dimension D (any D >= 1; D = 1 for the number line of App. D).
-        components: C mixture components for "hib" (MoG-1, MoG-2, ...).
+        dim: embedding dimension D (1..`MAX_DIM`; D = 1 for the number line of App. D).
+        components: C mixture components for "hib" (MoG-1, MoG-2, ...; at most `MAX_COMPONENTS`).
     """
-    if kind not in KINDS:
-        raise InputError(f"kind must be one of {KINDS}; got {kind!r}")
-    dim, components, n_digits = (check_count(v, n) for v, n in ((dim, "dim"), (components, "components"),
-                                                                 (n_digits, "n_digits")))
-    if kind in ("point", "het") and components != 1:
-        raise InputError(f"{kind} models have exactly one component; got components={components}")
+    n_digits = check_count(n_digits, "n_digits")
     width = 28 * n_digits if width is None else width
     config = dict(kind=kind, n_digits=n_digits, dim=dim, components=components,
                   in_channels=in_channels, height=height, width=width, init_var=init_var)
+    config.update(check_model_size(config))  # before anything is allocated
     body = LeNetBody(in_channels, height, width)
-    return EmbeddingNet(body, _head(kind, body.out_features, dim, components, init_var), SoftMatch(), config)
+    head = _head(kind, body.out_features, config["dim"], config["components"], init_var)
+    return EmbeddingNet(body, head, SoftMatch(), config)
+
+
+def check_model_size(config: dict) -> dict:
+    """``{"dim": D, "components": C}`` of an `EmbeddingNet.config`, checked before anything is allocated.
+
+    InputError unless ``kind`` is one of `KINDS`, D is an integer in 1..`MAX_DIM`, C one in 1..`MAX_COMPONENTS`
+    (exactly 1 for "point" and "het"), and training the network (`TRAINING_COPIES` float32 copies of its
+    `parameter_count`) fits `hedgekit.checks.check_memory`'s budget.
+    """
+    kind = config.get("kind")
+    if kind not in KINDS:
+        raise InputError(f"kind must be one of {KINDS}; got {kind!r}")
+    dim = check_count(config["dim"], "dim", 1, MAX_DIM, " (the embedding dimension; the papers use 2-64)")
+    components = check_count(config["components"], "components", 1, MAX_COMPONENTS,
+                             " (mixture components, one linear branch each; the papers use 1-3)")
+    if kind in ("point", "het") and components != 1:
+        raise InputError(f"{kind} models have exactly one component; got components={components}")
+    sizes = {k: check_count(config[k], k) for k in ("in_channels", "height", "width")
+             + (("blocks", "channels") if config.get("body") == "conv" else ())}
+    n = parameter_count({**config, **sizes, "dim": dim, "components": components})
+    check_memory(TRAINING_COPIES * n, f"training a {kind} network of {n:,} parameters (D={dim}, C={components}, "
+                 f"{sizes['height']} x {sizes['width']} input)", "use a smaller D, C or input")
+    return {"dim": dim, "components": components}
+
+
+def parameter_count(config: dict) -> int:
+    """The number of parameters of the network ``config`` describes (an `EmbeddingNet.config`), without building it.
+
+    LeNet (`LeNetBody`): conv 6@5x5, conv 16@5x5, FC to 120 on the 16 x (H // 4) x (W // 4) map; the conv body
+    (`ConvBody`): per block a 3x3 conv and a batch-norm (weight and bias); heads: point D x (F + 1), HIB
+    C x 2D x (F + 1), het (D + 1) x (F + 1) on F body features; 2 for the match calibration (`SoftMatch`).
+    """
+    c_in, h, w = config["in_channels"], config["height"], config["width"]
+    if config.get("body") == "conv":
+        blocks, ch = config["blocks"], config["channels"]
+        body = (c_in * ch * 9 + ch + 2 * ch) + (blocks - 1) * (ch * ch * 9 + ch + 2 * ch)
+        features = ch * (h >> blocks) * (w >> blocks)
+    else:
+        body = (c_in * 6 * 25 + 6) + (6 * 16 * 25 + 16) + (16 * (h // 4) * (w // 4) + 1) * _LENET_FEATURES
+        features = _LENET_FEATURES
+    outputs = {"point": config["dim"], "het": config["dim"] + 1,
+               "hib": 2 * config["dim"] * config["components"]}[config["kind"]]
+    return body + outputs * (features + 1) + _MATCH_PARAMETERS
 
 
 def _head(kind: str, in_features: int, dim: int, components: int, init_var: float) -> nn.Module:
@@ -121,15 +175,11 @@ def build_conv_model(
     Omniglot-sized: ``build_conv_model(in_channels=1, height=28, width=28, blocks=3)``.
     ``model.config`` records ``body="conv"`` and every argument; `conv_model_from_config` rebuilds it.
     """
-    if kind not in KINDS:
-        raise InputError(f"kind must be one of {KINDS}; got {kind!r}")
-    dim, components = check_count(dim, "dim"), check_count(components, "components")
-    if kind in ("point", "het") and components != 1:
-        raise InputError(f"{kind} models have exactly one component; got components={components}")
-    body = ConvBody(in_channels, height, width, blocks, channels)
-    head = _head(kind, body.out_features, dim, components, init_var)
     config = dict(body="conv", kind=kind, dim=dim, in_channels=in_channels, height=height, width=width,
                   blocks=blocks, channels=channels, components=components, init_var=init_var)
+    config.update(check_model_size(config))
+    body = ConvBody(in_channels, height, width, blocks, channels)  # checks that the blocks leave a map
+    head = _head(kind, body.out_features, config["dim"], config["components"], init_var)
     return EmbeddingNet(body, head, SoftMatch(), config)
 
 

@@ -474,12 +474,10 @@ def _cmd(a) -> int:
 
 def main(argv: Iterable[str] | None = None) -> int:
     """Entry point: ``main(["--fast", "--only", "hib"])``; returns the exit code."""
-    args = build_parser().parse_args(None if argv is None else list(argv))
-    try:
-        return _cmd(args)
-    except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    from hedgekit.cli import run_command
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    return run_command(_cmd, build_parser().parse_args(argv), ["reproduce", *argv])  # errors: 2; Ctrl-C: 130
 
 
 if __name__ == "__main__":

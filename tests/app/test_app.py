@@ -7,7 +7,9 @@ its session's `AppState`, ``app/state.py``). Trained models are the zoo's fast
 preset, trained once and cached under ``data/checkpoints/`` (about 45 s per model
 on first use)."""
 from __future__ import annotations
+import hashlib
 import io
+import json
 import re
 import sys
 from pathlib import Path
@@ -182,6 +184,9 @@ class TestApp:
         app.file_uploader(key="hk_upload").set_value(("deep.png", png(img.astype(np.uint16) * 257), "image/png")).run()
         assert not app.exception and not app.error
         assert _view(app)["eta"] == eta  # a 16-bit copy of the same image is the same image, not a black one
+        app.file_uploader(key="hk_upload").set_value(("paper.png", png(255 - img), "image/png")).run()
+        assert not app.exception and not app.error and _view(app)["eta"] == eta  # dark on white: inverted
+        assert any("paper.png" in c.value and "inverted" in c.value for c in app.caption)  # and the page says so
 
     def test_model_switching(self, app):
         hib_eta = _view(app)["eta"]
@@ -298,10 +303,6 @@ BENCHMARK_PAGE = str(APP_DIR / "views" / "benchmark.py")
 def url_cache(monkeypatch, tmp_path):
     """The URL benchmark's run cache in tmp_path (empty); ``fake(method, seed, down_rauroc)`` writes a cached fast
     run the loader accepts: untrained weights seeded with ``seed`` and made-up metrics."""
-    import json
-
-    import torch
-
     from hedgekit.papers.url import benchmark
 
     monkeypatch.setattr(benchmark, "cache_root", lambda: tmp_path / "url")
@@ -309,10 +310,9 @@ def url_cache(monkeypatch, tmp_path):
     def fake(method, seed, down_rauroc):
         b = benchmark.BUDGETS["fast"]
         path = benchmark.run_path(method, seed, b)
-        torch.save({"state_dict": benchmark.build_model(method, seed).state_dict()}, path.with_suffix(".pt"))
         rec = {"method": method, "seed": seed, "budget": "fast", "config": benchmark._config(b, method),
                **{m: 0.5 for m in benchmark.METRICS}, "down_rauroc": down_rauroc}
-        path.write_text(json.dumps(rec))
+        benchmark._save_run(path, benchmark.build_model(method, seed), rec)  # weights + record with their hash
 
     return fake
 
@@ -358,7 +358,10 @@ def test_benchmark_page_with_unreadable_weights_says_so(url_cache):
     from hedgekit.papers.url import benchmark
 
     url_cache("ce", 0, 0.6)
-    benchmark.run_path("ce", 0, "fast").with_suffix(".pt").write_bytes(b"not a checkpoint")
+    record = benchmark.run_path("ce", 0, "fast")
+    record.with_suffix(".pt").write_bytes(b"not a checkpoint")  # recorded as the run's weights: loads no model
+    rec = json.loads(record.read_text())
+    record.write_text(json.dumps({**rec, "weights_sha256": hashlib.sha256(b"not a checkpoint").hexdigest()}))
     at = AppTest.from_file(BENCHMARK_PAGE, default_timeout=120).run()
     assert not at.exception, at.exception
     assert any("| CE |" in m.value for m in at.markdown)  # the leaderboard still shows

@@ -7,9 +7,11 @@ CUB / CARS / SOP. Here (see `hedgekit.papers.url.protocol` for the data and metr
   head (`hedgekit.methods.upstream.build_method`, embedding dimension 16) on top, trained jointly;
 * one budget for all methods (`BUDGETS`): the same steps, batch, learning rate and schedule;
 * every (method, seed, budget) run is cached as JSON (metrics, seconds, config) with its weights beside it
-  under ``cache_path("url", budget)``; a cached run whose config differs from the budget, or whose code hash
-  differs (the method's module, the hedgekit modules it imports and the trainer / evaluation code: `_config`),
-  is retrained, so `run_benchmark` resumes where it stopped and a second call trains nothing;
+  under ``cache_path("url", budget)``, the JSON holding the weights file's SHA-256 so that the two are one unit
+  (a pair that does not match, e.g. after an interrupt between the two writes, is retrained); a cached run
+  whose config differs from the budget, or whose code hash differs (the method's module, the hedgekit modules it
+  imports and the trainer / evaluation code: `_config`), is retrained, so `run_benchmark` resumes where it
+  stopped and a second call trains nothing;
 * `leaderboard`: mean ± std (sample std, ddof = 1) over seeds per method; `write_leaderboard` writes it as
   CSV and Markdown under the git-ignored data cache.
 """
@@ -26,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from hedgekit.checks import check_count, count_arg
+from hedgekit.checks import MAX_THREADS, atomic_write, check_count, count_arg
 from hedgekit.errors import CheckpointError, InputError
 from hedgekit.papers.url import protocol
 from hedgekit.papers.url.numbers import DISPLAY
@@ -272,11 +274,42 @@ def _config(budget: Budget, method: str) -> dict:
 
 
 def _read(path: Path, budget: Budget, method: str) -> dict | None:
+    """The record of a complete, up-to-date run, else None (retrain): its JSON must parse, its config match
+    (`_config`) and its ``weights_sha256`` be the SHA-256 of the weights file beside it (`_file_sha256`), so weights
+    and metrics are one unit: a pair of which one file was rewritten or lost (an interrupted run) is not a run."""
+    rec = _record(path, budget, method)
+    return rec if rec is not None and _weights_match(path, rec) else None
+
+
+def _record(path: Path, budget: Budget, method: str) -> dict | None:
+    """The JSON record at ``path`` if it parses and its config is up to date (`_config`), else None."""
     try:
         rec = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    return rec if rec.get("config") == _config(budget, method) else None  # a stale budget or method retrains
+    return rec if isinstance(rec, dict) and rec.get("config") == _config(budget, method) else None
+
+
+def _weights_match(path: Path, rec: dict) -> bool:
+    """Whether the weights file beside the record ``path`` is the one the record ``rec`` was written with."""
+    weights = path.with_suffix(".pt")
+    try:
+        st = weights.stat()
+    except OSError:
+        return False
+    return rec.get("weights_sha256") == _file_sha256(str(weights), st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=256)
+def _file_sha256(path: str, mtime_ns: int, size: int) -> str:
+    """SHA-256 of a file's bytes, read once per file version (its modification time and size are in the key)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def run_one(method: str, seed: int, budget="fast", retrain: bool = False, progress: bool = False) -> dict:
@@ -310,27 +343,42 @@ def run_one(method: str, seed: int, budget="fast", retrain: bool = False, progre
            "train_seconds": train_seconds, "eval_seconds": time.perf_counter() - t1,
            "cpu_seconds": time.process_time() - cpu0, "threads": torch.get_num_threads(),
            "history": [{"step": r["step"], "loss": r["loss"]} for r in hist.rows]}
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    torch.save({"state_dict": model.state_dict(), "meta": {k: rec[k] for k in ("method", "seed", "budget", "config")}},
-               path.with_suffix(".pt"))
-    tmp.write_text(json.dumps(rec, indent=1, allow_nan=True))
-    os.replace(tmp, path)  # the JSON last: a run is "done" only when both files are complete
+    _save_run(path, model, rec)
     return {**rec, "source": "trained now"}
+
+
+def _save_run(path: Path, model: UpstreamModel, rec: dict) -> None:
+    """Write a run's weights (``.pt``), then its record (``.json``) holding the weights file's SHA-256, each
+    atomically (`atomic_write`). Only the pair is a run (`_read`): interrupted between the two, the new weights
+    do not match the old record, and the next call retrains."""
+    weights = path.with_suffix(".pt")
+    with atomic_write(weights) as tmp:
+        torch.save({"state_dict": model.state_dict(),
+                    "meta": {k: rec[k] for k in ("method", "seed", "budget", "config")}}, tmp)
+    st = weights.stat()
+    rec["weights_sha256"] = _file_sha256(str(weights), st.st_mtime_ns, st.st_size)
+    with atomic_write(path) as tmp:
+        tmp.write_text(json.dumps(rec, indent=1, allow_nan=True))
 
 
 def load_run_model(method: str, seed: int, budget="fast") -> UpstreamModel:
     """The trained model of a cached run (InputError with the command that trains it if there is none,
     CheckpointError with the one that retrains it if its weights do not load)."""
     b = _budget(budget)
-    path = run_path(method, seed, b).with_suffix(".pt")
-    if not path.is_file() or _read(run_path(method, seed, b), b, method) is None:
+    record = run_path(method, seed, b)
+    path = record.with_suffix(".pt")
+    rec = _record(record, b, method)
+    if not path.is_file() or rec is None:
         raise InputError(f"no {b.name} run of {method} with seed {seed} yet; train it with "
                          f"`python -m hedgekit url-benchmark --methods {method} --seeds {seed + 1}"
                          f"{' --fast' if b.name == 'fast' else ''}`")
     model = build_model(method, seed, n_classes=len(_train_data()[2]))
     try:
+        if not _weights_match(record, rec):
+            raise CheckpointError("they are not the weights its metrics were measured on (an interrupted run, "
+                                  "or the file was replaced)")
         model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True)["state_dict"])
-    except Exception as exc:  # truncated, corrupt or another model's weights
+    except Exception as exc:  # truncated, corrupt, another run's or another model's weights
         raise CheckpointError(f"the weights {path} do not load ({type(exc).__name__}: {exc}); retrain with "
                               f"`python -m hedgekit url-benchmark --methods {method} --seeds {seed + 1} --retrain"
                               f"{' --fast' if b.name == 'fast' else ''}`") from exc
@@ -441,9 +489,14 @@ def write_leaderboard(board, budget="fast", folder: str | os.PathLike | None = N
     folder = Path(folder) if folder is not None else cache_root()
     folder.mkdir(parents=True, exist_ok=True)
     csv, md = folder / f"leaderboard-{name}.csv", folder / f"leaderboard-{name}.md"
-    board.to_csv(csv)
-    md.write_text(f"# URL benchmark at kit scale ({name} budget)\n\n{leaderboard_markdown(board)}\n")
+    with atomic_write(csv) as tmp:
+        board.to_csv(tmp)
+    with atomic_write(md) as tmp:
+        tmp.write_text(f"# URL benchmark at kit scale ({name} budget)\n\n{leaderboard_markdown(board)}\n")
     return csv, md
+
+
+MAX_SEEDS = 1000  # seeds per method: 3 in the paper's protocol; 1000 x 11 methods would train for days
 
 
 def _seeds_arg(text: str) -> int:
@@ -453,8 +506,8 @@ def _seeds_arg(text: str) -> int:
         n = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"--seeds takes a number of seeds (e.g. 3); got {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"--seeds must be >= 1; got {n}")
+    if not 1 <= n <= MAX_SEEDS:
+        raise argparse.ArgumentTypeError(f"--seeds must be in 1..{MAX_SEEDS}; got {n}")
     return n
 
 
@@ -483,6 +536,7 @@ def add_subcommand(sub) -> None:
     p.add_argument("--fast", action="store_true", help="the fast budget (seconds per run) instead of the paper budget")
     p.add_argument("--retrain", action="store_true", help="train even when a cached run exists")
     p.add_argument("--out", default=None, help="folder for leaderboard-<budget>.csv/.md (default: the data cache)")
-    p.add_argument("--threads", type=count_arg(1), default=1, help="torch threads (default 1: the cores are shared)")
+    p.add_argument("--threads", type=count_arg(1, MAX_THREADS), default=1,
+                   help="torch threads (default 1: the cores are shared)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(fn=cmd_url_benchmark)
