@@ -53,6 +53,7 @@ __all__ = ["NOTEBOOKS", "register", "notebook_dir", "select", "notebook_models",
 # Group -> notebooks (file names in notebooks/), in running order. SPE (06, 07) registers
 # under "spe": add the file names here or call register("spe", "06_....ipynb", ...).
 NOTEBOOKS: dict[str, list[str]] = {
+    "start": ["00_start_here.ipynb"],  # what a hedged embedding is, a map of the kit
     "hib": ["01_ndigit_mnist.ipynb", "02_hib_embeddings.ipynb", "03_self_organization.ipynb",
             "04_known_unknowns.ipynb", "05_kl_and_soft_contrastive.ipynb"],
     "spe": ["06_spe_lshapes.ipynb", "07_spe_ndigit.ipynb"],
