@@ -368,7 +368,8 @@ class Verdict:
                  "(computed from the numbers above)" +
                  (f"; {len(checks)} sanity check(s) listed apart, {passed} passed." if checks else "."), "",
                  self.context(), ""]
-        lines += ["| | paper's claim | paper | ours | why |", "|---|---|---|---|---|"]  # ✅ ❌ – (inconclusive)
+        if self.counted:
+            lines += ["| | paper's claim | paper | ours | why |", "|---|---|---|---|---|"]  # ✅ ❌ – (inconclusive)
         for c in self.counted:
             mark = {True: "✅", False: "❌", None: "–"}[c.matched]
             why = c.why or ("consistent with the paper" if c.matched else "")

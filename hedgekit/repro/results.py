@@ -32,7 +32,9 @@ __all__ = ["VERDICT_HEADING", "NotebookResults", "verdict_blocks", "tally", "htm
            "render", "results_path", "generate", "add_subcommand"]
 
 VERDICT_HEADING = "### What matched, what did not, and why — "
-_TALLY = re.compile(r"\*\*(\d+) matched, (\d+) did not(?:, (\d+) inconclusive)?\*\*")
+# the bold tally line of a verdict block; "did not" is how blocks rendered before the one vocabulary of
+# `hedgekit.papers.verdict` ("not matched") read, and notebooks not re-run since still show it
+_TALLY = re.compile(r"\*\*(\d+) matched, (\d+) (?:not matched|did not)(?:, (\d+) inconclusive)?\*\*")
 _TABLE_CALL = re.compile(r"report\.table\(\s*[\"']([^\"']+)[\"']")
 
 
@@ -50,7 +52,7 @@ class NotebookResults:
 
     @property
     def counts(self) -> tuple[int, int, int]:
-        """(matched, did not, inconclusive), summed over the notebook's verdicts."""
+        """(matched, not matched, inconclusive), summed over the notebook's verdicts (sanity checks are not counted)."""
         rows = [tally(v) for v in self.verdicts]
         return tuple(sum(r[i] for r in rows) for i in range(3))
 
@@ -67,10 +69,10 @@ def verdict_blocks(nb) -> list[str]:
 
 
 def tally(block: str) -> tuple[int, int, int]:
-    """(matched, did not, inconclusive) as a verdict block states it in its bold line."""
+    """(matched, not matched, inconclusive) as a verdict block states it in its bold line."""
     m = _TALLY.search(block)
     if m is None:
-        raise InputError(f"no '**N matched, M did not**' line in the verdict {block.splitlines()[0]!r}")
+        raise InputError(f"no '**N matched, M not matched**' line in the verdict {block.splitlines()[0]!r}")
     return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
 
 
@@ -190,7 +192,7 @@ def render(results: list[NotebookResults]) -> str:
              "by hand. Run times are those of the committed runs, on 2 CPU cores that were often shared with "
              "other jobs. The notebooks' full reports, figures included: "
              "[`notebooks/report/summary.md`](../notebooks/report/summary.md).", "",
-             "| notebook | mode | run | run time | matched | did not | inconclusive |",
+             "| notebook | mode | run | run time | matched | not matched | inconclusive |",
              "|---|---|---|---|---|---|---|"]
     total = [0, 0, 0]
     results = [r for r in results if r.verdicts or r.tables]  # e.g. 00_start_here records no results

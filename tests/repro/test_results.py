@@ -120,5 +120,8 @@ def test_html_table_markdown_of_a_dataframe():
 def test_tally_needs_the_bold_line():
     assert R.tally("### What matched ...\n\n**3 matched, 2 did not** (computed)") == (3, 2, 0)
     assert R.tally("**0 matched, 1 did not, 4 inconclusive**") == (0, 1, 4)
+    # the one vocabulary of hedgekit.papers.verdict; sanity checks after the tally are not counted
+    assert R.tally("**2 matched, 5 not matched, 1 inconclusive** (computed); 6 sanity check(s) listed apart") == (2, 5, 1)
+    assert R.tally("**0 matched, 0 not matched** (computed from the numbers above); 6 sanity check(s)") == (0, 0, 0)
     with pytest.raises(InputError, match="no '\\*\\*N matched"):
         R.tally("### What matched, what did not, and why — x\n\nnothing")
