@@ -167,7 +167,8 @@ def readout_sweep(levels: Any, factor: str = "hue_noise", repeats: int = 1, *, l
     for name, read in (("orientation", orientation_from_centroid(images)), ("hue", hue_read)):
         diff = wrap_degrees(read - f[name] + 180.0) - 180.0
         errors[name] = np.sqrt((diff ** 2).mean(axis=(1, 2)))
-    acc = np.array([bayes_accuracy_1d(np.hypot(s, eo), ORIENTATION_CENTERS) * bayes_accuracy_1d(np.hypot(s, eh), HUE_CENTERS)
+    acc = np.array([bayes_accuracy_1d(np.hypot(s, eo), ORIENTATION_CENTERS)
+                    * bayes_accuracy_1d(np.hypot(s, eh), HUE_CENTERS)
                     for eo, eh in zip(errors["orientation"], errors["hue"])])
     return dict(level=f["level"][:, 0, 0].copy(), orientation_error=errors["orientation"], hue_error=errors["hue"],
                 accuracy=acc, factor=factor)
