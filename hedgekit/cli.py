@@ -48,12 +48,12 @@ KIND_FLAGS: dict[str, frozenset[str]] = {
     "het": frozenset(_EVERY_KIND + ("--data",)),
 }
 DATA_FLAGS = {"ndigit": frozenset(("--n-digits",)), "lshapes": frozenset(), "fashion": frozenset()}
-# What each kind-specific flag sets, for the message that refuses it; the Spec field it fills and its default.
-_FLAG_FIELDS = {"--data": ("data", "ndigit", "the data set; point and hib models train on N-digit MNIST only"),
-                "--n-digits": ("n_digits", 2, "N, the digits per N-digit MNIST image"),
-                "--components": ("components", 1, "HIB's mixture components C; other kinds have one"),
-                "--beta": ("beta", 1e-4, "the weight of HIB's KL term (eq. 8); other kinds have no KL term"),
-                "--init-var": ("init_var", "unit", "where SPE's variances start: init_var='eps' is sigma_eps^2 "
+# What each kind-specific flag sets, for the message that refuses it, and the Spec field it fills.
+_FLAG_FIELDS = {"--data": ("data", "the data set; point and hib models train on N-digit MNIST only"),
+                "--n-digits": ("n_digits", "N, the digits per N-digit MNIST image"),
+                "--components": ("components", "HIB's mixture components C; other kinds have one"),
+                "--beta": ("beta", "the weight of HIB's KL term (eq. 8); other kinds have no KL term"),
+                "--init-var": ("init_var", "where SPE's variances start: init_var='eps' is sigma_eps^2 "
                                                    "of SPE App. B")}
 
 
@@ -91,17 +91,17 @@ def _spec(a):
     """The `Spec` the flags name; InputError for a flag that does not apply to the kind (`KIND_FLAGS`)."""
     from hedgekit.zoo import Spec
 
-    given = {flag for flag, (field, _, _) in _FLAG_FIELDS.items() if hasattr(a, field)}
+    given = {flag for flag, (field, _) in _FLAG_FIELDS.items() if hasattr(a, field)}
     data = getattr(a, "data", "ndigit")
     allowed = KIND_FLAGS[a.kind] - (frozenset(("--n-digits",)) - DATA_FLAGS[data])
     refused = sorted(given - allowed)
     if refused:
-        what = "; ".join(f"{flag} sets {_FLAG_FIELDS[flag][2]}" for flag in refused)
+        what = "; ".join(f"{flag} sets {_FLAG_FIELDS[flag][1]}" for flag in refused)
         on = "" if data == "ndigit" else f" on {data}"
         raise InputError(f"{', '.join(refused)} {'does' if len(refused) == 1 else 'do'} not apply to {a.kind} models"
                          f"{on} ({what}); leave {'it' if len(refused) == 1 else 'them'} out. {a.kind} models{on} "
                          f"take {', '.join(sorted(allowed - {'--kind'}))}")
-    fields = {field: getattr(a, field, default) for field, default, _ in _FLAG_FIELDS.values()}
+    fields = {field: getattr(a, field) for field, _ in _FLAG_FIELDS.values() if hasattr(a, field)}
     return Spec(kind=a.kind, dim=a.dim, preset=a.preset, seed=a.seed, steps=a.steps, **fields)
 
 

@@ -1,7 +1,7 @@
-"""The one model store: every model of every paper is named by a `Spec`, loaded or trained here.
+"""The one model store: every model of every paper is named by a spec, loaded or trained here.
 
-A `Spec` names a trained model completely (method, data, N, D and the method's own settings, preset,
-seed), e.g.::
+A spec names a trained model completely (method, data, N, D and the method's own settings, preset, seed);
+``Spec(kind=..., ...)`` builds one, a `ModelSpec` of the kind's own type (`SPEC_TYPES`). Names, e.g.::
 
     hib-n2-d2-c1-beta0.0001-paper-s0        HIB MoG-1 on 2-digit MNIST, D = 2 (Oh et al. 2019, Table 1)
     point-n2-d2-hard-m1-paper-s0            a point embedding with the hard contrastive loss (eq. 1)
@@ -19,30 +19,33 @@ recipe has changed since (`is_stale`) or it was trained on other data than the c
 warning that says why, `hedgekit.data.provenance.matches`). The shipped checkpoints, trained before the
 data was recorded, carry it in a sidecar ``<name>.json`` (`write_provenance`), so their bytes are unchanged.
 
-Each method belongs to a training *family* (`FAMILIES`): pairs (`hedgekit.training.fit`) or episodes
-(`hedgekit.training.episodic`). Adding a method is one file in `hedgekit.methods`, one preset entry per
-preset in `PRESETS` and one family entry here.
+Each method belongs to a training *family* (`FAMILIES`): pairs (`hedgekit.training.fit`), episodes
+(`hedgekit.training.episodic`) or triplets (`hedgekit.training.triplets`). Adding a method is one file in
+`hedgekit.methods`, one preset entry per preset in `PRESETS`, one family entry and a spec type (`SPEC_TYPES`) here.
 """
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import hashlib
 import io
 import json
 import math
+import numbers
 import platform
 import sys
 import time
 import warnings
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Mapping
+from typing import ClassVar, Mapping
 
 import numpy as np
 import torch
 
-from hedgekit.checks import check_writable, write_bytes_atomic
+from hedgekit.checks import (MAX_STEPS, check_count, check_margin, check_number, check_seed, check_writable,
+                             write_bytes_atomic)
 from hedgekit.data import load_ndigit, make_lshapes, random_occlusion
 from hedgekit.data.ndigit import per_class_subset
 from hedgekit.data.provenance import Source, matches
@@ -65,6 +68,7 @@ KINDS = ("point", "hib", "pn", "spe", "triplet", "het")
 FAMILIES = {"point": "pairs", "hib": "pairs", "pn": "episodes", "spe": "episodes", "triplet": "triplets",
             "het": "triplets"}
 DATASETS = ("ndigit", "lshapes", "fashion")
+DATA_NAMES = {"ndigit": "N-digit MNIST", "lshapes": "L-shapes", "fashion": "Fashion-MNIST"}
 # main: the paper's setting; fig4: SPE's Figure 4 runs; aug: occlusion augmentation (Taha Table 1 "+ Aug");
 # noisy / clean: Fashion-MNIST with look-alike label noise / its clean subset only (Taha Table 2);
 # longtail: exponentially decaying class counts (Taha Tables 3-4)
@@ -137,134 +141,54 @@ _PAIR_EVAL_KEYS = ("eval_images",)
 
 
 @dataclass(frozen=True)
-class Spec:
-    """Everything that identifies one trained model of the kit.
+class ModelSpec:
+    """Everything that identifies one trained model of the kit: the fields every kind shares.
 
-    Args:
-        kind: "point" (contrastive), "hib" (MoG-C, Oh et al. 2019), "pn" (Prototypical Network) or
-            "spe" (Stochastic Prototype Embeddings, Scott et al. 2019).
-        data: "ndigit" (N-digit MNIST, LeNet body) or "lshapes" (SPE's synthetic L-shapes; pn/spe only).
-        n_digits, dim: N and the embedding dimension D.
-        components, beta: HIB's mixture size C and KL weight (other kinds: normalised to 1 and 0).
-        loss, margin: point models only: "soft" (soft contrastive, HIB eq. 3) or "hard" (eq. 1, margin M).
-        sampler, samples: SPE's training sampler and samples per query (None: 1 on N-digit MNIST, 8 on
-            L-shapes). For HIB, ``samples`` is K, the Monte-Carlo samples per input of eq. 5: None (also
-            when given equal to the preset's K) follows the preset; another K is kept and named (``k8``).
-            Normalised to ("none", 0) for other kinds.
-        recipe: "main" or "fig4" (pn/spe: the few-shot episodes of SPE's Figure 4 runs).
-        preset: a key of `PRESETS`; steps: override the preset's number of steps (the name then reads
-            e.g. ``paper600``).
-        init_var: where the head's variances start: "unit" (`hedgekit.nets.INIT_VAR`, every kind) or
-            "eps" (SPE only, named ``veps``): at sigma_eps^2's initial value, softplus(|S| gamma0^(2/d)) of
-            App. B for the recipe's training episodes (`initial_variance`), 7.43 for D = 3 and 32 x 5
-            support images against 1.78 for D = 2. The paper does not say where the variances start.
-    Settings that do not apply to a kind are normalised, so two specs with one name are equal (the command line
-    refuses them instead: `hedgekit.cli.KIND_FLAGS`). Sizes are bounded before anything is built: N <= 6
-    (`hedgekit.data.ndigit.MAX_DIGITS`), D and C by `hedgekit.nets.embedder.MAX_DIM` and `MAX_COMPONENTS`, steps by
-    `hedgekit.checks.MAX_STEPS`, the seed to 0..2^63 - 1 (`hedgekit.checks.check_seed`).
+    Build one with `Spec` (``Spec(kind="hib", components=2)``), which picks the kind's type below. Each type
+    carries only the fields that mean something for its kind and checks them when it is built:
+
+    * `PointSpec` (point): ``loss`` "soft" (soft contrastive, HIB eq. 3) or "hard" (eq. 1, ``margin`` M);
+    * `HIBSpec` (hib, MoG-C of Oh et al. 2019): ``components`` C, ``beta`` (KL weight of eq. 8), ``samples``
+      K, the Monte-Carlo samples per input of eq. 5 (None: the preset's K);
+    * `PNSpec` (pn, Prototypical Network) and `SPESpec` (spe, Scott et al. 2019): ``recipe`` "main" or "fig4"
+      (the few-shot episodes of SPE's Figure 4); SPE's ``sampler``, ``samples`` per query and ``init_var``;
+    * `TripletSpec` (triplet, het; Taha et al. 2019): ``recipe`` (`_TRIPLET_RECIPES` of its data set).
+
+    Shared fields: ``kind``; ``data`` "ndigit" (N-digit MNIST, LeNet body), "lshapes" (SPE's synthetic
+    L-shapes; pn/spe) or "fashion" (Fashion-MNIST; triplet/het); ``n_digits`` N (N-digit MNIST; fixed by the
+    other data sets: `DATA_N_DIGITS`) and ``dim`` D; ``preset`` (a key of `PRESETS`); ``seed``; ``steps``
+    (overrides the preset's, the name then reads e.g. ``paper600``). Sizes are bounded before anything is built:
+    N <= 6 (`hedgekit.data.ndigit.MAX_DIGITS`), D and C by `hedgekit.nets.embedder.MAX_DIM` and
+    `MAX_COMPONENTS`, steps by `hedgekit.checks.MAX_STEPS`, the seed to 0..2^63 - 1 (`hedgekit.checks.check_seed`).
     """
 
     kind: str = "hib"
     data: str = "ndigit"
     n_digits: int = 2
     dim: int = 2
-    components: int = 1
-    beta: float = 1e-4
-    loss: str = "soft"
-    margin: float = 1.0
-    sampler: str = "intersection"
-    samples: int | None = None
-    recipe: str = "main"
     preset: str = "paper"
     seed: int = 0
     steps: int | None = None
-    init_var: str = "unit"
+
+    KINDS: ClassVar[tuple[str, ...]] = ()  # the kinds this type names
+    DATA: ClassVar[tuple[str, ...]] = ("ndigit",)  # the data sets they train on
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise InputError(f"kind must be one of {KINDS}; got {self.kind!r}")
+        if self.kind not in type(self).KINDS:
+            raise InputError(f"{type(self).__name__} names {'/'.join(type(self).KINDS)} models, not "
+                             f"kind={self.kind!r}; build specs with Spec(kind=...)")
         if self.data not in DATASETS:
             raise InputError(f"data must be one of {DATASETS}; got {self.data!r}")
-        if self.recipe not in RECIPES:
-            raise InputError(f"recipe must be one of {RECIPES}; got {self.recipe!r}")
+        if self.data not in type(self).DATA:
+            raise InputError(f"{self.kind} models train on {' or '.join(DATA_NAMES[d] for d in type(self).DATA)}; "
+                             f"got data={self.data!r}")
         if self.preset not in PRESETS:
             raise InputError(f"unknown preset {self.preset!r}; choose one of {sorted(PRESETS)}")
-        if self.init_var not in INIT_VARS:
-            raise InputError(f"Spec.init_var must be one of {INIT_VARS}; got {self.init_var!r}")
-        if self.init_var == "eps" and self.kind != "spe":
-            raise InputError(f"init_var='eps' starts the variances at SPE's sigma_eps^2: for spe models, "
-                             f"not {self.kind}")
-        from hedgekit.checks import MAX_STEPS, check_count, check_seed
-        from hedgekit.data.ndigit import MAX_DIGITS
-        from hedgekit.nets.embedder import MAX_COMPONENTS, MAX_DIM
-
-        # sane bounds before anything is built (`hedgekit.nets.embedder.check_model_size` checks the memory)
-        bounds = {"n_digits": (MAX_DIGITS, ""), "dim": (MAX_DIM, " (the embedding dimension)"),
-                  "components": (MAX_COMPONENTS, " (HIB's mixture components)"),
-                  "steps": (MAX_STEPS, " (training steps)")}
-        for name, (maximum, why) in bounds.items():
-            if name != "steps" or self.steps is not None:
-                object.__setattr__(self, name, check_count(getattr(self, name), f"Spec.{name}", 1, maximum, why))
-        object.__setattr__(self, "seed", check_seed(self.seed, "Spec.seed"))
-        if isinstance(self.beta, bool) or not (isinstance(self.beta, (int, float)) and math.isfinite(self.beta)
-                                               and self.beta >= 0):
-            raise InputError(f"Spec.beta must be a finite number >= 0; got {self.beta!r}")
-        if self.loss not in LOSSES:
-            raise InputError(f"Spec.loss must be one of {LOSSES}; got {self.loss!r}")
-        if not (isinstance(self.margin, (int, float)) and math.isfinite(self.margin) and self.margin > 0):
-            raise InputError(f"Spec.margin must be a finite number > 0; got {self.margin!r}")
-        if FAMILIES[self.kind] == "triplets":
-            if self.data not in _TRIPLET_RECIPES or self.recipe not in _TRIPLET_RECIPES[self.data]:
-                raise InputError(f"{self.kind} models train on {sorted(_TRIPLET_RECIPES)} with recipes "
-                                 f"{_TRIPLET_RECIPES}; got data={self.data!r}, recipe={self.recipe!r}")
-            if self.loss != "soft" or self.components != 1:
-                raise InputError(f"{self.kind} models have one component and no contrastive loss")
-            object.__setattr__(self, "beta", 0.0)
-            object.__setattr__(self, "margin", 1.0)
-            object.__setattr__(self, "sampler", "none")
-            object.__setattr__(self, "samples", 0)
-            if self.data == "fashion":
-                object.__setattr__(self, "n_digits", 1)
-            return
-        if self.data == "fashion" or self.recipe not in ("main", "fig4"):
-            raise InputError(f"{self.kind} models train on N-digit MNIST or L-shapes with the main (or fig4) recipe")
-        if FAMILIES[self.kind] == "pairs":
-            if self.data != "ndigit" or self.recipe != "main":
-                raise InputError(f"{self.kind} models train on N-digit MNIST with the main recipe")
-            if self.kind == "point" and self.components != 1:
-                raise InputError("point models have one component")
-            if self.loss == "hard" and self.kind != "point":
-                raise InputError("the hard contrastive loss (eq. 1) is for point models")
-            if self.kind == "point":
-                object.__setattr__(self, "beta", 0.0)
-            object.__setattr__(self, "sampler", "none")
-            if self.kind == "hib" and self.samples is not None:
-                if isinstance(self.samples, bool) or not isinstance(self.samples, (int, np.integer)) \
-                        or self.samples < 1:
-                    raise InputError(f"HIB's samples per input (K) must be an integer >= 1; got {self.samples!r}")
-                object.__setattr__(self, "samples", None if self.samples == self.preset_k else int(self.samples))
-            elif self.kind != "hib":
-                object.__setattr__(self, "samples", 0)
-            return
-        # prototype models (pn, spe)
-        if self.recipe == "fig4" and self.data != "ndigit":
-            raise InputError("the Figure 4 recipe is defined for N-digit MNIST only")
-        if self.loss != "soft" or self.components != 1:
-            raise InputError(f"{self.kind} models have one component and no contrastive loss")
-        object.__setattr__(self, "beta", 0.0)
-        object.__setattr__(self, "margin", 1.0)
-        if self.data == "lshapes":
-            object.__setattr__(self, "n_digits", 2)
-        if self.kind == "pn":
-            object.__setattr__(self, "sampler", "none")
-            object.__setattr__(self, "samples", 0)
-            return
-        if self.sampler not in SAMPLERS:
-            raise InputError(f"sampler must be one of {SAMPLERS}; got {self.sampler!r}")
-        if self.samples is None:
-            object.__setattr__(self, "samples", DEFAULT_SAMPLES[self.data])
-        if isinstance(self.samples, bool) or not isinstance(self.samples, int) or self.samples < 1:
-            raise InputError(f"samples must be an integer >= 1; got {self.samples!r}")
+        _check_counts(self, ("n_digits", "dim") + (("steps",) if self.steps is not None else ()))
+        check_seed(self.seed, "Spec.seed")
+        if self.data in DATA_N_DIGITS and self.n_digits != DATA_N_DIGITS[self.data]:
+            raise InputError(f"n_digits applies to N-digit MNIST only ({self.data} models have n_digits="
+                             f"{DATA_N_DIGITS[self.data]}); got {self.n_digits!r}")
 
     # ------------------------------------------------------------------ names
     @property
@@ -272,59 +196,28 @@ class Spec:
         return FAMILIES[self.kind]
 
     @property
-    def preset_k(self) -> int:
-        """HIB's samples per input K in this spec's preset (`TrainConfig`'s K = 8 where the preset names none)."""
-        return int(PRESETS[self.preset]["hib"].get("k", TrainConfig.k))
+    def components(self) -> int:
+        """Gaussians per input: 1 for every kind but HIB's mixtures (`HIBSpec.components`)."""
+        return 1
 
-    def at_preset(self, preset: str, steps: int | None = None) -> "Spec":
+    def at_preset(self, preset: str, steps: int | None = None) -> "ModelSpec":
         """The same model at another preset (and step count); a HIB spec's own K (``samples``) is kept, the
         preset's K follows the new preset."""
-        return replace(self, preset=preset, steps=steps)
+        return Spec(**{**asdict(self), "preset": preset, "steps": steps})
 
     @property
     def name(self) -> str:
-        parts = [self.kind, self.data if self.data in ("lshapes", "fashion") else f"n{self.n_digits}", f"d{self.dim}"]
-        if self.kind == "hib":
-            parts += [f"c{self.components}", "beta" + f"{self.beta:g}".replace("-", "_")]
-            if self.samples is not None:
-                parts.append(f"k{self.samples}")
-        if self.loss == "hard":
-            parts.append(f"hard-m{self.margin:g}")
-        if self.kind == "spe":
-            parts.append(f"{self.sampler}{self.samples}")
-        if self.init_var == "eps":
-            parts.append("veps")
-        if self.recipe != "main":
-            parts.append(self.recipe)
+        """The canonical name, e.g. ``hib-n2-d2-c1-beta0.0001-paper-s0`` (`spec_from_name` reads it back)."""
+        parts = [self.kind, self.data if self.data != "ndigit" else f"n{self.n_digits}", f"d{self.dim}"]
+        parts += self._name_parts()
         parts.append(self.preset if self.steps is None else f"{self.preset}{self.steps}")
         parts.append(f"s{self.seed}")
         return "-".join(parts)
 
-    @property
-    def label(self) -> str:
-        """Display name as in the papers' tables: point, MoG-1, MoG-2, PN, SPE, 'SPE (naive, s=9)'."""
-        if self.kind == "point":
-            return "point"
-        if self.kind == "hib":
-            return f"MoG-{self.components}"
-        if self.kind == "pn":
-            return "PN"
-        if self.family == "triplets":
-            return "triplet + hetero" if self.kind == "het" else "triplet"
-        if self.recipe == "fig4" or self.samples != DEFAULT_SAMPLES[self.data] or self.sampler != "intersection":
-            return f"SPE ({self.sampler}, s={self.samples})"
-        return "SPE"
+    def _name_parts(self) -> list[str]:
+        return []
 
     # ------------------------------------------------------------------ recipes
-    @property
-    def recipe_key(self) -> str:
-        """The `PRESETS` entry of this spec: its kind (pairs) or its data set and recipe (episodes)."""
-        if self.family == "pairs":
-            return self.kind
-        if self.family == "triplets":
-            return f"triplets_{self.data}"
-        return self.data if self.recipe == "main" else f"{self.data}_{self.recipe}"
-
     def recipe_config(self) -> dict:
         """A copy of the preset's settings for this spec (``steps`` overridden if given)."""
         r = copy.deepcopy(PRESETS[self.preset][self.recipe_key])
@@ -332,36 +225,12 @@ class Spec:
             r["steps"] = self.steps
         return r
 
-    def train_config(self) -> TrainConfig | EpisodicConfig | TripletConfig:
-        """The trainer's config: `TrainConfig` for pairs, `EpisodicConfig` for episodes, `TripletConfig` for
-        triplets (occlusion augmentation only with the "aug" recipe)."""
-        r = self.recipe_config()
-        if self.family == "triplets":
-            return TripletConfig(steps=r["steps"], P=r["P"], K=r["K"], lr=r["lr"], mining=r["mining"],
-                                 heteroscedastic=self.kind == "het", occlusion_p=0.2 if self.recipe == "aug" else 0.0,
-                                 log_every=max(1, min(50, r["steps"] // 20)))
-        if self.family == "pairs":
-            kw = {k: v for k, v in r.items() if k not in _PAIR_EVAL_KEYS}
-            if self.kind == "hib" and self.samples is not None:
-                kw["k"] = self.samples
-            return TrainConfig(**kw, beta=self.beta, loss=self.loss, margin=self.margin)
-        kw = dict(steps=r["steps"], n_classes=4 if self.data == "lshapes" else r["n_classes"],
-                  k_support=r["k_support"], query_per_class=r["query_per_class"], lr=r["lr"],
-                  log_every=max(1, min(50, r["steps"] // 20)))
-        if self.kind == "spe":
-            kw.update(sampler=self.sampler, samples=self.samples)
-        return EpisodicConfig(**kw)
-
     @property
     def initial_variance(self) -> float:
-        """The variance the head starts with (``init_var``): `INIT_VAR`, or for "eps" sigma_eps^2 at
-        initialisation, softplus(gamma) with App. B's gamma for this recipe's episodes (`SPE.for_episodes`)."""
+        """The variance a Gaussian head starts with: `hedgekit.nets.INIT_VAR` (SPE may choose another)."""
         from hedgekit.nets import INIT_VAR
 
-        if self.init_var == "unit":
-            return INIT_VAR
-        cfg = self.train_config()
-        return math.log1p(math.exp(gamma_init(cfg.n_classes * cfg.k_support, self.dim)))
+        return INIT_VAR
 
     def net_config(self) -> dict:
         """The `EmbeddingNet.config` of this spec's network (LeNet for N-digit MNIST, App. A.2 conv net for
@@ -378,14 +247,302 @@ class Spec:
         return model_from_config(self.net_config())
 
     def build_head(self) -> SPE | PN | None:
-        """A fresh prototype head (SPE's gamma initialised by App. B for this recipe's episodes); None for pairs."""
-        if self.kind == "pn":
-            return PN()
-        if self.kind != "spe":
-            return None
+        """A fresh prototype head (`EpisodeSpec`); None for the other families."""
+        return None
+
+
+@dataclass(frozen=True)
+class PairSpec(ModelSpec):
+    """The pair-trained kinds (`hedgekit.training.fit`): `PointSpec`, `HIBSpec`; N-digit MNIST, main recipe."""
+
+    @property
+    def recipe_key(self) -> str:
+        """The `PRESETS` entry of this spec: its kind."""
+        return self.kind
+
+    def train_config(self) -> TrainConfig:
+        kw = {k: v for k, v in self.recipe_config().items() if k not in _PAIR_EVAL_KEYS}
+        return TrainConfig(**{**kw, **self._loss_config()})
+
+    def _loss_config(self) -> dict:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class PointSpec(PairSpec):
+    """A point embedding (contrastive): ``loss`` "soft" (HIB eq. 3) or "hard" (eq. 1, with ``margin`` M)."""
+
+    kind: str = "point"
+    loss: str = "soft"
+    margin: float = 1.0
+
+    KINDS: ClassVar[tuple[str, ...]] = ("point",)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.loss not in LOSSES:
+            raise InputError(f"Spec.loss must be one of {LOSSES}; got {self.loss!r}")
+        check_margin(self.margin, "Spec.margin")
+        if self.loss == "soft" and self.margin != 1.0:
+            raise InputError(f"Spec.margin is the hard contrastive loss's M (eq. 1); with loss='soft' leave it out "
+                             f"(got {self.margin!r})")
+
+    @property
+    def label(self) -> str:
+        return "point"
+
+    def _name_parts(self) -> list[str]:
+        return ["hard", f"m{self.margin:g}"] if self.loss == "hard" else []
+
+    def _loss_config(self) -> dict:
+        return dict(beta=0.0, loss=self.loss, margin=self.margin)
+
+
+@dataclass(frozen=True)
+class HIBSpec(PairSpec):
+    """HIB's MoG-C (Oh et al. 2019): ``components`` C, KL weight ``beta`` (eq. 8) and ``samples`` K per input
+    (eq. 5): None follows the preset's K (`preset_k`); another K is kept and named (``k8``)."""
+
+    kind: str = "hib"
+    components: int = 1
+    beta: float = 1e-4
+    samples: int | None = None
+
+    KINDS: ClassVar[tuple[str, ...]] = ("hib",)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_counts(self, ("components",))
+        check_number(self.beta, "Spec.beta", 0.0)
+        if self.samples is not None:
+            check_count(self.samples, "HIB's samples per input (K)")
+            if self.samples == self.preset_k:
+                raise InputError(f"samples={self.samples} is the {self.preset} preset's K: write samples=None "
+                                 "(Spec(...) does), so that one model has one name")
+
+    @property
+    def preset_k(self) -> int:
+        """HIB's samples per input K in this spec's preset (`TrainConfig`'s K = 8 where the preset names none)."""
+        return _preset_k(self.preset)
+
+    @property
+    def label(self) -> str:
+        return f"MoG-{self.components}"
+
+    def _name_parts(self) -> list[str]:
+        parts = [f"c{self.components}", "beta" + f"{self.beta:g}".replace("-", "_")]
+        return parts + ([f"k{self.samples}"] if self.samples is not None else [])
+
+    def _loss_config(self) -> dict:
+        own_k = {"k": self.samples} if self.samples is not None else {}
+        return dict(beta=self.beta, loss="soft", margin=1.0, **own_k)
+
+
+@dataclass(frozen=True)
+class EpisodeSpec(ModelSpec):
+    """The episode-trained kinds (`hedgekit.training.episodic`): `PNSpec`, `SPESpec`; ``recipe`` "main", or
+    "fig4" (SPE's Figure 4 few-shot episodes, N-digit MNIST only)."""
+
+    recipe: str = "main"
+
+    DATA: ClassVar[tuple[str, ...]] = ("ndigit", "lshapes")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.recipe not in ("main", "fig4"):
+            raise InputError(f"{self.kind} models train with the main (or fig4) recipe; got recipe={self.recipe!r}")
+        if self.recipe == "fig4" and self.data != "ndigit":
+            raise InputError("the Figure 4 recipe is defined for N-digit MNIST only")
+
+    @property
+    def recipe_key(self) -> str:
+        """The `PRESETS` entry of this spec: its data set and recipe."""
+        return self.data if self.recipe == "main" else f"{self.data}_{self.recipe}"
+
+    def _name_parts(self) -> list[str]:
+        return [self.recipe] if self.recipe != "main" else []
+
+    def train_config(self) -> EpisodicConfig:
+        r = self.recipe_config()
+        return EpisodicConfig(steps=r["steps"], n_classes=4 if self.data == "lshapes" else r["n_classes"],
+                              k_support=r["k_support"], query_per_class=r["query_per_class"], lr=r["lr"],
+                              log_every=max(1, min(50, r["steps"] // 20)), **self._sampler_config())
+
+    def _sampler_config(self) -> dict:
+        return {}
+
+
+@dataclass(frozen=True)
+class PNSpec(EpisodeSpec):
+    """The Prototypical Network (deterministic, no sampler)."""
+
+    kind: str = "pn"
+
+    KINDS: ClassVar[tuple[str, ...]] = ("pn",)
+
+    @property
+    def label(self) -> str:
+        return "PN"
+
+    def build_head(self) -> PN:
+        return PN()
+
+
+@dataclass(frozen=True)
+class SPESpec(EpisodeSpec):
+    """Stochastic Prototype Embeddings (Scott et al. 2019): the training ``sampler`` and ``samples`` per query
+    (`Spec` fills the data set's `DEFAULT_SAMPLES`: 1 on N-digit MNIST, 8 on L-shapes) and ``init_var``, where
+    the variances start: "unit" (`hedgekit.nets.INIT_VAR`) or "eps" (named ``veps``): at sigma_eps^2's initial
+    value, softplus(|S| gamma0^(2/d)) of App. B for the recipe's training episodes (`initial_variance`), 7.43
+    for D = 3 and 32 x 5 support images against 1.78 for D = 2. The paper does not say where they start."""
+
+    kind: str = "spe"
+    sampler: str = "intersection"
+    samples: int | None = None
+    init_var: str = "unit"
+
+    KINDS: ClassVar[tuple[str, ...]] = ("spe",)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.sampler not in SAMPLERS:
+            raise InputError(f"sampler must be one of {SAMPLERS}; got {self.sampler!r}")
+        if self.samples is None:
+            raise InputError("SPESpec needs samples per query (Spec(kind='spe', ...) fills the data set's default, "
+                             f"{DEFAULT_SAMPLES})")
+        if isinstance(self.samples, bool) or not isinstance(self.samples, int) or self.samples < 1:
+            raise InputError(f"samples must be an integer >= 1; got {self.samples!r}")
+        if self.init_var not in INIT_VARS:
+            raise InputError(f"Spec.init_var must be one of {INIT_VARS}; got {self.init_var!r}")
+
+    @property
+    def label(self) -> str:
+        """'SPE', or e.g. 'SPE (naive, s=9)' when the sampler or samples differ from the paper's."""
+        if self.recipe == "fig4" or self.samples != DEFAULT_SAMPLES[self.data] or self.sampler != "intersection":
+            return f"SPE ({self.sampler}, s={self.samples})"
+        return "SPE"
+
+    def _name_parts(self) -> list[str]:
+        return [f"{self.sampler}{self.samples}"] + (["veps"] if self.init_var == "eps" else []) + super()._name_parts()
+
+    def _sampler_config(self) -> dict:
+        return dict(sampler=self.sampler, samples=self.samples)
+
+    @property
+    def initial_variance(self) -> float:
+        """`INIT_VAR`, or for init_var "eps" sigma_eps^2 at initialisation, softplus(gamma) with App. B's gamma
+        for this recipe's episodes (`SPE.for_episodes`)."""
+        if self.init_var == "unit":
+            return super().initial_variance
+        cfg = self.train_config()
+        return math.log1p(math.exp(gamma_init(cfg.n_classes * cfg.k_support, self.dim)))
+
+    def build_head(self) -> SPE:
+        """A fresh SPE head, gamma initialised by App. B for this recipe's episodes."""
         cfg = self.train_config()
         return SPE.for_episodes(cfg.n_classes, cfg.k_support, self.dim, train_sampler=self.sampler,
                                 train_samples=self.samples)
+
+
+@dataclass(frozen=True)
+class TripletSpec(ModelSpec):
+    """Triplet retrieval (Taha et al. 2019): "triplet" (eq. 2) or "het" (eq. 11) on N-digit MNIST or
+    Fashion-MNIST, with a ``recipe`` of `_TRIPLET_RECIPES` (occlusion augmentation only with "aug")."""
+
+    kind: str = "het"
+    recipe: str = "main"
+
+    KINDS: ClassVar[tuple[str, ...]] = ("triplet", "het")
+    DATA: ClassVar[tuple[str, ...]] = tuple(_TRIPLET_RECIPES)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.recipe not in _TRIPLET_RECIPES[self.data]:
+            raise InputError(f"{self.kind} models train on {sorted(_TRIPLET_RECIPES)} with recipes "
+                             f"{_TRIPLET_RECIPES}; got data={self.data!r}, recipe={self.recipe!r}")
+
+    @property
+    def label(self) -> str:
+        return "triplet + hetero" if self.kind == "het" else "triplet"
+
+    @property
+    def recipe_key(self) -> str:
+        """The `PRESETS` entry of this spec: ``triplets_<data>``."""
+        return f"triplets_{self.data}"
+
+    def _name_parts(self) -> list[str]:
+        return [self.recipe] if self.recipe != "main" else []
+
+    def train_config(self) -> TripletConfig:
+        r = self.recipe_config()
+        return TripletConfig(steps=r["steps"], P=r["P"], K=r["K"], lr=r["lr"], mining=r["mining"],
+                             heteroscedastic=self.kind == "het", occlusion_p=0.2 if self.recipe == "aug" else 0.0,
+                             log_every=max(1, min(50, r["steps"] // 20)))
+
+
+SPEC_TYPES: dict[str, type[ModelSpec]] = {"point": PointSpec, "hib": HIBSpec, "pn": PNSpec, "spe": SPESpec,
+                                          "triplet": TripletSpec, "het": TripletSpec}
+DATA_N_DIGITS = {"lshapes": 2, "fashion": 1}  # n_digits of the data sets that are not N-digit MNIST (lshapes: unused)
+# Why a field is refused for a kind that does not have it (`Spec`)
+_NOT_FOR = {"components": "only HIB models are mixtures; the others have one component",
+            "beta": "only HIB has a KL term (eq. 8)",
+            "loss": "the soft or hard contrastive loss is for point models",
+            "margin": "the hard contrastive loss's margin is for point models",
+            "sampler": "only SPE samples", "samples": "K is HIB's, samples per query SPE's",
+            "init_var": "init_var='eps' starts the variances at SPE's sigma_eps^2: spe models only",
+            "recipe": "point and hib models have one recipe"}
+
+
+def Spec(kind: str = "hib", **fields) -> ModelSpec:  # noqa: N802 (named like the type it builds)
+    """The spec of a ``kind`` model: ``Spec(kind="hib", components=2, preset="paper")`` is a `HIBSpec`.
+
+    The one constructor of specs: it picks the kind's type (`SPEC_TYPES`), refuses a field that does not apply to
+    the kind (InputError saying why; ``components=1`` is accepted everywhere, as every other kind has one) and fills
+    what depends on other fields, so that one model has one spec and one name: ``n_digits`` of L-shapes and
+    Fashion-MNIST (`DATA_N_DIGITS`), SPE's samples per query (`DEFAULT_SAMPLES` of the data set), HIB's K
+    (None when it equals the preset's). The type then checks every field.
+    """
+    if kind not in KINDS:
+        raise InputError(f"kind must be one of {KINDS}; got {kind!r}")
+    cls = SPEC_TYPES[kind]
+    own = {f.name for f in dataclasses.fields(cls)}
+    if "components" not in own and fields.get("components", 1) == 1:
+        fields.pop("components", None)
+    refused = sorted(set(fields) - own)
+    if refused:
+        why = "; ".join(f"{name}: {_NOT_FOR.get(name, 'no such field')}" for name in refused)
+        raise InputError(f"Spec.{', Spec.'.join(refused)} {'does' if len(refused) == 1 else 'do'} not apply to {kind} "
+                         f"models ({why}); {kind} models take {', '.join(sorted(own - {'kind'}))}")
+    fields = {k: int(v) if isinstance(v, numbers.Integral) and not isinstance(v, bool) else v
+              for k, v in fields.items()}  # numpy integers as int: one spec, one name, plain metadata
+    data = fields.get("data", "ndigit")
+    if data in DATA_N_DIGITS:
+        n = fields.setdefault("n_digits", DATA_N_DIGITS[data])
+        if n != DATA_N_DIGITS[data]:
+            raise InputError(f"n_digits applies to N-digit MNIST only; {data} models take no n_digits (got {n!r})")
+    if kind == "spe" and fields.get("samples") is None:
+        fields["samples"] = DEFAULT_SAMPLES.get(data, 1)
+    if kind == "hib" and fields.get("preset", "paper") in PRESETS and fields.get("samples") == \
+            _preset_k(fields.get("preset", "paper")):
+        fields["samples"] = None
+    return cls(kind=kind, **fields)
+
+
+def _preset_k(preset: str) -> int:
+    """HIB's samples per input K in ``preset`` (`TrainConfig`'s K = 8 where the preset names none)."""
+    return int(PRESETS[preset]["hib"].get("k", TrainConfig.k))
+
+
+def _check_counts(spec: ModelSpec, names: tuple[str, ...]) -> None:
+    """The sizes of ``spec`` within their bounds (`hedgekit.nets.embedder.check_model_size` checks the memory)."""
+    from hedgekit.data.ndigit import MAX_DIGITS
+    from hedgekit.nets.embedder import MAX_COMPONENTS, MAX_DIM
+
+    bounds = {"n_digits": (MAX_DIGITS, ""), "dim": (MAX_DIM, " (the embedding dimension)"),
+              "components": (MAX_COMPONENTS, " (HIB's mixture components)"), "steps": (MAX_STEPS, " (training steps)")}
+    for name in names:
+        maximum, why = bounds[name]
+        check_count(getattr(spec, name), f"Spec.{name}", 1, maximum, why)
 
 
 def build_config(head: str, dim: int, n_digits: int = 2, components: int = 1,
@@ -403,7 +560,7 @@ def build_config(head: str, dim: int, n_digits: int = 2, components: int = 1,
                 width=28 * n_digits, init_var=init_var)
 
 
-def spec_from_name(name: str) -> Spec:
+def spec_from_name(name: str) -> ModelSpec:
     """Inverse of `Spec.name`; `InputError` for anything that is not a canonical model name."""
     parts = str(name).split("-")
     try:
@@ -550,7 +707,7 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> tup
     return model.to(device).eval(), meta
 
 
-def find_checkpoint(spec: Spec) -> Path | None:
+def find_checkpoint(spec: ModelSpec) -> Path | None:
     """The shipped checkpoint named like ``spec``, else the cached one, else None. Reads only.
 
     A checkpoint trained with another recipe than the one the preset now names (`is_stale`) is passed
@@ -568,7 +725,7 @@ def find_checkpoint(spec: Spec) -> Path | None:
     return None
 
 
-def data_source(spec: Spec) -> Source | None:
+def data_source(spec: ModelSpec) -> Source | None:
     """The data ``spec`` trains on now (`hedgekit.data.mnist.mnist_source`, `hedgekit.data.fashion.fashion_source`),
     None for the generated L-shapes or when the data is not installed (nothing to compare a checkpoint with).
     InputError when the data is not what it is named (e.g. Fashion-MNIST given as MNIST)."""
@@ -581,7 +738,7 @@ def data_source(spec: Spec) -> Source | None:
         return None
 
 
-def cache_checkpoint_path(spec: Spec, source: Source | None) -> Path:
+def cache_checkpoint_path(spec: ModelSpec, source: Source | None) -> Path:
     """``<cache>/checkpoints/<name>.pt``; for data other than the real MNIST / Fashion-MNIST the name gains its
     fingerprint (``<name>.mnist-<fingerprint>.pt``), so models of different data never overwrite each other."""
     other = "" if source is None or source.real else f".{source.dataset}-{source.fingerprint}"
@@ -616,7 +773,7 @@ def _sidecar_data(path: Path) -> dict:
 _LEGACY_LOSS = {"vib": "soft", "contrastive": "hard"}
 
 
-def is_stale(path: str | Path, spec: Spec) -> bool:
+def is_stale(path: str | Path, spec: ModelSpec) -> bool:
     """True if the checkpoint at ``path`` records a training config other than ``spec.train_config()``.
 
     Fields the checkpoint does not record (added to the config later) count as their defaults; ``precision``
@@ -650,7 +807,7 @@ def _recorded(path: str, mtime_ns: int, size: int) -> dict:
         return {}
 
 
-def check_matches(spec: Spec, model: EmbeddingNet, meta: Mapping, path: str | Path = "") -> None:
+def check_matches(spec: ModelSpec, model: EmbeddingNet, meta: Mapping, path: str | Path = "") -> None:
     """`CheckpointError` unless a loaded checkpoint was saved for ``spec``: same name, same network config."""
     where = f"{path}: " if path else ""
     recorded = meta.get("name")
@@ -670,7 +827,7 @@ def check_matches(spec: Spec, model: EmbeddingNet, meta: Mapping, path: str | Pa
 
 
 # ------------------------------------------------------------------ load or train
-def eval_set(spec: Spec):
+def eval_set(spec: ModelSpec):
     """The seen-class test images a pair-trained checkpoint's recorded metrics were computed on."""
     test = load_ndigit(spec.n_digits, "test_seen")
     n_eval = PRESETS[spec.preset][spec.recipe_key]["eval_images"]
@@ -679,7 +836,7 @@ def eval_set(spec: Spec):
     return test
 
 
-def _train_pairs(spec: Spec, cfg: TrainConfig, progress: bool, device: str,
+def _train_pairs(spec: ModelSpec, cfg: TrainConfig, progress: bool, device: str,
                  callback) -> tuple[EmbeddingNet, None, History, dict]:
     """Point / HIB: `hedgekit.training.fit` on N-digit MNIST, then HIB's Table 1 metrics."""
     from hedgekit.evaluation.retrieval import table1_metrics
@@ -695,7 +852,7 @@ def _train_pairs(spec: Spec, cfg: TrainConfig, progress: bool, device: str,
     return model, None, hist, {"metrics": table1_metrics(model, test, progress=progress), "eval_images": len(test)}
 
 
-def _train_episodes(spec: Spec, cfg: EpisodicConfig, progress: bool, device: str,
+def _train_episodes(spec: ModelSpec, cfg: EpisodicConfig, progress: bool, device: str,
                     callback) -> tuple[EmbeddingNet, SPE | PN, History, dict]:
     """PN / SPE: `hedgekit.training.episodic` on N-digit MNIST or L-shapes, then a quick episode check."""
     r = spec.recipe_config()
@@ -715,7 +872,7 @@ def _train_episodes(spec: Spec, cfg: EpisodicConfig, progress: bool, device: str
                                "head": head_meta(head)}
 
 
-def episode_metrics(spec: Spec, model: EmbeddingNet, head) -> dict:
+def episode_metrics(spec: ModelSpec, model: EmbeddingNet, head) -> dict:
     """A cheap accuracy check stored with a prototype checkpoint (not the notebooks' evaluation)."""
     r = spec.recipe_config()
     if spec.data == "lshapes":
@@ -812,7 +969,7 @@ def prototype_head(meta: Mapping) -> SPE | PN:
     return head.eval()
 
 
-def train_spec(spec: Spec, progress: bool = True, device: str = "cpu", callback=None,
+def train_spec(spec: ModelSpec, progress: bool = True, device: str = "cpu", callback=None,
                precision: str = "float32") -> tuple[EmbeddingNet, dict]:
     """Train the model ``spec`` names and evaluate it; returns (model, meta), model on the CPU.
 
@@ -830,7 +987,7 @@ def train_spec(spec: Spec, progress: bool = True, device: str = "cpu", callback=
     return model, meta
 
 
-def _data_record(spec: Spec) -> dict:
+def _data_record(spec: ModelSpec) -> dict:
     """What a checkpoint records of its training data (`data_source`; L-shapes: the generator)."""
     source = data_source(spec)
     if source is None:
@@ -839,7 +996,7 @@ def _data_record(spec: Spec) -> dict:
     return source.record()
 
 
-def load_or_train(spec: Spec, progress: bool = True, device: str = "cpu", retrain: bool = False,
+def load_or_train(spec: ModelSpec, progress: bool = True, device: str = "cpu", retrain: bool = False,
                   save: bool = True, callback=None, precision: str = "float32") -> tuple[EmbeddingNet, dict]:
     """The model named by ``spec``: loaded if a checkpoint exists, else trained (and cached).
 
@@ -868,7 +1025,7 @@ def load_or_train(spec: Spec, progress: bool = True, device: str = "cpu", retrai
     return model.to(device), dict(meta, source="trained now", path=str(out or ""))
 
 
-def _checkpoint_bytes(spec: Spec) -> int:
+def _checkpoint_bytes(spec: ModelSpec) -> int:
     """Roughly the size of ``spec``'s checkpoint: its weights plus 256 KB of metadata (the history)."""
     return sum(t.numel() * t.element_size() for t in spec.build().state_dict().values()) + 2**18
 
@@ -895,7 +1052,7 @@ def shipped_names() -> list[str]:
     return sorted(p.stem for p in SHIPPED_DIR.glob("*.pt"))
 
 
-def shipped_or_fast(paper: list[Spec], fast: list[Spec]) -> list[Spec]:
+def shipped_or_fast(paper: list[ModelSpec], fast: list[ModelSpec]) -> list[ModelSpec]:
     """FAST mode's models for one figure or table: ``paper`` if every one of them ships with the package
     (`shipped_names`), else ``fast``. All or none, so a figure never sets a `paper` model beside a `fast`
     one. The notebooks' FAST mode uses it where a `fast` model would not show the effect a figure is about

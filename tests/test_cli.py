@@ -125,7 +125,8 @@ def test_a_spec_error_names_the_field_not_a_key_error(capsys):
                           (dict(preset="slow"), "unknown preset 'slow'"), (dict(dim=0), "Spec.dim must be"),
                           (dict(dim=2.0), "Spec.dim must be"), (dict(seed=-1), "Spec.seed must be"),
                           (dict(beta=float("inf")), "Spec.beta must be"), (dict(beta=True), "Spec.beta must be"),
-                          (dict(steps=0), "Spec.steps must be"), (dict(loss="l2"), "Spec.loss must be one of")):
+                          (dict(steps=0), "Spec.steps must be"), (dict(kind="point", loss="l2"), "Spec.loss must be one of"),
+                          (dict(loss="hard"), "Spec.loss does not apply to hib models")):
         with pytest.raises(InputError, match=field):
             Spec(**kwargs)
 

@@ -90,6 +90,51 @@ def test_name_round_trip(spec, name):
     assert back == spec and back.name == name
 
 
+def _every_experiment_spec() -> list:
+    """Every spec the papers' notebooks use (papers/*/experiments.py), FAST and full."""
+    from hedgekit.papers import hib, spe, taha
+    from hedgekit.repro.reproduce import NOTEBOOKS
+
+    notebooks = [nb for group in NOTEBOOKS.values() for nb in group]
+    specs = [s for paper in (hib, spe, taha) for nb in notebooks for fast in (True, False)
+             for s in paper.experiments.notebook_specs(nb, fast)]
+    return specs + hib.experiments.all_specs(True) + hib.experiments.all_specs(False)
+
+
+def test_every_shipped_checkpoint_and_experiment_spec_round_trips_through_its_name():
+    """``spec_from_name(spec.name) == spec`` for every shipped checkpoint and every spec of every notebook."""
+    shipped = zoo.shipped_names()
+    assert len(shipped) >= 12  # hedgekit/checkpoints/ ships point, hib, pn and spe models
+    for name in shipped:
+        spec = spec_from_name(name)
+        assert spec.name == name and spec_from_name(spec.name) == spec
+        assert zoo.find_checkpoint(spec) == zoo.SHIPPED_DIR / f"{name}.pt"
+    specs = _every_experiment_spec()
+    assert {s.kind for s in specs} == set(zoo.KINDS) and len(specs) > 100
+    for spec in specs:
+        back = spec_from_name(spec.name)
+        assert back == spec and type(back) is type(spec) is zoo.SPEC_TYPES[spec.kind]
+
+
+def test_each_kind_has_its_own_spec_type_with_only_its_fields():
+    from dataclasses import fields
+
+    own = {kind: {f.name for f in fields(cls)} - {"kind", "data", "n_digits", "dim", "preset", "seed", "steps"}
+           for kind, cls in zoo.SPEC_TYPES.items()}
+    assert own == {"point": {"loss", "margin"}, "hib": {"components", "beta", "samples"}, "pn": {"recipe"},
+                   "spe": {"recipe", "sampler", "samples", "init_var"}, "triplet": {"recipe"}, "het": {"recipe"}}
+    assert type(Spec(kind="hib", components=2)) is zoo.HIBSpec and Spec(kind="spe").family == "episodes"
+    assert Spec(kind="point").components == 1 == Spec(kind="het").components  # read by every net config
+    with pytest.raises(InputError, match="HIBSpec names hib models"):
+        zoo.HIBSpec(kind="spe")
+    with pytest.raises(InputError, match="SPESpec needs samples per query"):
+        zoo.SPESpec()  # the data set's default is filled by Spec(...)
+    with pytest.raises(InputError, match="write samples=None"):
+        zoo.HIBSpec(samples=Spec().preset_k)  # the preset's own K has one spelling
+    with pytest.raises(AttributeError):
+        Spec(kind="pn").beta  # noqa: B018 (PN has no KL weight)
+
+
 def test_hib_samples_are_k_of_eq5_defaulting_to_the_presets_and_named_only_when_they_differ():
     from hedgekit.training.fit import TrainConfig
     from hedgekit.zoo import PRESETS
@@ -99,7 +144,8 @@ def test_hib_samples_are_k_of_eq5_defaulting_to_the_presets_and_named_only_when_
     assert Spec().train_config().k == paper_k and Spec(samples=8).train_config().k == 8
     assert Spec(preset="fast").train_config().k == TrainConfig.k  # the fast preset names no K: the trainer's
     assert Spec(samples=TrainConfig.k, preset="fast") == Spec(preset="fast")
-    assert Spec(kind="point", samples=8) == Spec(kind="point")  # K means nothing for point models
+    with pytest.raises(InputError, match="Spec.samples does not apply to point models"):
+        Spec(kind="point", samples=8)  # K means nothing for point models: refused, not ignored
     for bad in (0, -1, 2.0, True, "8"):
         with pytest.raises(InputError, match="samples per input"):
             Spec(samples=bad)
@@ -138,8 +184,9 @@ def test_spec_from_name_errors(name, match):
     "kwargs, match",
     [
         (dict(preset="slow"), "unknown preset"),
-        (dict(kind="point", components=2), "point models have one component"),
-        (dict(kind="hib", loss="hard"), "hard contrastive loss"),
+        (dict(kind="point", components=2), "does not apply to point models .*one component"),
+        (dict(kind="hib", loss="hard"), "Spec.loss does not apply to hib models .*contrastive loss is for point"),
+        (dict(kind="point", margin=0.5), "with loss='soft' leave it out"),
     ],
 )
 def test_model_spec_validation(kwargs, match):
@@ -423,14 +470,18 @@ def test_prototype_name_round_trip(spec):
 def test_prototype_names_are_readable_and_normalised():
     assert Spec(kind="spe").name == "spe-n2-d2-intersection1-paper-s0"  # sec. 4.2: intersection, s = 1
     assert Spec(kind="spe", data="lshapes").name == "spe-lshapes-d2-intersection8-paper-s0"  # App. A.2: 8 samples
-    assert Spec(kind="pn", samples=9, sampler="naive").name == "pn-n2-d2-paper-s0"  # PN has no sampler
     assert Spec(kind="spe", recipe="fig4", sampler="naive", samples=9, preset="fast").name == \
         "spe-n2-d2-naive9-fig4-fast-s0"
-    assert Spec(kind="spe", data="lshapes", n_digits=3).n_digits == 2
+    assert Spec(kind="spe", data="lshapes").n_digits == 2  # fixed by the data set
     assert Spec(kind="spe").label == "SPE" and Spec(kind="pn").label == "PN"
     assert Spec(kind="spe", sampler="naive", samples=9).label == "SPE (naive, s=9)"
-    # settings that do not apply to a kind are normalised: one name, one spec
-    assert Spec(kind="point", beta=0.5) == Spec(kind="point") and Spec(kind="pn", beta=0.5) == Spec(kind="pn")
+    # settings that do not apply to a kind are refused, not ignored: one name, one spec
+    for kwargs, field in ((dict(kind="point", beta=0.5), "beta"), (dict(kind="pn", beta=0.5), "beta"),
+                          (dict(kind="pn", samples=9, sampler="naive"), "sampler, Spec.samples"),
+                          (dict(kind="spe", data="lshapes", n_digits=3), "n_digits applies to N-digit MNIST only")):
+        with pytest.raises(InputError, match=field):
+            Spec(**kwargs)
+    assert Spec(kind="pn", components=1) == Spec(kind="pn")  # every kind but HIB has one component
 
 
 @pytest.mark.parametrize("name, match", [
@@ -490,9 +541,10 @@ def test_prototype_bad_specs_raise():
     for field, value in (("dim", 0), ("n_digits", 1.5), ("seed", -1), ("steps", 0), ("components", True)):
         with pytest.raises(InputError, match=f"Spec.{field} must be an integer"):
             Spec(**{field: value})
-    for field, value in (("beta", float("inf")), ("beta", -1e-4), ("margin", 0.0), ("loss", "vib")):
-        with pytest.raises(InputError, match=f"Spec.{field}"):
-            Spec(kind="point", **{field: value})
+    for kind, field, value in (("hib", "beta", float("inf")), ("hib", "beta", -1e-4), ("point", "margin", 0.0),
+                               ("point", "loss", "vib")):
+        with pytest.raises(InputError, match=f"Spec.{field} must be"):
+            Spec(kind=kind, **{field: value})
 
 
 def test_specs_build_the_papers_networks_and_heads():
@@ -631,7 +683,7 @@ def test_triplet_name_round_trip(spec):
 
 
 def test_triplet_specs_and_configs():
-    het = Spec(kind="het", data="fashion", dim=8, recipe="noisy", n_digits=3)
+    het = Spec(kind="het", data="fashion", dim=8, recipe="noisy")
     assert het.name == "het-fashion-d8-noisy-paper-s0" and het.n_digits == 1 and het.label == "triplet + hetero"
     cfg = het.train_config()
     assert cfg.heteroscedastic and cfg.mining == "semi_hard" and (cfg.P, cfg.K) == (10, 10) and cfg.occlusion_p == 0
@@ -639,9 +691,11 @@ def test_triplet_specs_and_configs():
     assert not duke.heteroscedastic and (duke.P, duke.K) == (18, 4) and duke.occlusion_p == 0.2  # sec. 5.1
     assert Spec(kind="triplet", dim=8).train_config().occlusion_p == 0.0
     assert het.net_config()["kind"] == "het" and het.net_config()["width"] == 28
-    for bad, match in ((dict(kind="het", recipe="noisy"), "recipes"), (dict(kind="het", data="lshapes"), "recipes"),
-                       (dict(kind="hib", data="fashion"), "N-digit MNIST or L-shapes"),
-                       (dict(kind="spe", recipe="aug"), "N-digit MNIST or L-shapes")):
+    for bad, match in ((dict(kind="het", recipe="noisy"), "recipes"),
+                       (dict(kind="het", data="lshapes"), "het models train on N-digit MNIST or Fashion-MNIST"),
+                       (dict(kind="het", data="fashion", n_digits=3), "n_digits applies to N-digit MNIST only"),
+                       (dict(kind="hib", data="fashion"), "hib models train on N-digit MNIST"),
+                       (dict(kind="spe", recipe="aug"), "main \\(or fig4\\) recipe")):
         with pytest.raises(InputError, match=match):
             Spec(**bad)
 

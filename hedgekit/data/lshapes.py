@@ -2,7 +2,7 @@
 
 No public code exists for this data set; this module is the kit's reference
 implementation. Everything the paper states is followed; everything it leaves
-open is decided here, documented, and tested in ``tests/test_lshapes.py``.
+open is decided here, documented, and tested in ``tests/data/test_lshapes.py``.
 
 What the paper says (App. A.2)
 ------------------------------
@@ -86,38 +86,12 @@ Generative model (``sample_factors`` / ``make_lshapes``):
   so every image can be regenerated exactly from its stored factors
   (``render_batch(**ds.params())``).
 
-Bayes-optimal accuracy
-----------------------
-With equal priors and the true (orientation, hue) visible, the classes form
-the Cartesian product {90, 180} x {90, 180} and the class likelihood
-factorises, ``p(o, h | k) = f(o | mu_o(k)) f(h | mu_h(k))``. The arg-max over
-the four classes is therefore the pair of per-axis arg-maxes, and because ``o``
-and ``h`` are independent given the class the accuracy is the product of two
-1-D accuracies, ``A = A_o A_h = A_1d^2``. In 1-D, two wrapped normals with
-centres 90 and 180 (equal sigma, unimodal and symmetric) are separated by the
-two equidistant points 135 and 315 deg: the decision arc for centre 90 is
-(-45, 135), i.e. 45 deg on the near side and 135 deg on the far side. So
-
-    A_1d = sum_k [Phi((45 + 360 k) / 30) - Phi((-135 + 360 k) / 30)] = 0.933189,
-    A    = A_1d^2 = 0.870842  (87.1 %),
-
-matching the paper's "approximately 87 %". ``bayes_accuracy_1d`` also
-computes ``A_1d`` by 1-D quadrature of ``0.5 max(f_90, f_180)`` over the circle
-(no boundary assumption), and ``bayes_optimal_accuracy(exact=False)`` by
-Monte Carlo with the same sampler that generates the images.
-
-With k support images per class
--------------------------------
-The Bayes rate assumes the class centres are known. An episodic classifier
-(PN, SPE) instead estimates each class from its k support images, and pays
-for their spread. ``prototype_oracle_accuracy(k)`` measures that price with
-perfect features: every image becomes its per-axis posteriors
-``(p(orientation centre 180 | o), p(hue centre 180 | h))`` computed from its
-true factors, a prototype is the mean of its class's k support features and
-a query goes to the nearest prototype. As k grows the prototypes become the
-class means of the features, which sit on a square symmetric about 0.5 on
-each axis, so the nearest prototype is the per-axis Bayes decision and the
-rate tends to ``A``; at the paper's k = 2 it is lower.
+Reference accuracies
+--------------------
+The Bayes-optimal accuracy (87.1 %, the paper's "approximately 87 %"), the nearest-prototype oracle
+with k support images and the read-out of Fig. 3's factors without a network are SPE's analyses of this
+data: `hedgekit.papers.spe.bayes`. Here: the class likelihood they build on (`class_log_likelihood`,
+`wrapped_normal_logpdf`) and the Bayes classifier's hit rate on given factors (`bayes_hit_rate`).
 """
 from __future__ import annotations
 
@@ -127,8 +101,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import integrate
-from scipy.special import logsumexp, ndtr
+from scipy.special import logsumexp
 
 from hedgekit.checks import load_checked_npz, save_checked_npz
 from hedgekit.errors import InputError
@@ -138,8 +111,8 @@ __all__ = [
     "IMAGE_SIZE", "STROKE_WIDTH", "LONG_LEG", "SHORT_LEG", "CLASS_CENTERS", "ORIENTATION_CENTERS",
     "HUE_CENTERS", "CLASS_STD", "NOISY_FRACTION", "HUE_NOISE_RANGE", "LEG_LENGTH_RANGE",
     "LShapes", "render_lshape", "render_batch", "sample_factors", "make_lshapes", "interpolation_grid",
-    "centroid_sweep", "readout_sweep", "class_log_likelihood", "class_posterior", "bayes_accuracy_1d",
-    "bayes_optimal_accuracy", "prototype_oracle_accuracy", "hsv_hue_to_rgb", "rgb_to_hue", "orientation_from_centroid",
+    "centroid_sweep", "class_log_likelihood", "class_posterior", "wrapped_normal_logpdf", "bayes_hit_rate",
+    "hsv_hue_to_rgb", "rgb_to_hue", "orientation_from_centroid",
     "wrap_degrees", "circular_mean", "circular_std",
 ]
 
@@ -524,11 +497,11 @@ class LShapes:
     def bayes_accuracy(self) -> float:
         """Accuracy of the Bayes classifier on this set's own true factors (arg-max of
         :func:`class_log_likelihood`): the ceiling for these very images. It differs from the population
-        rate :func:`bayes_optimal_accuracy` by the set's sampling noise, about ``sqrt(A (1 - A) / n)``
+        rate `hedgekit.papers.spe.bayes.bayes_optimal_accuracy` by the set's sampling noise, about ``sqrt(A (1 - A) / n)``
         (0.005 for 4,000 images)."""
         if len(self) == 0:
             raise InputError("the set has no images; a Bayes accuracy needs at least one")
-        return _bayes_hit_rate(self.orientation, self.hue, self.labels, self.config.get("class_std", CLASS_STD))
+        return bayes_hit_rate(self.orientation, self.hue, self.labels, self.config.get("class_std", CLASS_STD))
 
     def params(self) -> dict[str, np.ndarray]:
         """The factor arrays, as keyword arguments of :func:`render_batch`."""
@@ -636,48 +609,10 @@ def centroid_sweep(levels: Any, factor: str = "hue_noise", repeats: int = 1, *, 
 
 
 # ============================================================================================
-# likelihoods and the Bayes-optimal classifier
+# likelihoods and the Bayes classifier
 # ============================================================================================
 
-_READOUT_MAX_IMAGES = 20_000  # 64 x 64 RGB float32 images rendered at once: ~1 GB
-
-
-def readout_sweep(levels: Any, factor: str = "hue_noise", repeats: int = 1, *, leg_length: float = 1.0,
-                  seed: int = 0, class_std: float = CLASS_STD) -> dict[str, np.ndarray]:
-    """How much of each factor the pixels of Fig. 3's inputs still carry, read back without a network.
-
-    Renders exactly the images of :func:`centroid_sweep` (same arguments, same noise draws) and reads the
-    factors back: the orientation from the pixel-mass centroid (:func:`orientation_from_centroid`), the hue
-    as the coverage-weighted circular mean of the shape's pixel hues (:func:`rgb_to_hue`). Returns
-    ``level`` (L,), ``orientation_error`` and ``hue_error`` (L,): the root-mean-square circular error in
-    degrees over the four centroids and the repeats, and ``accuracy`` (L,): the Bayes accuracy of an
-    observer who sees the factors through these read-outs, ``A_1d(sqrt(s^2 + e_o^2)) A_1d(sqrt(s^2 + e_h^2))``
-    with ``s = class_std`` (:func:`bayes_accuracy_1d`), i.e. treating each read-out error as Gaussian
-    noise independent of the factor. Fig. 3 expects uncertainty to grow where this accuracy falls.
-    """
-    s = float(_as_float_array("class_std", class_std))
-    if s <= 0:
-        raise InputError(f"class_std must be > 0; got {s}")
-    f = centroid_sweep(levels, factor, repeats, leg_length=leg_length, seed=seed)
-    if f["labels"].size > _READOUT_MAX_IMAGES:
-        raise InputError(f"levels x 4 classes x repeats = {f['labels'].size:,} images; at most {_READOUT_MAX_IMAGES:,} "
-                         "are rendered at once (~1 GB): use fewer repeats or levels")
-    images = render_batch(f["orientation"], f["hue"], f["hue_noise"], f["leg_length"], f["noise_seed"],
-                          dtype=np.float32)                               # (L, 4, repeats, 3, H, W)
-    coverage = images.max(axis=-3).astype(np.float64)
-    hue = rgb_to_hue(images)                                              # NaN on the black background
-    hue_read = circular_mean(np.nan_to_num(hue), weights=np.where(np.isnan(hue), 0.0, coverage), axis=(-2, -1))
-    errors = {}
-    for name, read in (("orientation", orientation_from_centroid(images)), ("hue", hue_read)):
-        diff = wrap_degrees(read - f[name] + 180.0) - 180.0
-        errors[name] = np.sqrt((diff ** 2).mean(axis=(1, 2)))
-    acc = np.array([bayes_accuracy_1d(np.hypot(s, eo), ORIENTATION_CENTERS) * bayes_accuracy_1d(np.hypot(s, eh), HUE_CENTERS)
-                    for eo, eh in zip(errors["orientation"], errors["hue"])])
-    return dict(level=f["level"][:, 0, 0].copy(), orientation_error=errors["orientation"], hue_error=errors["hue"],
-                accuracy=acc, factor=factor)
-
-
-def _wrapped_normal_logpdf(x: np.ndarray, mu: float, sigma: float, n_wrap: int) -> np.ndarray:
+def wrapped_normal_logpdf(x: np.ndarray, mu: float, sigma: float, n_wrap: int) -> np.ndarray:
     """log density (per degree) of a wrapped normal N(mu, sigma^2) on [0, 360)."""
     d = wrap_degrees(x - mu + 180.0) - 180.0        # in [-180, 180)
     k = np.arange(-n_wrap, n_wrap + 1) * 360.0
@@ -700,7 +635,7 @@ def class_log_likelihood(orientation: Any, hue: Any, *, class_std: float = CLASS
     if isinstance(n_wrap, bool) or not isinstance(n_wrap, (int, np.integer)) or n_wrap < 0:
         raise InputError(f"n_wrap must be a non-negative integer; got {n_wrap!r}")
     o, h = np.broadcast_arrays(o, h)
-    cols = [_wrapped_normal_logpdf(o, c_o, class_std, n_wrap) + _wrapped_normal_logpdf(h, c_h, class_std, n_wrap)
+    cols = [wrapped_normal_logpdf(o, c_o, class_std, n_wrap) + wrapped_normal_logpdf(h, c_h, class_std, n_wrap)
             for c_o, c_h in CLASS_CENTERS]
     return np.stack(cols, axis=-1)
 
@@ -711,95 +646,18 @@ def class_posterior(orientation: Any, hue: Any, *, class_std: float = CLASS_STD)
     return np.exp(ll - logsumexp(ll, axis=-1, keepdims=True))
 
 
-def bayes_accuracy_1d(class_std: float = CLASS_STD, centers: tuple[float, float] = ORIENTATION_CENTERS,
-                      method: str = "closed", n_wrap: int = 3) -> float:
-    """Accuracy of the Bayes classifier between two equiprobable wrapped normals on the circle.
-
-    ``method='closed'``: the decision boundaries are the two points equidistant from the
-    centres (the wrapped normal is unimodal and symmetric), so with separation ``d`` the arc of
-    one class reaches ``d/2`` towards the other centre and ``180 - d/2`` away from it:
-    ``A = sum_k Phi((d/2 + 360k)/s) - Phi((-(180 - d/2) + 360k)/s)``.
-    ``method='quadrature'``: ``0.5 * integral over the circle of max(f_a, f_b)`` by adaptive
-    quadrature (no assumption about the boundaries). For 90 / 180 deg, sigma 30: 0.933189.
-    """
-    s = float(_as_float_array("class_std", class_std))
-    if s <= 0:
-        raise InputError(f"class_std must be > 0; got {s}")
-    ca, cb = (float(c) for c in _as_float_array("centers", centers).reshape(2))
-    d = float(abs(wrap_degrees(cb - ca + 180.0) - 180.0))   # circular separation in [0, 180]
-    if method == "closed":
-        k = np.arange(-n_wrap, n_wrap + 1) * 360.0
-        return float(np.sum(ndtr((d / 2.0 + k) / s) - ndtr((-(180.0 - d / 2.0) + k) / s)))
-    if method == "quadrature":
-        def integrand(x: float) -> float:
-            fa = np.exp(_wrapped_normal_logpdf(np.asarray(x), ca, s, n_wrap))
-            fb = np.exp(_wrapped_normal_logpdf(np.asarray(x), cb, s, n_wrap))
-            return 0.5 * float(max(fa, fb))
-        mid = ca + (wrap_degrees(cb - ca + 180.0) - 180.0) / 2.0       # boundary between the centres
-        lo = float(mid) - 180.0
-        val, _ = integrate.quad(integrand, lo, lo + 360.0, points=[float(mid)], limit=200,
-                                epsabs=1e-13, epsrel=1e-12)
-        return float(val)
-    raise InputError(f"method must be 'closed' or 'quadrature'; got {method!r}")
-
-
-def bayes_optimal_accuracy(n_mc: int = 200_000, seed: int = 0, exact: bool = True, *,
-                           class_std: float = CLASS_STD) -> float:
-    """Accuracy of the Bayes classifier that sees the true (orientation, hue), equal priors.
-
-    ``exact=True``: ``bayes_accuracy_1d() ** 2`` (the classes factorise over the two axes;
-    module docstring) = 0.870842 for the paper's model, i.e. 87.1 % -- the paper says
-    "approximately 87 %". ``exact=False``: Monte Carlo over ``n_mc`` test-set factors from
-    :func:`sample_factors` (standard error ~ sqrt(A (1 - A) / n_mc) ~ 0.00075 at 200k),
-    classified by the arg-max of :func:`class_log_likelihood`.
-    """
-    if exact:
-        return bayes_accuracy_1d(class_std, ORIENTATION_CENTERS, "closed") * \
-            bayes_accuracy_1d(class_std, HUE_CENTERS, "closed")
-    f = sample_factors(_check_count("n_mc", n_mc), seed, train=False, class_std=class_std)
-    return _bayes_hit_rate(f["orientation"], f["hue"], f["labels"], class_std)
-
-
-def _bayes_hit_rate(orientation: np.ndarray, hue: np.ndarray, labels: np.ndarray, class_std: float) -> float:
+def bayes_hit_rate(orientation: np.ndarray, hue: np.ndarray, labels: np.ndarray, class_std: float) -> float:
     """Fraction of (orientation, hue) whose arg-max of :func:`class_log_likelihood` is their label."""
     pred = np.argmax(class_log_likelihood(orientation, hue, class_std=class_std), axis=-1)
     return float(np.mean(pred == labels))
 
 
-_ORACLE_MAX_IMAGES = 50_000_000  # episodes x 4 classes x (support + query): ~1.6 GB of float64 features
+# Moved to hedgekit.papers.spe.bayes; notebook 06 still imports these three from here (lazily: no import cycle).
+_MOVED_TO_SPE_BAYES = ("bayes_optimal_accuracy", "prototype_oracle_accuracy", "readout_sweep")
 
 
-def prototype_oracle_accuracy(k_support: int, n_episodes: int = 4000, query_per_class: int = 25, seed: int = 0, *,
-                              class_std: float = CLASS_STD) -> float:
-    """Accuracy of a nearest-prototype classifier on perfect features, in 4-way k-shot episodes.
-
-    The reference for an episodic learner on this data (module docstring, "With k support images
-    per class"): each image is mapped to its per-axis Bayes posteriors from its *true* factors, a
-    class prototype is the mean of its ``k_support`` support features (SPE sec. 4.1, App. A.2:
-    2 per class), and each of ``query_per_class`` queries per class is assigned to the nearest
-    prototype (squared Euclidean distance). Factors come from the class-conditional wrapped normals
-    of :func:`sample_factors`, drawn afresh for every episode. Tends to
-    :func:`bayes_optimal_accuracy` as ``k_support`` grows; standard error about
-    ``sqrt(A (1 - A) / (4 n_episodes query_per_class))`` (0.0008 at the defaults).
-    """
-    k = _check_count("k_support", k_support)
-    e = _check_count("n_episodes", n_episodes)
-    q = _check_count("query_per_class", query_per_class)
-    s = float(_as_float_array("class_std", class_std))
-    if s <= 0:
-        raise InputError(f"class_std must be > 0; got {s}")
-    if e * 4 * (k + q) > _ORACLE_MAX_IMAGES:
-        raise InputError(f"n_episodes x 4 x (k_support + query_per_class) = {e * 4 * (k + q):,} factor draws; "
-                         f"at most {_ORACLE_MAX_IMAGES:,} fit in memory: use fewer episodes")
-    rng = np.random.default_rng(seed)
-    centres = np.asarray(CLASS_CENTERS, dtype=np.float64)          # (4, 2)
-    factors = centres[:, None, None, :] + rng.normal(0.0, s, size=(4, e, k + q, 2))  # (class, episode, image, axis)
-    feats = np.empty_like(factors)
-    for axis, (lo, hi) in enumerate((ORIENTATION_CENTERS, HUE_CENTERS)):
-        x = factors[..., axis]
-        log_odds = _wrapped_normal_logpdf(x, hi, s, 3) - _wrapped_normal_logpdf(x, lo, s, 3)
-        feats[..., axis] = 0.5 * (1.0 + np.tanh(0.5 * log_odds))   # p(centre hi | x), overflow-free sigmoid
-    protos = feats[:, :, :k].mean(axis=2)                          # (class, episode, axis)
-    queries = feats[:, :, k:]                                      # (class, episode, query, axis)
-    d = ((queries[:, :, :, None, :] - protos.transpose(1, 0, 2)[None, :, None]) ** 2).sum(-1)  # (4, e, q, 4)
-    return float(np.mean(d.argmin(-1) == np.arange(4)[:, None, None]))
+def __getattr__(name: str):
+    if name in _MOVED_TO_SPE_BAYES:
+        from hedgekit.papers.spe import bayes
+        return getattr(bayes, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

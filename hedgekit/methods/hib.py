@@ -1,5 +1,8 @@
 """The HIB training objective (Oh et al. 2019, eq. 8): soft-contrastive NLL of the
-Monte-Carlo match probability (eq. 5) plus beta times the KL to N(0, I).
+Monte-Carlo match probability (eq. 5) plus beta times the KL to N(0, I),
+
+    L = -log p(m | x1, x2) + beta * (KL(p(z1|x1) || N(0, I)) + KL(p(z2|x2) || N(0, I)))   (m: match or not),
+    p(m | x1, x2) ~= 1/K^2 sum_{k1, k2} sigmoid(-a ||z1^(k1) - z2^(k2)|| + b),  z^(k) ~ p(z|x)   (eq. 5).
 
 Two ways to form pairs, one loss:
 
@@ -24,6 +27,42 @@ from hedgekit.errors import InputError
 from hedgekit.nets.match import SoftMatch
 from hedgekit.methods.all_pairs import all_pairs_nll
 from hedgekit.methods.contrastive import log_match
+
+
+def hib_pair_loss(
+    e1: Embedding, e2: Embedding, same: Tensor, match: SoftMatch,
+    k: int = 8, beta: float = 1e-4, generator: torch.Generator | None = None,
+) -> Tensor:
+    """Eq. 8 on explicit pairs: mean NLL of m_hat under eq. 5 + beta * (KL(x1) + KL(x2))."""
+    if len(e1) != len(e2) or same.shape != (len(e1),):
+        raise InputError(f"need equal batch sizes and same of shape ({len(e1)},)")
+    k = _check_k(e1, k, lambda kk: len(e1) * kk * kk)
+    s1, s2 = _samples(e1, k, generator), _samples(e2, k, generator)  # (B, K, D)
+    d = torch.cdist(s1, s2)  # (B, K1, K2)
+    log_p, log_q = log_match(d, match, (-2, -1))
+    nll = -torch.where(same.bool(), log_p, log_q).mean()
+    return nll + _kl_term(e1, beta) + _kl_term(e2, beta)
+
+
+def hib_batch_loss(
+    emb: Embedding, labels: Tensor, match: SoftMatch,
+    k: int = 8, beta: float = 1e-4, generator: torch.Generator | None = None,
+) -> tuple[Tensor, dict]:
+    """Eq. 8 over all B(B-1)/2 pairs of a batch; returns (loss, stats).
+
+    The KL term is counted once per image with weight 2 * beta, matching eq. 8
+    where every pair contributes the KL of both of its members.
+    """
+    b = len(emb)
+    if labels.shape != (b,):
+        raise InputError(f"labels must have shape ({b},); got {tuple(labels.shape)}")
+    k = _check_k(emb, k, lambda kk: (b * kk) ** 2)
+    s = _samples(emb, k, generator)  # (B, K, D)
+    nll = all_pairs_nll(s, match.a, match.b, labels[:, None] == labels[None, :])  # upper triangle only
+    pos, neg = nll[0], nll[1]
+    loss = 0.5 * (pos + neg) + _kl_term(emb, 2 * beta)
+    stats = {"nll_pos": pos.item(), "nll_neg": neg.item()}
+    return loss, stats
 
 
 def kl_to_standard_normal(emb: Embedding) -> Tensor:
@@ -64,39 +103,3 @@ def _kl_term(emb: Embedding, beta: float) -> Tensor:
     if beta == 0 or emb.is_point:
         return emb.mean.new_zeros(())
     return beta * kl_to_standard_normal(emb).mean()
-
-
-def hib_pair_loss(
-    e1: Embedding, e2: Embedding, same: Tensor, match: SoftMatch,
-    k: int = 8, beta: float = 1e-4, generator: torch.Generator | None = None,
-) -> Tensor:
-    """Eq. 8 on explicit pairs: mean NLL of m_hat under eq. 5 + beta * (KL(x1) + KL(x2))."""
-    if len(e1) != len(e2) or same.shape != (len(e1),):
-        raise InputError(f"need equal batch sizes and same of shape ({len(e1)},)")
-    k = _check_k(e1, k, lambda kk: len(e1) * kk * kk)
-    s1, s2 = _samples(e1, k, generator), _samples(e2, k, generator)  # (B, K, D)
-    d = torch.cdist(s1, s2)  # (B, K1, K2)
-    log_p, log_q = log_match(d, match, (-2, -1))
-    nll = -torch.where(same.bool(), log_p, log_q).mean()
-    return nll + _kl_term(e1, beta) + _kl_term(e2, beta)
-
-
-def hib_batch_loss(
-    emb: Embedding, labels: Tensor, match: SoftMatch,
-    k: int = 8, beta: float = 1e-4, generator: torch.Generator | None = None,
-) -> tuple[Tensor, dict]:
-    """Eq. 8 over all B(B-1)/2 pairs of a batch; returns (loss, stats).
-
-    The KL term is counted once per image with weight 2 * beta, matching eq. 8
-    where every pair contributes the KL of both of its members.
-    """
-    b = len(emb)
-    if labels.shape != (b,):
-        raise InputError(f"labels must have shape ({b},); got {tuple(labels.shape)}")
-    k = _check_k(emb, k, lambda kk: (b * kk) ** 2)
-    s = _samples(emb, k, generator)  # (B, K, D)
-    nll = all_pairs_nll(s, match.a, match.b, labels[:, None] == labels[None, :])  # upper triangle only
-    pos, neg = nll[0], nll[1]
-    loss = 0.5 * (pos + neg) + _kl_term(emb, 2 * beta)
-    stats = {"nll_pos": pos.item(), "nll_neg": neg.item()}
-    return loss, stats

@@ -51,61 +51,6 @@ _CHUNK_ELEMENTS = 4_000_000  # elements of the largest (chunk, samples, classes,
 _TINY = 1e-30  # probabilities below this are recomputed in log space (float32 underflows near 1e-38)
 
 
-# --------------------------------------------------------------------------- validation helpers
-def _check_matrix(name: str, t: Tensor, dim: int | None = None) -> None:
-    if not isinstance(t, Tensor) or t.ndim != 2:
-        raise InputError(f"{name} must be a 2-D tensor (N, D); got {getattr(t, 'shape', type(t).__name__)}")
-    if dim is not None and t.shape[1] != dim:
-        raise InputError(f"{name} must have D = {dim} columns; got shape {tuple(t.shape)}")
-    if not torch.isfinite(t).all():
-        raise InputError(f"{name} contains NaN or inf values")
-
-
-def _check_labels(labels, n_items: int, n_classes: int | None, what: str = "support") -> tuple[Tensor, int]:
-    """Labels as a long tensor of episode classes 0..n_classes-1; every class must occur."""
-    labels = torch.as_tensor(labels)
-    if labels.ndim != 1 or len(labels) != n_items:
-        raise InputError(f"{what} labels must have shape ({n_items},); got {tuple(labels.shape)}")
-    if labels.is_floating_point() or labels.dtype == torch.bool:
-        raise InputError(f"{what} labels must be integers 0..n_classes-1; got dtype {labels.dtype}")
-    labels = labels.long()
-    if n_items == 0:
-        raise InputError(f"need at least one {what} item")
-    if labels.min() < 0:
-        raise InputError(f"{what} labels must be episode classes 0..n_classes-1; got {int(labels.min())}")
-    n = int(labels.max()) + 1 if n_classes is None else int(n_classes)
-    if int(labels.max()) >= n:
-        raise InputError(f"{what} label {int(labels.max())} is out of range for n_classes = {n}")
-    counts = torch.bincount(labels, minlength=n)
-    if what == "support" and (counts == 0).any():
-        missing = torch.nonzero(counts == 0).flatten().tolist()
-        raise InputError(f"every class needs at least one support item; classes {missing[:10]} have none")
-    return labels, n
-
-
-def _single_gaussian(name: str, emb: Embedding) -> tuple[Tensor, Tensor]:
-    if not isinstance(emb, Embedding):
-        raise InputError(f"{name} must be a hedgekit Embedding; got {type(emb).__name__}")
-    if emb.n_components != 1:
-        raise InputError(f"SPE needs single-Gaussian embeddings (C = 1); {name} has C = {emb.n_components}")
-    return emb.mean[:, 0], emb.var[:, 0]
-
-
-def _check_sampler(sampler: str, n_samples: int) -> None:
-    if sampler not in SAMPLERS:
-        raise InputError(f"sampler must be one of {SAMPLERS}; got {sampler!r}")
-    check_count(n_samples, "n_samples")
-
-
-def _chunks(n_query: int, per_query: int):
-    """Slices of queries holding about ``_CHUNK_ELEMENTS`` sample values; InputError if one query alone (``per_query``
-    values, e.g. n_samples x classes x D) would not fit the memory budget (`hedgekit.checks.check_memory`)."""
-    check_memory(4 * per_query, f"sampling {per_query} values for one query",  # ~4 tensors of that size at once
-                 "use fewer samples per query (n_samples; the paper's evaluation uses 200)")
-    step = max(1, _CHUNK_ELEMENTS // max(1, per_query))
-    return [slice(i, i + step) for i in range(0, n_query, step)]
-
-
 # ------------------------------------------------------------------------------------------ PN
 def pn_prototypes(z: Tensor, labels, n_classes: int | None = None) -> Tensor:
     """(n_classes, D) PN prototypes: the mean of each class's support embeddings z (N, D) (Snell et al. eq. 1)."""
@@ -429,3 +374,58 @@ class SPE(nn.Module):
     def extra_repr(self) -> str:
         return (f"dim={self.dim}, sigma_eps2={float(self.sigma_eps2.detach()):.4g}, "
                 f"train={self.train_sampler}x{self.train_samples}, eval={self.eval_sampler}x{self.eval_samples}")
+
+
+# --------------------------------------------------------------------------- validation helpers
+def _check_matrix(name: str, t: Tensor, dim: int | None = None) -> None:
+    if not isinstance(t, Tensor) or t.ndim != 2:
+        raise InputError(f"{name} must be a 2-D tensor (N, D); got {getattr(t, 'shape', type(t).__name__)}")
+    if dim is not None and t.shape[1] != dim:
+        raise InputError(f"{name} must have D = {dim} columns; got shape {tuple(t.shape)}")
+    if not torch.isfinite(t).all():
+        raise InputError(f"{name} contains NaN or inf values")
+
+
+def _check_labels(labels, n_items: int, n_classes: int | None, what: str = "support") -> tuple[Tensor, int]:
+    """Labels as a long tensor of episode classes 0..n_classes-1; every class must occur."""
+    labels = torch.as_tensor(labels)
+    if labels.ndim != 1 or len(labels) != n_items:
+        raise InputError(f"{what} labels must have shape ({n_items},); got {tuple(labels.shape)}")
+    if labels.is_floating_point() or labels.dtype == torch.bool:
+        raise InputError(f"{what} labels must be integers 0..n_classes-1; got dtype {labels.dtype}")
+    labels = labels.long()
+    if n_items == 0:
+        raise InputError(f"need at least one {what} item")
+    if labels.min() < 0:
+        raise InputError(f"{what} labels must be episode classes 0..n_classes-1; got {int(labels.min())}")
+    n = int(labels.max()) + 1 if n_classes is None else int(n_classes)
+    if int(labels.max()) >= n:
+        raise InputError(f"{what} label {int(labels.max())} is out of range for n_classes = {n}")
+    counts = torch.bincount(labels, minlength=n)
+    if what == "support" and (counts == 0).any():
+        missing = torch.nonzero(counts == 0).flatten().tolist()
+        raise InputError(f"every class needs at least one support item; classes {missing[:10]} have none")
+    return labels, n
+
+
+def _single_gaussian(name: str, emb: Embedding) -> tuple[Tensor, Tensor]:
+    if not isinstance(emb, Embedding):
+        raise InputError(f"{name} must be a hedgekit Embedding; got {type(emb).__name__}")
+    if emb.n_components != 1:
+        raise InputError(f"SPE needs single-Gaussian embeddings (C = 1); {name} has C = {emb.n_components}")
+    return emb.mean[:, 0], emb.var[:, 0]
+
+
+def _check_sampler(sampler: str, n_samples: int) -> None:
+    if sampler not in SAMPLERS:
+        raise InputError(f"sampler must be one of {SAMPLERS}; got {sampler!r}")
+    check_count(n_samples, "n_samples")
+
+
+def _chunks(n_query: int, per_query: int):
+    """Slices of queries holding about ``_CHUNK_ELEMENTS`` sample values; InputError if one query alone (``per_query``
+    values, e.g. n_samples x classes x D) would not fit the memory budget (`hedgekit.checks.check_memory`)."""
+    check_memory(4 * per_query, f"sampling {per_query} values for one query",  # ~4 tensors of that size at once
+                 "use fewer samples per query (n_samples; the paper's evaluation uses 200)")
+    step = max(1, _CHUNK_ELEMENTS // max(1, per_query))
+    return [slice(i, i + step) for i in range(0, n_query, step)]

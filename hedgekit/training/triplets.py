@@ -24,7 +24,7 @@ from hedgekit.data.samplers import PKSampler
 from hedgekit.checks import check_training_set
 from hedgekit.errors import InputError
 from hedgekit.evaluation.embedded import images_to_tensor
-from hedgekit.methods.het_triplet import MININGS, heteroscedastic_triplet_loss, triplet_batch_loss
+from hedgekit.methods.het_triplet import MININGS, heteroscedastic_triplet_loss, triplet_batch_loss, z_and_log_var
 from hedgekit.training import distributed
 from hedgekit.training.fit import (PRECISIONS, History, body_autocast, memory_format, optimise, resolve_device,
                                    seed_everything)
@@ -164,7 +164,7 @@ def fit_triplets(
             emb = distributed.embed_share(net, x.to(dev, memory_format=fmt), ctx)
         y = all_labels[idx].to(dev)
         if cfg.heteroscedastic:
-            return heteroscedastic_triplet_loss(emb, y, cfg.mining, cfg.margin, cfg.semi_hard_margin)
+            return heteroscedastic_triplet_loss(*z_and_log_var(emb), y, cfg.mining, cfg.margin, cfg.semi_hard_margin)
         return triplet_batch_loss(emb.mixture_mean(), y, cfg.mining, cfg.margin, cfg.semi_hard_margin)
 
     desc = "train het-triplet" if cfg.heteroscedastic else "train triplet"

@@ -2,7 +2,7 @@
 
 Oracles: factors read back from the pixels (hue from RGB, orientation from the pixel-mass
 centroid, leg length from the pixel extent), circular statistics of large samples, the
-closed-form Bayes accuracy against quadrature and Monte Carlo.
+the Bayes classifier on a set's own factors. The Bayes and oracle accuracies: tests/papers/spe/test_bayes.py.
 """
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from scipy import stats
 
 from hedgekit.data import lshapes as L
 from hedgekit.errors import InputError
+from hedgekit.papers.spe.bayes import bayes_optimal_accuracy
 
 
 def circ_diff(a, b):
@@ -286,7 +287,7 @@ def test_centroid_sweep():
 
 
 # ----------------------------------------------------------------------------------------------
-# likelihood and Bayes-optimal accuracy
+# likelihood and the Bayes classifier
 # ----------------------------------------------------------------------------------------------
 
 def test_class_log_likelihood_is_normalised_wrapped_normal():
@@ -303,102 +304,13 @@ def test_class_log_likelihood_is_normalised_wrapped_normal():
     np.testing.assert_allclose(L.class_log_likelihood(370.0, -350.0), L.class_log_likelihood(10.0, 10.0))
 
 
-def test_readout_sweep_reads_the_factors_back_from_figure_3s_images():
-    bayes = L.bayes_optimal_accuracy()
-    clean = L.readout_sweep([0.98, 0.3, 0.1], "leg_length", 2)
-    np.testing.assert_allclose(clean["orientation_error"], 0.0, atol=1e-6)   # axis-aligned centroids
-    np.testing.assert_allclose(clean["hue_error"], 0.0, atol=1e-6)           # one hue per shape
-    np.testing.assert_allclose(clean["accuracy"], bayes, atol=1e-12)
-    np.testing.assert_allclose(clean["level"], [0.98, 0.3, 0.1])
-    # hue noise: the weighted circular mean of N_eff independent pixel hues errs by ~ sigma / sqrt(N_eff)
-    noisy = L.readout_sweep([0.0, 36.0], "hue_noise", 16, seed=3)
-    w = L.render_batch(90.0, 90.0, 0.0, 1.0, dtype=np.float32).max(axis=0).astype(float)
-    n_eff = w.sum() ** 2 / (w ** 2).sum()
-    assert noisy["hue_error"][0] == pytest.approx(0.0, abs=1e-6)
-    assert noisy["hue_error"][1] == pytest.approx(36.0 / np.sqrt(n_eff), rel=0.25)
-    a1 = L.bayes_accuracy_1d()
-    assert noisy["accuracy"][1] == pytest.approx(a1 * L.bayes_accuracy_1d(np.hypot(30.0, noisy["hue_error"][1])), abs=1e-12)
-    assert noisy["accuracy"][1] < noisy["accuracy"][0]
-    for args, kwargs, match in ((([1.0], "blur"), {}, "factor"), (([0.0],), dict(class_std=-1.0), "class_std"),
-                                (([0.0, 18.0],), dict(repeats=10**4), "at most"), (([float("nan")],), {}, "NaN")):
-        with pytest.raises(InputError, match=match):
-            L.readout_sweep(*args, **kwargs)
-
-
 def test_set_bayes_accuracy_is_the_per_axis_side_rule_on_its_own_factors():
     ds = L.make_lshapes(400, seed=2, train=False, size=16)
     side = lambda deg: ((np.asarray(deg) % 360 > 135) & (np.asarray(deg) % 360 < 315)).astype(int)  # nearer 180
     pred = side(ds.orientation) + 2 * side(ds.hue)        # class k: orientation index k % 2, hue index k // 2
     assert ds.bayes_accuracy() == pytest.approx(np.mean(pred == ds.labels), abs=1e-12)
-    a = L.bayes_optimal_accuracy()
+    a = bayes_optimal_accuracy()
     assert abs(ds.bayes_accuracy() - a) < 4 * np.sqrt(a * (1 - a) / len(ds))   # the population rate, up to sampling
-
-
-def test_prototype_oracle_matches_a_naive_loop_over_episodes():
-    """Second implementation: the same draws, features from the 4-class posterior, one query at a time."""
-    e, k, q, seed = 12, 2, 3, 5
-    factors = L.CLASS_CENTERS[:, None, None, :] + np.random.default_rng(seed).normal(0.0, L.CLASS_STD, (4, e, k + q, 2))
-    correct = 0
-    for ep in range(e):
-        feats = {}
-        for c in range(4):
-            post = L.class_posterior(factors[c, ep, :, 0], factors[c, ep, :, 1])       # (k + q, 4)
-            feats[c] = np.stack([post[:, 1] + post[:, 3], post[:, 2] + post[:, 3]], axis=1)
-        protos = [feats[c][:k].mean(axis=0) for c in range(4)]
-        for c in range(4):
-            for z in feats[c][k:]:
-                correct += int(np.argmin([((z - p) ** 2).sum() for p in protos]) == c)
-    assert L.prototype_oracle_accuracy(k, e, q, seed) == pytest.approx(correct / (4 * e * q), abs=1e-12)
-
-
-def test_prototype_oracle_tends_to_bayes_and_pays_for_few_support_images():
-    bayes = L.bayes_optimal_accuracy()
-    n_e, q = 500, 25
-    se = np.sqrt(bayes * (1 - bayes) / (4 * n_e * q))
-    many = L.prototype_oracle_accuracy(200, n_e, q, seed=1)
-    assert abs(many - bayes) < 4 * se + 0.002          # + the prototypes' residual spread at k = 200
-    few = [L.prototype_oracle_accuracy(k, n_e, q, seed=1) for k in (1, 2)]
-    assert few[0] < few[1] < many - 4 * se             # k = 2: ~0.860, a point below Bayes
-    # limits: no overlap -> perfect; no information (huge spread: every posterior ~0.5) -> chance
-    assert L.prototype_oracle_accuracy(2, 50, 10, class_std=3.0) == 1.0
-    assert abs(L.prototype_oracle_accuracy(2, 200, 25, class_std=1e4) - 0.25) < 0.02
-
-
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(k_support=0), "k_support"), (dict(k_support=2.5), "k_support"), (dict(k_support=True), "k_support"),
-    (dict(k_support=2, n_episodes=0), "n_episodes"), (dict(k_support=2, query_per_class=-1), "query_per_class"),
-    (dict(k_support=2, class_std=0.0), "class_std"), (dict(k_support=2, class_std=float("nan")), "class_std"),
-    (dict(k_support=10**6, n_episodes=10**3), "fit in memory"),
-])
-def test_prototype_oracle_rejects_bad_arguments(kwargs, match):
-    with pytest.raises(InputError, match=match):
-        L.prototype_oracle_accuracy(**kwargs)
-
-
-def test_bayes_accuracy_closed_form_quadrature_and_monte_carlo():
-    a1 = L.bayes_accuracy_1d()
-    assert a1 == pytest.approx(L.bayes_accuracy_1d(method="quadrature"), abs=1e-9)
-    assert a1 == pytest.approx(stats.norm.cdf(1.5) - stats.norm.cdf(-4.5), abs=1e-12)
-    exact = L.bayes_optimal_accuracy()
-    assert exact == pytest.approx(a1 ** 2, abs=1e-15)
-    assert exact == pytest.approx(0.870842, abs=1e-6)          # golden number
-    assert abs(exact - 0.87) < 0.005                            # the paper: "approximately 87 %"
-    n = 300_000
-    mc = L.bayes_optimal_accuracy(n_mc=n, seed=0, exact=False)
-    se = np.sqrt(exact * (1 - exact) / n)
-    assert abs(mc - exact) < 4 * se
-    # the factorisation: joint accuracy = product of per-axis accuracies
-    f = L.sample_factors(n, seed=5, train=False)
-    o_idx, h_idx = f["labels"] % 2, f["labels"] // 2
-    o_pred = (np.abs(circ_diff(f["orientation"], 180.0)) < np.abs(circ_diff(f["orientation"], 90.0))).astype(int)
-    h_pred = (np.abs(circ_diff(f["hue"], 180.0)) < np.abs(circ_diff(f["hue"], 90.0))).astype(int)
-    pred = L.class_log_likelihood(f["orientation"], f["hue"]).argmax(axis=1)
-    np.testing.assert_array_equal(pred, o_pred + 2 * h_pred)   # Bayes rule = nearest centre per axis
-    assert abs(np.mean(o_pred == o_idx) - a1) < 4 * np.sqrt(a1 * (1 - a1) / n)
-    # more overlap -> lower accuracy; well-separated -> ~1
-    assert L.bayes_optimal_accuracy(class_std=45.0) < exact < L.bayes_optimal_accuracy(class_std=10.0)
-    assert L.bayes_accuracy_1d(class_std=45.0) == pytest.approx(L.bayes_accuracy_1d(45.0, method="quadrature"),
-                                                                abs=1e-9)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -454,8 +366,6 @@ def test_other_bad_input():
         L.sample_factors(10, noisy_fraction=1.5)
     with pytest.raises(InputError, match="NaN"):
         L.class_log_likelihood(np.nan, 0.0)
-    with pytest.raises(InputError, match="method"):
-        L.bayes_accuracy_1d(method="mc")
     with pytest.raises(InputError, match="factor"):
         L.centroid_sweep([1.0], "orientation")
     with pytest.raises(InputError, match="n >= 2"):
@@ -474,3 +384,11 @@ def test_make_lshapes_tampered_cache_is_rendered_again(tmp_path, monkeypatch):
     np.savez_compressed(path, **arrays)
     np.testing.assert_array_equal(L.make_lshapes(12, seed=4, train=False, cache=True).images, a.images)
     assert not list((tmp_path / "lshapes").glob("*.tmp"))
+
+
+def test_moved_analyses_stay_importable_from_lshapes_for_notebook_06():
+    from hedgekit.papers.spe import bayes
+    from hedgekit.data.lshapes import bayes_optimal_accuracy, prototype_oracle_accuracy, readout_sweep  # noqa: F401
+    assert L.readout_sweep is bayes.readout_sweep and L.prototype_oracle_accuracy is bayes.prototype_oracle_accuracy
+    with pytest.raises(AttributeError, match="bayes_accuracy_1d"):
+        L.bayes_accuracy_1d  # noqa: B018 (only what notebook 06 imports is forwarded)

@@ -13,7 +13,7 @@ from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 from hedgekit.methods.het_triplet import (SEMI_HARD_WINDOW, batch_all_triplets, batch_hard_triplets, heteroscedastic_triplet_loss,
                                           pairwise_distances, semi_hard_triplets, triplet_batch_loss, triplet_loss,
-                                          uncertainty)
+                                          uncertainty, z_and_log_var)
 from hedgekit.nets.embedder import build_conv_model, build_model, model_from_config
 from hedgekit.nets.heads import HeteroscedasticHead
 
@@ -101,7 +101,6 @@ def test_batch_hard_matches_brute_force_loop(seed):
     d = pairwise_distances(z)
     expected = _brute_batch_hard(d.tolist(), y.tolist())
     assert _triplets(batch_hard_triplets(d, y)) == expected
-    assert _triplets(batch_hard_triplets(z, y)) == expected  # embeddings in, same triplets
     assert len(expected) == len(y) - 1
 
 
@@ -118,7 +117,6 @@ def test_batch_all_matches_brute_force_loop(seed):
     z, y = _batch(seed, sizes=(3, 4, 1, 2, 3))
     expected = _brute_batch_all(y.tolist())
     assert _triplets(batch_all_triplets(pairwise_distances(z), y)) == expected
-    assert _triplets(batch_all_triplets(z, y)) == expected  # only the batch size is read
     # sum over anchors of (class size - 1) x (images of other classes)
     assert len(expected) == sum(k * (k - 1) * (len(y) - k) for k in (3, 4, 1, 2, 3))
 
@@ -142,9 +140,9 @@ def test_mining_ties_go_to_the_lowest_index():
     # points on a line: anchor 0 at x=0; positives 1, 2 both at distance 2; negatives 3, 4 both at distance 1
     z = torch.tensor([[0.0], [2.0], [-2.0], [1.0], [-1.0]], dtype=torch.float64)
     y = torch.tensor([0, 0, 0, 1, 1])
-    a, p, n = batch_hard_triplets(z, y)
+    a, p, n = batch_hard_triplets(pairwise_distances(z), y)
     assert (a[0].item(), p[0].item(), n[0].item()) == (0, 1, 3)
-    assert _triplets(batch_hard_triplets(z, y)) == _brute_batch_hard(pairwise_distances(z).tolist(), y.tolist())
+    assert _triplets((a, p, n)) == _brute_batch_hard(pairwise_distances(z).tolist(), y.tolist())
     z2 = torch.tensor([[0.0], [1.0], [2.0], [-2.0], [5.0]], dtype=torch.float64)  # d_ap = 1; negatives 2, 3 at 2
     got = _triplets(semi_hard_triplets(pairwise_distances(z2), torch.tensor([0, 0, 1, 1, 1]), margin=1.5))
     assert (0, 1, 2) in got
@@ -195,7 +193,7 @@ def test_eq11_equals_explicit_loop(mining, margin):
     for seed in range(3):
         z, y = _batch(seed, sizes=(4, 4, 4))
         s = torch.randn(len(y), generator=torch.Generator().manual_seed(seed + 10), dtype=z.dtype)
-        loss, stats = heteroscedastic_triplet_loss((z, s), y, mining=mining, margin=margin)
+        loss, stats = heteroscedastic_triplet_loss(z, s, y, mining=mining, margin=margin)
         m_semi = SEMI_HARD_WINDOW if margin is None else margin
         assert loss.item() == pytest.approx(_eq11_loop(z, s.tolist(), y, margin, mining, m_semi), rel=1e-10)
         assert stats["sigma2"] == pytest.approx(s.exp().mean().item())
@@ -205,7 +203,7 @@ def test_eq11_equals_explicit_loop(mining, margin):
 @pytest.mark.parametrize("margin", [None, 1.0])
 def test_eq11_with_s_zero_is_three_halves_of_mean_triplet_loss(mining, margin):
     z, y = _batch(3, sizes=(4, 4, 4, 4), dim=2)
-    loss, stats = heteroscedastic_triplet_loss((z, torch.zeros(len(y), dtype=z.dtype)), y, mining, margin)
+    loss, stats = heteroscedastic_triplet_loss(z, torch.zeros(len(y), dtype=z.dtype), y, mining, margin)
     base, base_stats = triplet_batch_loss(z, y, mining, margin)
     assert stats["triplets"] > 0
     assert loss.item() == pytest.approx(1.5 * base.item(), rel=1e-12)
@@ -222,7 +220,7 @@ def _three_points(h):
 def test_per_image_optimum_is_sigma2_equal_to_L(h):
     z, y, big_l = _three_points(h)
     s = torch.full((3,), math.log(big_l), dtype=torch.float64, requires_grad=True)
-    loss, stats = heteroscedastic_triplet_loss((z, s), y)
+    loss, stats = heteroscedastic_triplet_loss(z, s, y)
     assert stats["triplets"] == 2 and stats["triplet"] == pytest.approx(big_l)
     (grad,) = torch.autograd.grad(loss, s)
     assert grad.abs().max().item() < 1e-12
@@ -231,9 +229,9 @@ def test_per_image_optimum_is_sigma2_equal_to_L(h):
         for step in (-0.1, 0.1):
             shifted = s.detach().clone()
             shifted[i] += step
-            assert heteroscedastic_triplet_loss((z, shifted), y)[0].item() > best
+            assert heteroscedastic_triplet_loss(z, shifted, y)[0].item() > best
     for step in (-0.1, 0.1):
-        assert heteroscedastic_triplet_loss((z, s.detach() + step), y)[0].item() > best
+        assert heteroscedastic_triplet_loss(z, s.detach() + step, y)[0].item() > best
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -249,10 +247,10 @@ def test_per_image_optimum_in_a_batch_is_mean_L_of_its_triplets(seed):
             counts[i] += 1
     s_opt = torch.tensor([math.log(sums[i] / counts[i]) if counts[i] else 0.0 for i in range(len(y))],
                          dtype=z.dtype, requires_grad=True)
-    (grad,) = torch.autograd.grad(heteroscedastic_triplet_loss((z, s_opt), y)[0], s_opt)
+    (grad,) = torch.autograd.grad(heteroscedastic_triplet_loss(z, s_opt, y)[0], s_opt)
     assert grad.abs().max().item() < 1e-12
     s_bad = (s_opt.detach() + 0.3).requires_grad_()
-    (grad_bad,) = torch.autograd.grad(heteroscedastic_triplet_loss((z, s_bad), y)[0], s_bad)
+    (grad_bad,) = torch.autograd.grad(heteroscedastic_triplet_loss(z, s_bad, y)[0], s_bad)
     assert (grad_bad[torch.tensor(counts) > 0] > 0).all()  # too uncertain everywhere: descent lowers every s
 
 
@@ -260,7 +258,7 @@ def test_gradients_reach_s_and_the_mean():
     z, y = _batch(4, sizes=(4, 4, 4))
     z.requires_grad_()
     s = torch.zeros(len(y), dtype=z.dtype, requires_grad=True)
-    heteroscedastic_triplet_loss((z, s), y)[0].backward()
+    heteroscedastic_triplet_loss(z, s, y)[0].backward()
     assert torch.isfinite(z.grad).all() and z.grad.abs().sum() > 0
     assert torch.isfinite(s.grad).all() and (s.grad != 0).any()
 
@@ -270,7 +268,7 @@ def test_gradients_reach_every_head_output_through_a_het_model():
     model = build_model("het", n_digits=1, dim=4)
     x = torch.rand(12, 1, 28, 28, generator=torch.Generator().manual_seed(0))
     y = torch.arange(3).repeat_interleave(4)
-    loss, stats = heteroscedastic_triplet_loss(model(x), y)
+    loss, stats = heteroscedastic_triplet_loss(*z_and_log_var(model(x)), y)
     loss.backward()
     w = model.head.linear.weight.grad
     assert w[:4].abs().sum() > 0 and w[4].abs().sum() > 0  # embedding rows and the s row
@@ -278,12 +276,14 @@ def test_gradients_reach_every_head_output_through_a_het_model():
     assert stats["triplets"] == 12 and 0 <= stats["active"] <= 1
 
 
-def test_embedding_and_pair_inputs_agree_and_uncertainty_is_exp_s():
+def test_z_and_log_var_reads_a_het_embedding_and_uncertainty_is_exp_s():
     z, y = _batch(5, sizes=(3, 3, 3), dtype=torch.float32)
     s = torch.linspace(-1, 1, len(y))
     emb = Embedding.gaussian(z, s.exp().unsqueeze(1), uncertainty=s.exp())
-    a, _ = heteroscedastic_triplet_loss(emb, y)
-    b, _ = heteroscedastic_triplet_loss((z, s.unsqueeze(1)), y)
+    z_read, s_read = z_and_log_var(emb)
+    assert torch.equal(z_read, z) and torch.allclose(s_read, s, atol=1e-6)
+    a, _ = heteroscedastic_triplet_loss(z_read, s_read, y)
+    b, _ = heteroscedastic_triplet_loss(z, s.unsqueeze(1), y)  # s as (B,) or (B, 1)
     assert a.item() == pytest.approx(b.item(), rel=1e-5)
     assert torch.allclose(uncertainty(emb), s.exp())
 
@@ -292,7 +292,7 @@ def test_semi_hard_with_no_qualifying_negative_gives_zero_loss_with_graph():
     z = torch.tensor([[0.0, 0.0], [0.1, 0.0], [10.0, 0.0], [10.1, 0.0]], requires_grad=True)
     y = torch.tensor([0, 0, 1, 1])
     s = torch.zeros(4, requires_grad=True)
-    loss, stats = heteroscedastic_triplet_loss((z, s), y, mining="semi_hard", margin=1.0)
+    loss, stats = heteroscedastic_triplet_loss(z, s, y, mining="semi_hard", margin=1.0)
     assert loss.item() == 0 and stats["triplets"] == 0
     loss.backward()
     assert torch.equal(s.grad, torch.zeros(4))
@@ -340,41 +340,45 @@ def test_bad_inputs_raise_input_errors():
     z, y = _batch(0, sizes=(3, 3), dtype=torch.float32)
     s = torch.zeros(len(y))
     with pytest.raises(InputError, match=r"z must be a \(B, D\) tensor"):
-        heteroscedastic_triplet_loss((z[:, 0], s), y)
+        heteroscedastic_triplet_loss(z[:, 0], s, y)
     with pytest.raises(InputError, match=r"s = log sigma\^2 must have shape \(6,\)"):
-        heteroscedastic_triplet_loss((z, s[:4]), y)
+        heteroscedastic_triplet_loss(z, s[:4], y)
     with pytest.raises(InputError, match=r"labels must have shape \(6,\)"):
-        heteroscedastic_triplet_loss((z, s), y[:5])
+        heteroscedastic_triplet_loss(z, s, y[:5])
     with pytest.raises(InputError, match=r"labels must have shape \(6,\)"):
-        batch_hard_triplets(z, y[:5])
+        batch_hard_triplets(pairwise_distances(z), y[:5])
     with pytest.raises(InputError, match="z contains NaN"):
-        heteroscedastic_triplet_loss((torch.full_like(z, math.nan), s), y)
+        heteroscedastic_triplet_loss(torch.full_like(z, math.nan), s, y)
     with pytest.raises(InputError, match="s contains NaN"):
-        heteroscedastic_triplet_loss((z, torch.full_like(s, math.nan)), y)
+        heteroscedastic_triplet_loss(z, torch.full_like(s, math.nan), y)
     with pytest.raises(InputError, match="margin must be a finite number > 0, or None for the soft margin"):
-        heteroscedastic_triplet_loss((z, s), y, margin=0.0)
+        heteroscedastic_triplet_loss(z, s, y, margin=0.0)
     with pytest.raises(InputError, match="margin must be a finite number > 0"):
         triplet_loss(torch.ones(2), torch.ones(2), margin=-1.0)
     with pytest.raises(InputError, match="semi_hard_margin must be a finite number > 0"):
-        heteroscedastic_triplet_loss((z, s), y, mining="semi_hard", semi_hard_margin=math.inf)
+        heteroscedastic_triplet_loss(z, s, y, mining="semi_hard", semi_hard_margin=math.inf)
     with pytest.raises(InputError, match="margin must be a finite number > 0"):
         semi_hard_triplets(pairwise_distances(z), y, margin=0)
     with pytest.raises(InputError, match=r"mining must be one of \('batch_hard', 'semi_hard', 'batch_all'\); got 'hardest'"):
-        heteroscedastic_triplet_loss((z, s), y, mining="hardest")
+        heteroscedastic_triplet_loss(z, s, y, mining="hardest")
     with pytest.raises(InputError, match="a batch needs two images of one class and one image of another"):
-        heteroscedastic_triplet_loss((z, s), torch.zeros(6, dtype=torch.long))
-    with pytest.raises(InputError, match=r"expected a \(B, B\) distance matrix"):
-        semi_hard_triplets(z, y, margin=1.0)
+        heteroscedastic_triplet_loss(z, s, torch.zeros(6, dtype=torch.long))
+    for miner in (batch_hard_triplets, batch_all_triplets, lambda d, y: semi_hard_triplets(d, y, margin=1.0)):
+        with pytest.raises(InputError, match=r"expected a \(B, B\) distance matrix"):
+            miner(z, y)  # embeddings are never read as distances: a distance matrix only
+        square = torch.rand(6, 6, generator=torch.Generator().manual_seed(0))  # square, but not a distance matrix
+        with pytest.raises(InputError, match=r"symmetric, non-negative, zero diagonal"):
+            miner(square, y)
     with pytest.raises(InputError, match="d_ap and d_an must be tensors of one shape"):
         triplet_loss(torch.ones(2), torch.ones(3))
-    with pytest.raises(InputError, match="expected an Embedding or a pair"):
-        heteroscedastic_triplet_loss(z, y)
+    with pytest.raises(InputError, match=r"z must be a \(B, D\) tensor of embeddings; got Embedding"):
+        heteroscedastic_triplet_loss(Embedding.gaussian(z, torch.ones(6, 3)), s, y)  # one input type: z and s
 
 
 def test_non_het_embeddings_are_rejected():
     z, y = _batch(0, sizes=(3, 3), dtype=torch.float32)
     with pytest.raises(InputError, match=r"isotropic variance sigma\^2 > 0 per input \(build_model\('het'\)\)"):
-        heteroscedastic_triplet_loss(Embedding.point(z), y)
+        z_and_log_var(Embedding.point(z))
     with pytest.raises(InputError, match=r"isotropic variance"):
         uncertainty(Embedding.gaussian(z, torch.rand(6, 3) + 0.1))
     with pytest.raises(InputError, match="one Gaussian per input"):

@@ -88,7 +88,7 @@ def lshapes_verdict(stats: Mapping, checkpoints: Sequence = ()) -> SPEVerdict:
 
     stats keys: ``acc`` {k_support: (mean, se)} held-out accuracy; ``bayes`` Bayes-optimal accuracy;
     ``oracle`` (optional) {k_support: accuracy} of a nearest-prototype classifier on perfect features
-    (`hedgekit.data.lshapes.prototype_oracle_accuracy`), the ceiling an episode with k support images allows:
+    (`hedgekit.papers.spe.bayes.prototype_oracle_accuracy`), the ceiling an episode with k support images allows:
     the "close to Bayes" claim holds when the SPE is within 1 point of it at every k (of Bayes where absent);
     ``bayes_test`` (optional) the Bayes classifier's accuracy on the test set's own factors
     (`hedgekit.data.lshapes.LShapes.bayes_accuracy`), shown beside them;
@@ -97,7 +97,7 @@ def lshapes_verdict(stats: Mapping, checkpoints: Sequence = ()) -> SPEVerdict:
     ``noise_shift`` / ``legs_shift`` (optional): how far the mean embedding moved over the sweep, in class
     spacings (`protocol.class_spacing`); ``noise_acc`` / ``legs_acc`` (optional): held-out accuracy at the
     easy and the hard end of the factor (`protocol.accuracy_by_level`); ``noise_readout`` / ``legs_readout``
-    (optional): `hedgekit.data.lshapes.readout_sweep` over the same sweep, from easy to hard (how much of
+    (optional): `hedgekit.papers.spe.bayes.readout_sweep` over the same sweep, from easy to hard (how much of
     each factor the pixels themselves keep); ``axis`` {"orientation": j, "hue": j}.
     """
     v = SPEVerdict("06 SPE on synthetic L-shapes", checkpoints)
@@ -156,7 +156,7 @@ def lshapes_verdict(stats: Mapping, checkpoints: Sequence = ()) -> SPEVerdict:
     def why_not(key: str, what: str) -> str:
         """Reasons computed from the pixels' read-out, the accuracy by factor level and the sweep's mean shift."""
         out = []
-        rd = stats.get(f"{key}_readout")  # lshapes.readout_sweep over the sweep's levels
+        rd = stats.get(f"{key}_readout")  # bayes.readout_sweep over the sweep's levels
         if rd is not None:
             a0, a1 = rd["accuracy"][0], rd["accuracy"][-1]
             errs = f"{rd['orientation_error'][-1]:.1f}° (orientation) and {rd['hue_error'][-1]:.1f}° (hue)"
