@@ -18,6 +18,7 @@ __all__ = ["APP_MODELS", "APP_CENTROID_IMAGES", "DEFAULT_MODEL", "POINT_MODEL", 
            "expected_train_seconds", "beta_options", "trained_or_fast"]
 
 APP_CENTROID_IMAGES = 30  # test images per class for the app's centroids (see `hedgekit.evaluation.centroids`)
+
 # Display name -> Spec fields (N = 2 digits; preset and beta come from the app).
 APP_MODELS: dict[str, dict] = {
     "MoG-1 (HIB), D=2": dict(kind="hib", components=1, dim=2),
@@ -60,7 +61,8 @@ def app_spec(choice: str, preset: str | None = None, beta: float = DEFAULT_BETA,
 
 @dataclass(frozen=True)
 class CompareEntry:
-    """One column of the Compare page: a model choice of `APP_MODELS`, or SPE (``choice="spe"``, `spe_spec`)."""
+    """One column of the Compare page: a model choice of `APP_MODELS`, or SPE (``choice="spe"``,
+    `hedgekit.interactive.prototypes.spe_spec`)."""
 
     title: str
     choice: str  # APP_MODELS key, or "spe"
