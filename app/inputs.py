@@ -1,6 +1,6 @@
 """The input both pages show: its image (test set, upload or drawing) and the rectangles hiding parts of it.
 
-Widgets and their callbacks only; the values live in `state.AppState`, the maths in `hedgekit.playground`.
+Widgets and their callbacks only; the values live in `state.AppState`, the maths in `hedgekit.interactive.inputs`.
 """
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import hashlib
 import numpy as np
 import streamlit as st
 
-from hedgekit import playground as pg
 from hedgekit.data.occlusion import DIGIT_SIZE
 from hedgekit.errors import InputError
+from hedgekit.interactive import inputs as checked
 from hedgekit.viz import interactive as pi
 import ui
 from models import class_index, dataset
@@ -40,7 +40,7 @@ def _drawing(state: AppState) -> None:
                     drawing_mode="freedraw", return_image_data=True, key="hk_canvas", update_streamlit=True)
     data = getattr(res, "image_data", None)
     if data is not None and np.asarray(data)[..., :3].max() > 0:
-        img = pg.image_from_drawing(data, N_DIGITS)
+        img = checked.image_from_drawing(data, N_DIGITS)
         state.drawing = ("draw:" + hashlib.sha1(img.tobytes()).hexdigest()[:12], img)
 
 
@@ -53,7 +53,7 @@ def _upload(state: AppState) -> None:
         return
     data = up.getvalue()
     try:
-        decoded = pg.decode_upload(data, SHAPE)
+        decoded = checked.decode_upload(data, SHAPE)
     except InputError as exc:
         st.error(f"Cannot use **{up.name}**: {exc}. Showing the last valid image instead.")
     else:
@@ -202,7 +202,7 @@ def on_box_select() -> None:
     if not sel:
         return
     try:
-        box = pg.box_from_drag(sel[-1]["x"], sel[-1]["y"], SHAPE)
+        box = checked.box_from_drag(sel[-1]["x"], sel[-1]["y"], SHAPE)
     except (InputError, KeyError) as exc:
         state.flash("warning", f"That rectangle was not applied: {exc}.")
         return
@@ -227,7 +227,7 @@ def current_boxes() -> tuple[np.ndarray, list[str]]:
     for j in range(N_DIGITS):
         on, rows, cols = state.digit(j)
         if on:
-            b = pg.digit_box(j, rows, cols, N_DIGITS)
+            b = checked.digit_box(j, rows, cols, N_DIGITS)
             if b is None:
                 notes.append(f"The rectangle on the {DIGIT_NAMES[j]} digit has zero area (rows or columns "
                              "slider closed), so it hides nothing: widen both ranges.")

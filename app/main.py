@@ -16,7 +16,7 @@ bypassing this script on direct links) and only lay out widgets. Shared by them:
 * ``app/inputs.py``: the input's widgets: image picker, canvas, occlusion controls;
 * ``app/ui.py``: theme, notebook links, one-shot messages.
 
-All maths is in ``hedgekit.playground``, all figures in ``hedgekit.viz.interactive``.
+All maths is in ``hedgekit.interactive``, all figures in ``hedgekit.viz.interactive``.
 """
 from __future__ import annotations
 
@@ -32,8 +32,8 @@ if str(APP_DIR) not in sys.path:  # pages import the shared modules above (`stat
 
 
 def main() -> None:
-    # One intra-op thread: an update is one tiny forward pass (see hedgekit.playground.APP_THREADS).
-    from hedgekit.playground import APP_THREADS
+    # One intra-op thread: an update is one tiny forward pass (see hedgekit.interactive.latency.APP_THREADS).
+    from hedgekit.interactive.latency import APP_THREADS
 
     if torch.get_num_threads() != APP_THREADS:
         torch.set_num_threads(APP_THREADS)

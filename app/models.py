@@ -1,7 +1,8 @@
 """The app's test images, models and class-centroid tables, cached for every session of the server.
 
 A model without a checkpoint is trained in a background thread on first use (one job per model, joined by every
-session that asks for it) while the page shows its progress. Specs come from `hedgekit.playground.app_spec` only.
+session that asks for it) while the page shows its progress. Specs come from `hedgekit.interactive.models.app_spec`
+and the pages' own spec functions (`retrieval_spec`, `hedgekit.interactive.prototypes.spe_spec`).
 """
 from __future__ import annotations
 
@@ -11,9 +12,14 @@ import time
 import numpy as np
 import streamlit as st
 
-from hedgekit import playground as pg
 from hedgekit.data import load_ndigit
 from hedgekit.errors import DataNotFoundError, HedgekitError, InputError
+from hedgekit.evaluation.centroids import centroid_table
+from hedgekit.interactive import models as app_models
+from hedgekit.interactive import retrieval
+from hedgekit.interactive.maps import align_tables
+from hedgekit.interactive.prototypes import prototype_posterior, prototype_set
+from hedgekit.papers.taha.experiments import DIM as RETRIEVAL_DIM
 from hedgekit.zoo import find_checkpoint, prototype_head
 from state import N_DIGITS
 
@@ -21,15 +27,20 @@ from state import N_DIGITS
 def preset_or_stop() -> str:
     """The models' preset (env var ``HEDGEKIT_PRESET``); stops the page with the error if it is not one."""
     try:
-        return pg.app_preset()
+        return app_models.app_preset()
     except InputError as exc:
         st.error(str(exc))
         st.stop()
 
 
-def model_spec(choice: str, beta: float = pg.DEFAULT_BETA):
-    """The zoo spec of model ``choice`` (a `hedgekit.playground.APP_MODELS` key) at the app's preset."""
-    return pg.app_spec(choice, preset_or_stop(), beta, N_DIGITS)
+def model_spec(choice: str, beta: float = app_models.DEFAULT_BETA):
+    """The zoo spec of model ``choice`` (a `hedgekit.interactive.models.APP_MODELS` key) at the app's preset."""
+    return app_models.app_spec(choice, preset_or_stop(), beta, N_DIGITS)
+
+
+def retrieval_spec():
+    """The Retrieval page's model: notebook 08's "Tri + Hetero" model (`hedgekit.papers.taha.experiments.DIM`)."""
+    return retrieval.retrieval_spec(RETRIEVAL_DIM, preset_or_stop(), N_DIGITS)
 
 
 def has_checkpoint(spec) -> bool:
@@ -79,7 +90,7 @@ class TrainJob:
 
     def _run(self) -> None:
         try:
-            pg.load_model(self.spec, progress=False, callback=self._callback)
+            app_models.load_model(self.spec, progress=False, callback=self._callback)
         except BaseException as exc:  # noqa: BLE001 - reported by every waiting session
             self.error = exc
         finally:
@@ -110,12 +121,12 @@ def _training_job(spec) -> TrainJob:
 @st.cache_resource(show_spinner=False, max_entries=12)
 def _loaded_model(name: str, _spec):
     """(model, meta) of ``_spec``, cached under its ``name`` (the spec itself is not hashed)."""
-    return pg.load_model(_spec)
+    return app_models.load_model(_spec)
 
 
 def _train_with_progress(spec) -> None:
     """Train ``spec`` (or join the session already training it) while showing a live progress bar."""
-    expected = pg.expected_train_seconds(spec)
+    expected = app_models.expected_train_seconds(spec)
     total = spec.train_config().steps
     job = _training_job(spec)
     with st.status(f"Training {spec.label} ({spec.name}): first use only, about {expected} s on 2 CPU cores",
@@ -166,7 +177,8 @@ def centroids(spec):
 def _centroids(name: str, checkpoint_stamp: str, _spec):
     """Cached on disk per checkpoint file version (``checkpoint_stamp``), so restarts are instant."""
     model, _ = _loaded_model(name, _spec)
-    return pg.centroid_table(model, [dataset("test_seen"), dataset("test_unseen")], per_class=pg.APP_CENTROID_IMAGES)
+    return centroid_table(model, [dataset("test_seen"), dataset("test_unseen")],
+                          per_class=app_models.APP_CENTROID_IMAGES)
 
 
 def alignment(src, dst):
@@ -177,34 +189,35 @@ def alignment(src, dst):
 @st.cache_data(show_spinner=False, max_entries=24)
 def _alignment(src_name: str, dst_name: str, _src, _dst):
     """Cached per pair of model names (the specs themselves are not hashed)."""
-    return pg.align_tables(centroids(_src), centroids(_dst))
+    return align_tables(centroids(_src), centroids(_dst))
 
 
 # ------------------------------------------------------------------ retrieval page
 def gallery(spec, model):
-    """`hedgekit.playground.RetrievalGallery` of the retrieval model ``spec`` (embedded once per server)."""
+    """`hedgekit.interactive.retrieval.RetrievalGallery` of the retrieval model ``spec`` (embedded once per server)."""
     dataset("test_unseen")  # a missing MNIST stops the page here, not in the cached function
     return _gallery(spec.name, model)
 
 
 @st.cache_resource(show_spinner="Embedding the gallery…", max_entries=4)
 def _gallery(name: str, _model):
-    return pg.retrieval_gallery(_model, _dataset("test_unseen"))
+    return retrieval.retrieval_gallery(_model, _dataset("test_unseen"))
 
 
 def cleaning(spec, model, fractions: tuple[float, ...], random: bool = False) -> list[dict]:
-    """`hedgekit.playground.cleaning_map` of the retrieval gallery, cached per model, fractions and mode."""
+    """`hedgekit.interactive.retrieval.cleaning_map` of the retrieval gallery, cached per model, fractions and mode."""
     return _cleaning(spec.name, tuple(float(f) for f in fractions), random, gallery(spec, model))
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _cleaning(name: str, fractions: tuple[float, ...], random: bool, _gallery):
-    return pg.cleaning_map(_gallery, fractions, random=random)
+    return retrieval.cleaning_map(_gallery, fractions, random=random)
 
 
 # ------------------------------------------------------------------ SPE (compare page)
 def prototypes(spec, model, meta):
-    """(`hedgekit.playground.PrototypeSet`, SPE head) of the SPE model ``spec``: prototypes from training images."""
+    """(`hedgekit.interactive.prototypes.PrototypeSet`, SPE head) of the SPE model ``spec``: prototypes from
+    training images."""
     dataset("test_seen")  # a missing MNIST stops the page here, not in the cached function
     return _prototypes(spec.name, model, meta)
 
@@ -212,11 +225,12 @@ def prototypes(spec, model, meta):
 @st.cache_resource(show_spinner="Building SPE class prototypes from training images…", max_entries=4)
 def _prototypes(name: str, _model, _meta):
     head = prototype_head(_meta)
-    return pg.prototype_set(_model, head, load_ndigit(N_DIGITS, "train")), head
+    return prototype_set(_model, head, load_ndigit(N_DIGITS, "train")), head
 
 
 def posterior(spec, model, meta, image: np.ndarray, boxes: np.ndarray) -> np.ndarray:
-    """p(y | x, S) of the occluded image under SPE model ``spec`` (`hedgekit.playground.prototype_posterior`)."""
+    """p(y | x, S) of the occluded image under SPE model ``spec``
+    (`hedgekit.interactive.prototypes.prototype_posterior`)."""
     protos, head = prototypes(spec, model, meta)
     boxes = np.asarray(boxes, np.int64).reshape(-1, 4)
     return _posterior(spec.name, image.tobytes(), boxes.tobytes(), image, boxes, model, head, protos)
@@ -224,4 +238,4 @@ def posterior(spec, model, meta, image: np.ndarray, boxes: np.ndarray) -> np.nda
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _posterior(name: str, image_bytes: bytes, boxes_bytes: bytes, _image, _boxes, _model, _head, _protos):
-    return pg.prototype_posterior(_model, _head, _image, _boxes, _protos)
+    return prototype_posterior(_model, _head, _image, _boxes, _protos)

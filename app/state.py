@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import streamlit as st
 
-from hedgekit import playground as pg
 from hedgekit.data.occlusion import DIGIT_SIZE
+from hedgekit.interactive.models import DEFAULT_BETA, DEFAULT_MODEL
 
 N_DIGITS = 2  # digits per input image; `AppState` has one set of dig<j>_* settings per digit
 WIDGET_PREFIX = "w_"
@@ -49,13 +49,13 @@ class AppState:
     KEY: ClassVar[str] = "hk_state"
 
     # Settings, each edited by the widget with key "w_<field name>" (see `widget`).
-    model: str = pg.DEFAULT_MODEL  # the playground's model, a `hedgekit.playground.APP_MODELS` key
+    model: str = DEFAULT_MODEL  # the playground's model, a `hedgekit.interactive.models.APP_MODELS` key
     color: str = "tens"  # colour the class centroids by their "tens" or "ones" digit
     sigmas: list[float] = field(default_factory=lambda: [1.0, 2.0, 3.0])  # the n-sigma ellipses drawn
     map_view: str = "all classes"  # or "zoom on input"
     show_trail: bool = True
     overlay: bool = True  # the point model's position on the playground's map
-    beta: float = pg.DEFAULT_BETA  # KL weight of the HIB models on the compare page
+    beta: float = DEFAULT_BETA  # KL weight of the HIB models on the compare page
     source: str = "test set"  # where the input comes from: "test set", "upload" or "draw"
     split: str = "test_seen"  # test split of the input ("test_seen" or "test_unseen")
     class_choice: int | str = "any"  # class of the input (a class id of `split`), or "any"
@@ -78,14 +78,10 @@ class AppState:
     history: list[Occlusion] = field(default_factory=list)  # undo steps, newest last
     last: Occlusion | None = None  # the occlusion after the last change: the undo step of the next one
     selection_round: int = 0  # part of the image chart's key: a fresh key clears the chart's box selection
-    trails: dict[str, list[dict]] = field(default_factory=dict)  # model name -> `hedgekit.playground` trail
+    trails: dict[str, list[dict]] = field(default_factory=dict)  # model name -> its trail (`update_trail`)
     clean_eta: dict[str, float] = field(default_factory=dict)  # "model|image key" -> eta of the clean image
     train_approved: set[str] = field(default_factory=set)  # models the user asked to train (compare page)
     flashes: list[tuple[str, str]] = field(default_factory=list)  # (Streamlit function, message) to show once
-    view: dict[str, Any] = field(default_factory=dict)  # what the playground showed last (eta, boxes, top-5...)
-    compare: dict[str, dict] = field(default_factory=dict)  # what each compare column showed last
-    retrieval: dict[str, Any] = field(default_factory=dict)  # what the Retrieval page showed last
-    benchmark: dict[str, Any] = field(default_factory=dict)  # what the Benchmark page showed last
     retrieval_visited: bool = False  # its first visit switches the input to the unseen classes (its gallery's)
 
     @classmethod

@@ -237,7 +237,7 @@ def cmd_bench(a) -> int:
     n = len(x)
     print(f"inference: embeddings {n / t_embed:9.0f} /s; eta {n / t_eta:9.0f} /s; both {n / (t_embed + t_eta):9.0f} /s")
     if a.app:
-        from hedgekit.playground import benchmark_update
+        from hedgekit.interactive.latency import benchmark_update
         from hedgekit.zoo import Spec
 
         for comps in (1, 2):

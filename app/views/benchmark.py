@@ -54,7 +54,6 @@ def render() -> None:
     if budget is None:
         st.info(f"No benchmark results yet. Create them (a few seconds per run) from the repository root with\n\n"
                 f"`{COMMAND}`\n\nthen reload this page (without `--fast`: the paper budget, about 30 minutes).")
-        state.benchmark = {"budget": None}
         return
     board = benchmark.leaderboard(runs)
     st.subheader(f"Leaderboard ({budget} budget)")
@@ -75,16 +74,12 @@ def render() -> None:
         ext = _extremes(method, seed, budget, str(path), path.stat().st_mtime_ns)
     except (HedgekitError, OSError) as exc:  # no data, the run vanished, its weights do not load: no traceback
         st.warning(f"Cannot score the images of {DISPLAY.get(method, method)} (seed {seed}): {exc}")
-        state.benchmark = {"budget": budget, "methods": methods, "method": method, "error": str(exc)}
         return
     st.caption(f"Seed {seed}; {ext['n']} unseen-class test images scored, the run's own evaluation subset.")
     st.markdown(f"**Most uncertain** (largest u(x)) under {DISPLAY.get(method, method)}")
     image_row(ext["most"])
     st.markdown("**Least uncertain** (smallest u(x))")
     image_row(ext["least"])
-    state.benchmark = {"budget": budget, "methods": methods, "method": method, "seed": seed, "n": ext["n"],
-                       "most_u": ext["most"]["u"].tolist(), "least_u": ext["least"]["u"].tolist(),
-                       "most_labels": ext["most"]["labels"].tolist()}
 
 
 render()

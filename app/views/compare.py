@@ -1,14 +1,19 @@
 """Compare page: the same occluded input through point, HIB MoG-1, MoG-2 and SPE, side by side."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import streamlit as st
 
 import inputs
 import models
 import ui
-from hedgekit import playground as pg
 from hedgekit.data import occlude
+from hedgekit.interactive.models import (APP_MODELS, DEFAULT_BETA, TRAIN_SECONDS, CompareEntry, beta_options,
+                                         compare_entries, expected_train_seconds)
+from hedgekit.interactive.prototypes import APP_SUPPORT_IMAGES, spe_spec
+from hedgekit.interactive.view import model_view
 from hedgekit.viz import interactive as pi
 from state import AppState
 
@@ -37,54 +42,50 @@ Notebooks:
 def beta_picker(preset: str) -> float:
     """The radio choosing beta of the HIB models, and which betas are trained already."""
     state = AppState.get()
-    opts = pg.beta_options(preset)
+    opts = beta_options(preset)
     have = {b for b, ok in opts if ok}
     state.widget(st.radio, "β for the HIB models (KL weight, HIB eq. 8)", "beta", [b for b, _ in opts],
                  horizontal=True,
-                 format_func=lambda b: f"β = {b:g}" + ("" if b in have or b == pg.DEFAULT_BETA else " (not trained)"))
+                 format_func=lambda b: f"β = {b:g}" + ("" if b in have or b == DEFAULT_BETA else " (not trained)"))
     listed = ", ".join(f"{b:g}" for b, ok in opts if ok) or "none yet"
     st.caption(f"Checkpoints for MoG-1 with preset `{preset}` exist for β ∈ {{{listed}}}. The default β = 1e-4 is "
                "trained on first use; other values are trained only when you ask (fast preset: about "
-               f"{pg.TRAIN_SECONDS['fast']} s per model; paper preset: about {pg.TRAIN_SECONDS['paper'] // 60} min).")
+               f"{TRAIN_SECONDS['fast']} s per model; paper preset: about {TRAIN_SECONDS['paper'] // 60} min).")
     return float(state.beta)
 
 
-def column(entry: pg.CompareEntry, beta: float, clean, boxes, image_key, color_by, zoom, dark) -> None:
+def column(entry: CompareEntry, beta: float, clean, boxes, image_key, color_by, zoom, dark) -> None:
     """One model's map, eta and top-3 for the input (or a button to train it first)."""
     st.markdown(f"#### {entry.title}")
     st.caption(entry.note)
     if entry.choice == "spe":
-        spe_column(entry, clean, boxes, color_by, zoom, dark)
+        spe_column(entry, clean, boxes, image_key, color_by, zoom, dark)
         return
     state = AppState.get()
-    kind = pg.APP_MODELS[entry.choice]["kind"]
-    b = beta if kind == "hib" else pg.DEFAULT_BETA
+    kind = APP_MODELS[entry.choice]["kind"]
+    b = beta if kind == "hib" else DEFAULT_BETA
     spec = models.model_spec(entry.choice, b)
     name = spec.name
-    if kind == "hib" and b != pg.DEFAULT_BETA and not models.has_checkpoint(spec) and name not in state.train_approved:
+    if kind == "hib" and b != DEFAULT_BETA and not models.has_checkpoint(spec) and name not in state.train_approved:
         st.warning(f"No checkpoint for β = {b:g} yet.")
-        st.button(f"Train it now (~{pg.expected_train_seconds(spec)} s)", key=f"hk_train_{name}",
+        st.button(f"Train it now (~{expected_train_seconds(spec)} s)", key=f"hk_train_{name}",
                   on_click=state.train_approved.add, args=(name,))
         return
     model, _ = models.get_model(spec)
     table = models.centroids(spec)
-    a = pg.analyse(model, clean, boxes, table)
-    eta_clean = state.clean_eta_for(name, image_key, lambda: pg.analyse(model, clean, (), table).eta)
-    trail = pg.update_trail(state.trails.get(name, []), a)
-    state.trails[name] = trail
-    layers = pg.map_layers(a, trail)
-    extent = pg.focus_extent(layers, table, a.top_ids[:1]) if zoom else None
-    _map(entry, table, layers, color_by, zoom, extent, dark)
-    st.metric(f"η(x), {entry.title}", f"{a.eta:.3f}", delta=ui.delta(a.eta - eta_clean, suffix=" vs clean"),
+    view = model_view(model, clean, boxes, table, state.trails.get(name, []),
+                      remember=partial(state.clean_eta_for, name, image_key))
+    state.trails[name] = view.trail
+    a = view.analysis
+    _map(entry, table, view.layers, color_by, zoom, view.extent if zoom else None, dark)
+    st.metric(f"η(x), {entry.title}", f"{a.eta:.3f}", delta=ui.delta(a.eta - view.eta_clean, suffix=" vs clean"),
               delta_color="inverse")
     st.markdown("Top-3: " + ", ".join(f"**{c:02d}** ({p:.2f})" for c, p in a.top[:3]))
     if kind == "hib":
-        st.caption(f"ellipse size √det Σ = {np.sqrt(max(np.linalg.det(a.cov_xy), 0)):.3g}")
-    state.compare[entry.title] = {
-        "model": name, "eta": a.eta, "sqrt_det": float(np.sqrt(max(np.linalg.det(a.cov_xy), 0)))}
+        st.caption(f"ellipse size √det Σ = {view.sqrt_det:.3g}")
 
 
-def _map(entry: pg.CompareEntry, table, layers, color_by, zoom, extent, dark) -> None:
+def _map(entry: CompareEntry, table, layers, color_by, zoom, extent, dark) -> None:
     """One column's map: large, no toolbar over it (scroll to zoom, drag to pan, double-click to reset)."""
     st.plotly_chart(pi.embedding_map(table, layers, color_by, dark=dark, show_labels=zoom, show_legend=False,
                                      height=MAP_HEIGHT, extent=extent),
@@ -92,32 +93,29 @@ def _map(entry: pg.CompareEntry, table, layers, color_by, zoom, extent, dark) ->
                     config={"displaylogo": False, "displayModeBar": False, "scrollZoom": True})
 
 
-def spe_column(entry: pg.CompareEntry, clean, boxes, color_by, zoom, dark) -> None:
+def spe_column(entry: CompareEntry, clean, boxes, image_key, color_by, zoom, dark) -> None:
     """SPE: the input's Gaussian among the class prototypes, and its class posterior p(y | x, S) (SPE eq. 7)."""
     state = AppState.get()
-    spec = pg.spe_spec(models.preset_or_stop())
+    spec = spe_spec(models.preset_or_stop())
     model, meta = models.get_model(spec)
     protos, _ = models.prototypes(spec, model, meta)
-    a = pg.analyse(model, clean, boxes, protos.table)  # the Gaussian's geometry; SPE's classes are its posterior
     post = models.posterior(spec, model, meta, clean, boxes)
     post_clean = float(models.posterior(spec, model, meta, clean, np.zeros((0, 4), np.int64)).max())
-    trail = pg.update_trail(state.trails.get(spec.name, []), a)
-    state.trails[spec.name] = trail
-    layers = pg.map_layers(a, trail)
     order = np.argsort(-post, kind="stable")
     top_ids = protos.table.class_ids[order[:5]]
-    extent = pg.focus_extent(layers, protos.table, top_ids[:1]) if zoom else None
-    _map(entry, protos.table, layers, color_by, zoom, extent, dark)
+    # the Gaussian's geometry among the prototypes; SPE's classes are its posterior, so the zoom follows that
+    view = model_view(model, clean, boxes, protos.table, state.trails.get(spec.name, []), focus_ids=top_ids[:1],
+                      remember=partial(state.clean_eta_for, spec.name, image_key))
+    state.trails[spec.name] = view.trail
+    _map(entry, protos.table, view.layers, color_by, zoom, view.extent if zoom else None, dark)
     st.metric(f"max p(y | x, S), {entry.title}", f"{post[order[0]]:.3f}",
               delta=ui.delta(post[order[0]] - post_clean, suffix=" vs clean"),
               help="The largest class posterior (SPE eq. 7, naive sampler, 200 samples, fixed seed): it drops "
                    "when the input could be several classes")
     st.markdown("Top-3: " + ", ".join(f"**{protos.table.class_ids[i]:02d}** ({post[i]:.2f})" for i in order[:3]))
-    st.caption(f"ellipse size √det Σ = {np.sqrt(max(np.linalg.det(a.cov_xy), 0)):.3g}; dots are the prototypes "
-               f"of the {len(protos.table.class_ids)} training classes ({pg.APP_SUPPORT_IMAGES} training images "
+    st.caption(f"ellipse size √det Σ = {view.sqrt_det:.3g}; dots are the prototypes "
+               f"of the {len(protos.table.class_ids)} training classes ({APP_SUPPORT_IMAGES} training images "
                f"each, SPE eq. 5); model `{spec.name}`")
-    state.compare[entry.title] = {"model": spec.name, "p_max": float(post[order[0]]), "top": int(top_ids[0]),
-                                  "sqrt_det": float(np.sqrt(max(np.linalg.det(a.cov_xy), 0)))}
 
 
 def render() -> None:
@@ -151,7 +149,7 @@ def render() -> None:
 
     st.caption("Each map is its own model's 2D space. ★ = this input (mean), ellipses = 1σ/2σ/3σ, ◆ = mixture "
                "components, filled dots = seen classes, hollow dots = unseen classes, grey line = the trail.")
-    entries = pg.compare_entries()
+    entries = compare_entries()
     for row in range(0, len(entries), PER_ROW):  # two maps per row: large enough to read at 1280 px
         cols = st.columns(PER_ROW, gap="large")
         for col, entry in zip(cols, entries[row: row + PER_ROW]):

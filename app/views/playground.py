@@ -1,14 +1,18 @@
 """Occlusion playground (home page): black out parts of a 2-digit image and watch the embedding hedge."""
 from __future__ import annotations
 
-import numpy as np
+from functools import partial
+
 import pandas as pd
 import streamlit as st
 
 import inputs
 import models
 import ui
-from hedgekit import playground as pg
+from hedgekit.interactive.maps import anchor_point
+from hedgekit.interactive.models import APP_MODELS, POINT_MODEL
+from hedgekit.interactive.occlusion import analyse, eta_floor
+from hedgekit.interactive.view import model_view
 from hedgekit.viz import interactive as pi
 from hedgekit.viz.geometry import sigma_mass
 from state import AppState
@@ -45,7 +49,7 @@ def sidebar() -> tuple[str, str, list[float], bool, bool]:
     """The model and display settings: (model choice, colour by, sigmas, trail shown, point-model overlay)."""
     state = AppState.get()
     with st.sidebar:
-        state.widget(st.selectbox, "Model", "model", list(pg.APP_MODELS),
+        state.widget(st.selectbox, "Model", "model", list(APP_MODELS),
                      help="point = deterministic embedding; MoG-C = HIB with C Gaussian components (HIB sec. 2.2)")
         state.widget(st.radio, "Colour centroids by", "color", ["tens", "ones"], horizontal=True,
                      format_func=lambda v: f"{v} digit")
@@ -76,20 +80,18 @@ def render() -> None:
     with left:
         image_key, clean, boxes, image_slot = inputs.input_column("Input")
 
-    analysis = pg.analyse(model, clean, boxes, table)
-    eta_clean = state.clean_eta_for(name, image_key, lambda: pg.analyse(model, clean, (), table).eta)
-    trail = pg.update_trail(state.trails.get(name, []), analysis)
-    state.trails[name] = trail
-
     point_xy, point_top = None, None
-    if overlay and choice != pg.POINT_MODEL:
-        pspec = models.model_spec(pg.POINT_MODEL)
+    if overlay and choice != POINT_MODEL:
+        pspec = models.model_spec(POINT_MODEL)
         pmodel, _ = models.get_model(pspec)
-        pa = pg.analyse(pmodel, clean, boxes, models.centroids(pspec))
-        point_xy, point_class = pg.anchor_point(pa.xy, models.centroids(pspec), table, models.alignment(pspec, spec))
+        pa = analyse(pmodel, clean, boxes, models.centroids(pspec))
+        point_xy, point_class = anchor_point(pa.xy, models.centroids(pspec), table, models.alignment(pspec, spec))
         point_top = pa.top
 
-    layers = pg.map_layers(analysis, trail if show_trail else (), sigmas=sigmas, point_xy=point_xy)
+    view = model_view(model, clean, boxes, table, state.trails.get(name, []), sigmas=sigmas, show_trail=show_trail,
+                      point_xy=point_xy, remember=partial(state.clean_eta_for, name, image_key))
+    state.trails[name] = view.trail
+    analysis, eta_clean = view.analysis, view.eta_clean
     dark = ui.is_dark()
     with image_slot:
         inputs.image_chart(analysis.image, analysis.boxes, dark)
@@ -104,9 +106,8 @@ def render() -> None:
         st.subheader("Embedding")
         title = (f"{choice}<br><sup>shown in 2D: μ' = Wᵀμ, Σ' = WᵀΣW, W = PCA of the class centroids</sup>"
                  if table.projected else f"{choice}: the 2D embedding")
-        extent = (pg.focus_extent(layers, table, analysis.top_ids[:1])
-                  if state.map_view == "zoom on input" else None)
-        st.plotly_chart(pi.embedding_map(table, layers, color_by, dark=dark, show_trail=show_trail, title=title,
+        extent = view.extent if state.map_view == "zoom on input" else None
+        st.plotly_chart(pi.embedding_map(table, view.layers, color_by, dark=dark, show_trail=show_trail, title=title,
                                          extent=extent),
                         key="hk_map", width="stretch", config={"displaylogo": False})
         if sigmas and not analysis.is_point:
@@ -115,13 +116,13 @@ def render() -> None:
             st.caption("A point model has no ellipse: the same input always lands on one spot, whatever you hide.")
 
     g, m, t = st.columns([4, 3, 4], gap="medium")
-    floor = pg.eta_floor(model)
+    floor = eta_floor(model)
     with g:
         st.plotly_chart(pi.eta_gauge(analysis.eta, eta_clean, floor=floor, dark=dark), key="hk_gauge", width="stretch")
     with m:
         st.metric("η(x)", f"{analysis.eta:.3f}", delta=ui.delta(analysis.eta - eta_clean, suffix=" vs clean"),
                   delta_color="inverse", help="HIB eq. 9; the gauge's black tick is the clean image's η")
-        st.metric("ellipse size √det Σ", f"{np.sqrt(max(np.linalg.det(analysis.cov_xy), 0.0)):.3g}",
+        st.metric("ellipse size √det Σ", f"{view.sqrt_det:.3g}",
                   help="Square root of the determinant of the (moment-matched) 2D covariance: the 1σ area / π")
         st.metric("hidden pixels", f"{analysis.covered:.0%}")
     with t:
@@ -135,13 +136,6 @@ def render() -> None:
         if point_top:
             st.caption(f"Point model's best match: **{point_top[0][0]:02d}** (p = {point_top[0][1]:.2f}); its × "
                        f"stands by class {point_class:02d} here, offset as in its own space.")
-
-    state.view = {
-        "model": name, "image": image_key, "eta": analysis.eta, "eta_clean": eta_clean,
-        "sqrt_det": float(np.sqrt(max(np.linalg.det(analysis.cov_xy), 0.0))), "trace": analysis.trace,
-        "covered": analysis.covered, "boxes": analysis.boxes.tolist(), "top": analysis.top,
-        "n_components": analysis.n_components, "projected": analysis.projected, "trail_len": len(trail),
-    }
 
 
 render()

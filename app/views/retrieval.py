@@ -9,7 +9,7 @@ import streamlit as st
 import inputs
 import models
 import ui
-from hedgekit import playground as pg
+from hedgekit.interactive.retrieval import retrieve
 from state import AppState
 
 K = 8  # neighbours shown
@@ -54,7 +54,7 @@ def _first_visit() -> None:
 
 
 def cleaning_panel(spec, model, g) -> dict:
-    """The slider and what it does to mAP; returns the row of `hedgekit.playground.cleaning_map` it chose."""
+    """The slider and what it does to mAP; returns the row of `hedgekit.interactive.retrieval.cleaning_map` it chose."""
     state = AppState.get()
     state.widget(st.slider, "Remove the most uncertain gallery images (%)", "clean_pct", 0, 50, step=5,
                  help="The images with the largest σ² go first (Taha et al. 2019, Table 2).")
@@ -95,10 +95,9 @@ def render() -> None:
     st.title("Retrieval: heteroscedastic triplet")
     with st.expander("What am I looking at?", expanded=False):
         st.markdown(EXPLAINER)
-    preset = models.preset_or_stop()
+    models.preset_or_stop()  # a bad preset stops the page before the first visit changes the input
     _first_visit()
-    state = AppState.get()
-    spec = pg.retrieval_spec(preset)
+    spec = models.retrieval_spec()
     model, _ = models.get_model(spec)
     g = models.gallery(spec, model)
 
@@ -109,10 +108,10 @@ def render() -> None:
         st.subheader("Cleaning the gallery")
         cut = cleaning_panel(spec, model, g)
 
-    r = pg.retrieve(model, clean, boxes, g, k=K, removed=cut["removed"], exclude_index=_own_test_index(image_key))
+    r = retrieve(model, clean, boxes, g, k=K, removed=cut["removed"], exclude_index=_own_test_index(image_key))
     with image_slot:
         inputs.image_chart(r.image, boxes, ui.is_dark())
-        clean_sigma2 = pg.retrieve(model, clean, (), g, k=1).sigma2 if len(boxes) else r.sigma2
+        clean_sigma2 = retrieve(model, clean, (), g, k=1).sigma2 if len(boxes) else r.sigma2
         st.metric("σ² of the query", f"{r.sigma2:.3f}", delta=ui.delta(r.sigma2 - clean_sigma2, suffix=" vs clean"),
                   delta_color="inverse", help="The model's own uncertainty about this image, s = log σ² (Taha et al. eq. 11)")
         st.caption(f"More uncertain than {r.percentile:.0%} of the gallery images.")
@@ -126,10 +125,6 @@ def render() -> None:
         st.caption(f"Model `{spec.name}` ({spec.label}); gallery: {len(g.labels)} unseen-class test images, "
                    f"{len(g.query_labels)} clean queries for the mAP.")
         cleaning_curve(spec, model)  # last: the page shows everything else while it is computed
-    state.retrieval = {"model": spec.name, "image": image_key, "sigma2": r.sigma2, "boxes": boxes.tolist(),
-                       "neighbours": r.neighbours.tolist(), "neighbour_labels": g.labels[r.neighbours].tolist(),
-                       "query_label": label, "clean_pct": state.clean_pct, "map": cut["map"],
-                       "n_removed": cut["n_removed"]}
 
 
 render()

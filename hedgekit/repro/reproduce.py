@@ -445,7 +445,7 @@ def _cmd(a) -> int:
     if a.list_models or a.train_missing:
         pairs = notebook_models(a.only, a.fast)
     if a.list_models:
-        from hedgekit.playground import expected_train_seconds
+        from hedgekit.interactive.models import expected_train_seconds
         from hedgekit.zoo import SHIPPED_DIR, find_checkpoint
 
         print(f"{'notebook':<34} {'checkpoint':<44} status")

@@ -217,7 +217,7 @@ class Session:
         where its checkpoint came from in the header."""
         if spec.name in self._models:
             return self._models[spec.name][0]
-        from hedgekit.playground import load_model
+        from hedgekit.interactive.models import load_model
 
         model, meta = load_model(spec, progress=progress)
         path = meta.get("path") or ""

@@ -1,12 +1,12 @@
-"""The Streamlit app (``app/``) and the maths behind it (`hedgekit.playground`, `hedgekit.viz`).
+"""The Streamlit app (``app/``) driven with ``streamlit.testing.v1.AppTest``.
 
-Oracles: closed forms (ellipse quadratic form, chi-square mass, W^T Sigma W written
-out), hand-computed boxes and match probabilities for point models, and the app
-itself driven with ``streamlit.testing.v1.AppTest`` (values it shows or keeps in
-its session's `AppState`, ``app/state.py``). Trained models are the zoo's fast
-preset, trained once and cached under ``data/checkpoints/`` (about 45 s per model
-on first use)."""
+Oracles: what the pages render (metrics, captions, the map's figure, the images' captions) against the
+library's own results for the same input (`hedgekit.interactive`, tested on its own in tests/interactive/),
+and the values the session keeps in its `AppState` (``app/state.py``) for the next run: the input, the
+rectangles, the trails. Trained models are the zoo's fast preset, trained once and cached under
+``data/checkpoints/`` (about 45 s per model on first use)."""
 from __future__ import annotations
+import base64
 import hashlib
 import io
 import json
@@ -15,8 +15,11 @@ import sys
 from pathlib import Path
 import numpy as np
 import pytest
-from hedgekit import playground as pg
 from hedgekit.data import load_ndigit
+from hedgekit.interactive.models import DEFAULT_MODEL, POINT_MODEL, app_spec, load_model
+from hedgekit.interactive.retrieval import retrieval_spec, retrieve
+from hedgekit.interactive.view import model_view
+from hedgekit.papers.taha.experiments import DIM
 APP_DIR = Path(__file__).resolve().parents[2] / "app"
 APP = str(APP_DIR / "main.py")
 if str(APP_DIR) not in sys.path:  # the app's modules are top-level modules, as app/main.py arranges
@@ -25,7 +28,9 @@ import models  # noqa: E402 - the app's cached models and gallery (after the sys
 from state import AppState  # the app's session state, one dataclass (after the sys.path entry)
 
 pytestmark = pytest.mark.slow  # the app with the fast preset's models (trained on first use, ~45 s each)
-HIB, MOG2, POINT = pg.DEFAULT_MODEL, "MoG-2, D=2", pg.POINT_MODEL
+HIB, MOG2, POINT = DEFAULT_MODEL, "MoG-2, D=2", POINT_MODEL
+HIB_NAME = "hib-n2-d2-c1-beta0.0001-fast-s0"
+RECTANGLE = re.compile(r"\((\d+),(\d+)\) (\d+)×(\d+)")
 
 
 @pytest.fixture
@@ -44,12 +49,37 @@ def _state(at) -> AppState:
     return at.session_state[AppState.KEY]
 
 
-def _view(at) -> dict:
-    return _state(at).view
+def _metric(at, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
 
 
 def _eta_shown(at) -> str:
-    return next(m.value for m in at.metric if m.label == "η(x)")
+    return _metric(at, "η(x)")
+
+
+def _boxes_shown(at) -> list[list[int]]:
+    """The rectangles the playground lists under its image, [[top, left, height, width], ...] ([] if none)."""
+    listed = [c.value for c in at.caption if " rectangle(s), " in c.value]
+    return [list(map(int, m)) for m in RECTANGLE.findall(listed[0].split(":", 1)[1])] if listed else []
+
+
+def _figure(at, key: str) -> dict:
+    """The plotly figure of the chart with ``key``, as the page sends it."""
+    return json.loads(next(e for e in at.get("plotly_chart") if e.proto.id.endswith(key)).proto.spec)
+
+
+def _values(trace_field) -> np.ndarray:
+    """A figure's array as plotly serialises it: a list, or {"bdata": base64, "dtype": ...} for a numpy array."""
+    if isinstance(trace_field, dict):
+        return np.frombuffer(base64.b64decode(trace_field["bdata"]), dtype=trace_field["dtype"])
+    return np.asarray(trace_field, dtype=float)
+
+
+def _library_view(at, boxes, choice=HIB):
+    """`model_view` of the app's input under model ``choice`` with ``boxes`` hidden, straight from the library."""
+    spec = app_spec(choice, "fast")
+    split, index, _ = _state(at).image_key.split(":")
+    return model_view(load_model(spec)[0], load_ndigit(2, split).images[int(index)], boxes, models.centroids(spec))
 
 
 # ---------------------------------------------------------------------- the app's session state
@@ -113,48 +143,54 @@ class TestAppState:
 # ---------------------------------------------------------------------- the app
 class TestApp:
     def test_playground_starts(self, app):
-        v = _view(app)
-        assert v["model"] == "hib-n2-d2-c1-beta0.0001-fast-s0" and v["boxes"] == []
-        assert _eta_shown(app) == f"{v['eta']:.3f}"
+        assert list(_state(app).trails) == [HIB_NAME] and _boxes_shown(app) == []
+        view = _library_view(app, [])
+        assert _eta_shown(app) == f"{view.analysis.eta:.3f}"
+        assert _metric(app, "ellipse size √det Σ") == f"{view.sqrt_det:.3g}"
         assert len(app.get("plotly_chart")) >= 3 and not app.error
 
     def test_hiding_a_digit_raises_eta_and_widens_ellipse(self, app):
-        before = dict(_view(app))
+        before = _library_view(app, [])
         app.button(key="hk_hide0").click().run()
-        after = _view(app)
-        assert after["boxes"] == [[0, 0, 28, 28]] and after["covered"] == 0.5
-        assert after["eta"] > before["eta"] and after["sqrt_det"] > before["sqrt_det"]
-        assert _eta_shown(app) != f"{before['eta']:.3f}"
-        assert after["trail_len"] == 2
+        after = _library_view(app, [[0, 0, 28, 28]])
+        assert _boxes_shown(app) == [[0, 0, 28, 28]] and _metric(app, "hidden pixels") == "50%"
+        assert _eta_shown(app) == f"{after.analysis.eta:.3f}" and after.analysis.eta > before.analysis.eta
+        assert _metric(app, "ellipse size √det Σ") == f"{after.sqrt_det:.3g}" and after.sqrt_det > before.sqrt_det
+        assert len(_state(app).trails[HIB_NAME]) == 2
+        drawn = {t["name"]: t for t in _figure(app, "hk_map")["data"]}
+        np.testing.assert_allclose(_values(drawn["trail: earlier means"]["x"]), [before.analysis.xy[0],
+                                                                                  after.analysis.xy[0]], rtol=1e-6)
 
     def test_sliders_undo_reset(self, app):
-        eta0 = _view(app)["eta"]
+        eta0 = _eta_shown(app)
         app.toggle(key="w_dig1_on").set_value(True).run()
         app.slider(key="w_dig1_rows").set_value((0, 14)).run()
-        assert _view(app)["boxes"] == [[0, 28, 14, 28]]
-        assert _view(app)["eta"] != eta0
+        assert _boxes_shown(app) == [[0, 28, 14, 28]]
+        assert _eta_shown(app) == f"{_library_view(app, [[0, 28, 14, 28]]).analysis.eta:.3f}" != eta0
         app.button(key="hk_undo").click().run()
-        assert _view(app)["boxes"] == [[0, 28, 28, 28]]
+        assert _boxes_shown(app) == [[0, 28, 28, 28]]
         app.button(key="hk_reset").click().run()
-        assert _view(app)["boxes"] == [] and _view(app)["eta"] == eta0
+        assert _boxes_shown(app) == [] and _eta_shown(app) == eta0
         app.button(key="hk_undo").click().run()  # reset itself can be undone
-        assert _view(app)["boxes"] == [[0, 28, 28, 28]]
+        assert _boxes_shown(app) == [[0, 28, 28, 28]]
 
     def test_zero_area_rectangle_gets_a_message(self, app):
         app.toggle(key="w_dig0_on").set_value(True).run()
         app.slider(key="w_dig0_cols").set_value((9, 9)).run()
         assert not app.exception
         assert any("zero area" in i.value for i in app.info)
-        assert _view(app)["boxes"] == []
+        assert _boxes_shown(app) == []
 
     def test_covering_everything_warns_and_keeps_running(self, app):
         app.button(key="hk_hide0").click().run()
         app.button(key="hk_hide1").click().run()
-        assert not app.exception and _view(app)["covered"] == 1.0
+        assert not app.exception and _metric(app, "hidden pixels") == "100%"
         assert any("whole image is hidden" in w.value for w in app.warning)
 
     def test_upload_good_and_bad_files(self, app):
         from PIL import Image
+
+        from hedgekit.interactive.occlusion import analyse
 
         def png(arr, **kw):
             buf = io.BytesIO()
@@ -166,8 +202,11 @@ class TestApp:
         img = np.zeros((28, 56), np.uint8)
         img[4:24, 8:12] = 255
         app.file_uploader(key="hk_upload").set_value(("two.png", png(img), "image/png")).run()
-        assert not app.exception and _view(app)["image"].startswith("upload:")
-        eta = _view(app)["eta"]
+        assert not app.exception and _state(app).image_key.startswith("upload:")
+        spec = app_spec(HIB, "fast")
+        eta = _eta_shown(app)
+        assert eta == f"{analyse(load_model(spec)[0], img, (), models.centroids(spec)).eta:.3f}"
+        trail = _state(app).trails[HIB_NAME]
         bomb = png(np.zeros((28, 56), np.uint8))
         bomb = bomb[:16] + (60_000).to_bytes(4, "big") * 2 + bomb[24:]  # IHDR claims 60000 x 60000 (bad CRC too)
         for name, data, why in (("notes.txt", b"hello", "not an image"),
@@ -180,54 +219,66 @@ class TestApp:
             assert not app.exception
             assert any(name in e.value for e in app.error), name
             assert any(re.search(why, e.value) for e in app.error), (name, [e.value for e in app.error])
-            assert _view(app)["eta"] == eta  # the last valid image stays
+            assert _eta_shown(app) == eta and _state(app).trails[HIB_NAME] == trail  # the last valid image stays
         app.file_uploader(key="hk_upload").set_value(("deep.png", png(img.astype(np.uint16) * 257), "image/png")).run()
         assert not app.exception and not app.error
-        assert _view(app)["eta"] == eta  # a 16-bit copy of the same image is the same image, not a black one
+        assert _eta_shown(app) == eta  # a 16-bit copy of the same image is the same image, not a black one
+        assert _state(app).trails[HIB_NAME][-1] == trail[-1]
         app.file_uploader(key="hk_upload").set_value(("paper.png", png(255 - img), "image/png")).run()
-        assert not app.exception and not app.error and _view(app)["eta"] == eta  # dark on white: inverted
+        assert not app.exception and not app.error and _eta_shown(app) == eta  # dark on white: inverted
+        assert _state(app).trails[HIB_NAME][-1] == trail[-1]
         assert any("paper.png" in c.value and "inverted" in c.value for c in app.caption)  # and the page says so
 
     def test_model_switching(self, app):
-        hib_eta = _view(app)["eta"]
+        hib_eta = _eta_shown(app)
         app.selectbox(key="w_model").set_value(MOG2).run()
         assert not app.exception
-        assert _view(app)["n_components"] == 2 and "c2" in _view(app)["model"]
+        drawn = {t["name"]: t for t in _figure(app, "hk_map")["data"]}
+        assert len(_values(drawn["mixture components"]["x"])) == 2  # the map draws MoG-2's two components
+        assert "hib-n2-d2-c2-beta0.0001-fast-s0" in _state(app).trails
         app.selectbox(key="w_model").set_value(POINT).run()
-        v = _view(app)
-        assert v["model"].startswith("point") and v["sqrt_det"] == 0
+        assert _metric(app, "ellipse size √det Σ") == "0" and "point-n2-d2-fast-s0" in _state(app).trails
+        eta = _eta_shown(app)
         app.button(key="hk_hide0").click().run()
-        assert _view(app)["eta"] == v["eta"]  # a point model cannot hedge
+        assert _eta_shown(app) == eta  # a point model cannot hedge
         app.selectbox(key="w_model").set_value(HIB).run()
-        assert _view(app)["eta"] != hib_eta  # HIB again, now with the digit hidden
+        assert _eta_shown(app) != hib_eta  # HIB again, now with the digit hidden
 
     def test_image_choice_and_corrupt_twin(self, app, test_seen):
         app.radio(key="w_split").set_value("test_unseen").run()
-        assert _view(app)["image"].startswith("test_unseen:")
+        assert _state(app).image_key.startswith("test_unseen:")
         app.number_input(key="w_example").set_value(5).run()
         app.toggle(key="w_corrupt").set_value(True).run()
-        v = _view(app)
-        i = int(v["image"].split(":")[1])
+        i = int(_state(app).image_key.split(":")[1])
         expected = [b for b in load_ndigit(2, "test_unseen").boxes[i].tolist() if b[2] and b[3]]
-        assert v["boxes"] == expected and v["trail_len"] == 1
+        assert _boxes_shown(app) == expected and len(_state(app).trails[HIB_NAME]) == 1
+        assert _eta_shown(app) == f"{_library_view(app, expected).analysis.eta:.3f}"
         app.button(key="hk_random").click().run()
         assert not app.exception
 
     def test_compare_page_and_state_across_pages(self, app):
+        from hedgekit.interactive.prototypes import spe_spec
+
         app.button(key="hk_hide1").click().run()
-        eta = _view(app)["eta"]
+        eta = _eta_shown(app)
         app.switch_page("views/compare.py").run()
         assert not app.exception
         shown = {m.label: m.value for m in app.metric}
         assert set(shown) == {"η(x), point", "η(x), HIB, MoG-1", "η(x), HIB, MoG-2", "max p(y | x, S), SPE"}
-        assert shown["η(x), HIB, MoG-1"] == f"{eta:.3f}"  # the same occluded input
-        spe = _state(app).compare["SPE"]
-        assert spe["model"] == "spe-n2-d2-intersection1-fast-s0" and shown["max p(y | x, S), SPE"] == f"{spe['p_max']:.3f}"
-        assert _state(app).compare["HIB, MoG-1"]["eta"] == eta
+        assert shown["η(x), HIB, MoG-1"] == eta  # the same occluded input
+        spe = spe_spec("fast")
+        assert spe.name == "spe-n2-d2-intersection1-fast-s0"
+        assert any(f"model `{spe.name}`" in c.value for c in app.caption)
+        model, meta = load_model(spe)
+        clean = load_ndigit(2, "test_seen").images[int(_state(app).image_key.split(":")[1])]
+        post = models.posterior(spe, model, meta, clean, np.array([[0, 28, 28, 28]]))
+        assert shown["max p(y | x, S), SPE"] == f"{post.max():.3f}"
+        hib = _library_view(app, [[0, 28, 28, 28]])
+        assert any(c.value == f"ellipse size √det Σ = {hib.sqrt_det:.3g}" for c in app.caption)
         app.switch_page("views/playground.py").run()
         assert not app.exception
         assert app.toggle(key="w_dig1_on").value is True
-        assert _view(app)["boxes"] == [[0, 28, 28, 28]] and _view(app)["eta"] == eta
+        assert _boxes_shown(app) == [[0, 28, 28, 28]] and _eta_shown(app) == eta
 
     def test_retrieval_page(self, app):
         """sigma^2 and neighbours of the input, the slider's mAP (from the library), occlusion raising sigma^2."""
@@ -235,32 +286,51 @@ class TestApp:
 
         app.switch_page("views/retrieval.py").run()
         assert not app.exception and not app.error
-        v = _state(app).retrieval
-        assert v["image"].startswith("test_unseen:")  # the first visit picks the gallery's (unseen) classes
-        assert v["model"] == "het-n2-d16-fast-s0" and len(v["neighbours"]) == 8
-        assert v["query_label"] in v["neighbour_labels"]  # a clean test digit finds its class among 8
-        shown = {m.label: m.value for m in app.metric}
-        assert shown["σ² of the query"] == f"{v['sigma2']:.3f}"
-        g = models.gallery(pg.retrieval_spec("fast"), pg.load_model(pg.retrieval_spec("fast"))[0])
+        split, index, _ = _state(app).image_key.split(":")
+        assert split == "test_unseen"  # the first visit picks the gallery's (unseen) classes
+        spec = retrieval_spec(DIM, "fast")
+        assert spec.name == "het-n2-d16-fast-s0" and any(f"Model `{spec.name}`" in c.value for c in app.caption)
+        model = load_model(spec)[0]
+        g = models.gallery(spec, model)
+        test = load_ndigit(2, "test_unseen")
+        clean, label = test.images[int(index)], int(test.labels[int(index)])
+
+        def neighbours_shown():  # drawn column by column: put them back in rank order
+            return sorted((i.proto.imgs[0].caption for i in app.get("image")), key=lambda c: int(c[1:].split()[0]))
+
+        def neighbours_expected(boxes, removed):
+            r = retrieve(model, clean, boxes, g, k=8, removed=removed, exclude_index=int(index))
+            return r, [f"#{k + 1} {g.labels[p]:02d} · d {d:.2f} · σ² {g.sigma2[p]:.2f}"
+                       + (" · occluded" if g.occluded[p] else "") for k, (p, d) in enumerate(zip(r.neighbours,
+                                                                                             r.distances))]
+
+        [start] = map_after_removing_uncertain(g.query_means, g.query_labels, g.means, g.labels, g.sigma2,
+                                               [_state(app).clean_pct / 100])  # the slider's default share
+        r, expected = neighbours_expected([], start["removed"])
+        assert neighbours_shown() == expected and len(expected) == 8
+        assert label in g.labels[r.neighbours]  # a clean test digit finds its class among 8
+        assert _metric(app, "σ² of the query") == f"{r.sigma2:.3f}"
         [row] = map_after_removing_uncertain(g.query_means, g.query_labels, g.means, g.labels, g.sigma2, [0.3])
         app.slider(key="w_clean_pct").set_value(30).run()
-        v = _state(app).retrieval
-        assert v["n_removed"] == row["n_removed"] and v["map"] == pytest.approx(row["map"])
-        assert next(m.value for m in app.metric if m.label == "mAP, σ² cleaning") == f"{row['map']:.3f}"
-        assert not set(v["neighbours"]) & set(row["removed"].tolist())  # removed images are never neighbours
-        sigma2 = v["sigma2"]
+        assert _metric(app, "mAP, σ² cleaning") == f"{row['map']:.3f}"
+        assert any(c.value.startswith(f"{row['n_removed']} of {len(g.labels)} gallery images removed")
+                   for c in app.caption)
+        r, expected = neighbours_expected([], row["removed"])
+        assert neighbours_shown() == expected  # removed images are never neighbours
+        assert not set(r.neighbours.tolist()) & set(row["removed"].tolist())
+        sigma2 = _metric(app, "σ² of the query")
         app.button(key="hk_hide0").click().run()
-        v = _state(app).retrieval
-        assert v["boxes"] == [[0, 0, 28, 28]] and v["sigma2"] != sigma2
+        r, expected = neighbours_expected([[0, 0, 28, 28]], row["removed"])
+        assert _metric(app, "σ² of the query") == f"{r.sigma2:.3f}" != sigma2 and neighbours_shown() == expected
         app.switch_page("views/playground.py").run()  # the same input, occlusion included
-        assert not app.exception and _view(app)["boxes"] == [[0, 0, 28, 28]]
+        assert not app.exception and _boxes_shown(app) == [[0, 0, 28, 28]]
 
     def test_sessions_do_not_interfere(self, app):
         from streamlit.testing.v1 import AppTest
 
         app.button(key="hk_hide0").click().run()
         other = AppTest.from_file(APP, default_timeout=120).run()
-        assert _view(other)["boxes"] == [] and _view(app)["boxes"] == [[0, 0, 28, 28]]
+        assert _boxes_shown(other) == [] and _boxes_shown(app) == [[0, 0, 28, 28]]
 
     def test_bad_preset_is_reported(self, fast_models, monkeypatch):
         from streamlit.testing.v1 import AppTest
@@ -323,7 +393,7 @@ def test_benchmark_page_without_results_shows_the_command(url_cache):
     at = AppTest.from_file(BENCHMARK_PAGE, default_timeout=120).run()
     assert not at.exception, at.exception
     assert any("python -m hedgekit url-benchmark --fast" in i.value for i in at.info)
-    assert _state(at).benchmark == {"budget": None} and not at.selectbox
+    assert not at.selectbox and not at.get("image") and not any(m.value.startswith("| method") for m in at.markdown)
 
 
 def test_benchmark_page_shows_the_leaderboard_and_the_extremes(url_cache):
@@ -340,16 +410,18 @@ def test_benchmark_page_shows_the_leaderboard_and_the_extremes(url_cache):
     table = next(m.value for m in at.markdown if m.value.startswith("| method"))
     # ranked, mean ± sample std; our InfoNCE is the supervised one (hedgekit.papers.url.benchmark.LABELS)
     assert "| supervised InfoNCE | 0.900 |" in table and "| CE | 0.650 ± 0.071 |" in table
-    v = _state(at).benchmark
-    assert v["budget"] == "fast" and v["methods"] == ["infonce", "ce"] and v["method"] == "infonce"
-    assert v["seed"] == 1 and len(v["most_u"]) == len(v["least_u"]) == 8
-    assert min(v["most_u"]) >= max(v["least_u"])
+    assert any(h.value == "Leaderboard (fast budget)" for h in at.subheader)
+    picker = at.selectbox(key="w_bench_method")
+    assert picker.options == ["InfoNCE", "CE"] and picker.value == "infonce"  # ranked by downstream R-AUROC
+    assert any(c.value.startswith("Seed 1;") for c in at.caption)  # the method's first cached seed
     ext = benchmark.uncertainty_extremes("infonce", 1, "fast", k=8)  # what the page shows is the library's
-    np.testing.assert_allclose(v["most_u"], ext["most"]["u"])
-    assert len(at.get("image")) == 16
-    at.selectbox(key="w_bench_method").select("ce").run()
+    assert min(ext["most"]["u"]) >= max(ext["least"]["u"])
+    expected = [f"{label:02d} · u {u:.3g}" for part in (ext["most"], ext["least"])
+                for label, u in zip(part["labels"], part["u"])]
+    assert [i.proto.imgs[0].caption for i in at.get("image")] == expected and len(expected) == 16
+    picker.select("ce").run()
     assert not at.exception, at.exception
-    assert _state(at).benchmark["method"] == "ce" and _state(at).benchmark["seed"] == 0
+    assert at.selectbox(key="w_bench_method").value == "ce" and any(c.value.startswith("Seed 0;") for c in at.caption)
 
 
 def test_benchmark_page_with_unreadable_weights_says_so(url_cache):

@@ -46,11 +46,13 @@ def _free_port() -> int:
 def server(tmp_path_factory):
     """The app served by a real Streamlit process; its models trained first (outside the timed wait)."""
     pytest.importorskip("playwright.sync_api", reason="pip install playwright (the Python package only)")
-    from hedgekit import playground as pg
+    from hedgekit.interactive.models import DEFAULT_MODEL, POINT_MODEL, app_spec, load_model
+    from hedgekit.interactive.retrieval import retrieval_spec
+    from hedgekit.papers.taha.experiments import DIM
 
-    for choice in (pg.DEFAULT_MODEL, pg.POINT_MODEL):  # cached after the first run (~45 s each otherwise)
-        pg.load_model(pg.app_spec(choice, "fast"))
-    pg.load_model(pg.retrieval_spec("paper"))  # not shipped: trained here, not in the wait (SPE's ships)
+    for choice in (DEFAULT_MODEL, POINT_MODEL):  # cached after the first run (~45 s each otherwise)
+        load_model(app_spec(choice, "fast"))
+    load_model(retrieval_spec(DIM, "paper"))  # not shipped: trained here, not in the wait (SPE's ships)
     port = _free_port()
     env = dict(os.environ, HEDGEKIT_PRESET="paper", PYTHONUNBUFFERED="1",  # the shipped default models
                HOME=str(tmp_path_factory.mktemp("home")))  # its persist="disk" cache: not in ~/.streamlit

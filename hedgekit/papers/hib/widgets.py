@@ -37,7 +37,7 @@ def occlusion_explorer(model, table, image, title: str = "", n_points: int = 409
     import ipywidgets as W
     from IPython.display import display
 
-    from hedgekit.playground import analyse
+    from hedgekit.interactive.occlusion import analyse
 
     img = np.asarray(image)
     n_digits = img.shape[1] // DIGIT_SIZE

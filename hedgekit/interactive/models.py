@@ -1,0 +1,123 @@
+"""The app's models: which zoo models its pages show, at which preset, and how they are loaded.
+
+Every page names its models here (`APP_MODELS` for the playground and the compare page, `retrieval_spec` in
+`hedgekit.interactive.retrieval`, `spe_spec` in `hedgekit.interactive.prototypes`); the specs are
+`hedgekit.zoo.Spec`s, loaded or trained by `load_model`.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+
+from hedgekit.errors import InputError
+
+__all__ = ["APP_MODELS", "APP_CENTROID_IMAGES", "DEFAULT_MODEL", "POINT_MODEL", "BETAS", "DEFAULT_BETA",
+           "TRAIN_SECONDS", "CompareEntry", "app_preset", "app_spec", "compare_entries", "load_model",
+           "expected_train_seconds", "beta_options", "trained_or_fast"]
+
+APP_CENTROID_IMAGES = 30  # test images per class for the app's centroids (see `hedgekit.evaluation.centroids`)
+
+# Display name -> Spec fields (N = 2 digits; preset and beta come from the app).
+APP_MODELS: dict[str, dict] = {
+    "MoG-1 (HIB), D=2": dict(kind="hib", components=1, dim=2),
+    "MoG-2, D=2": dict(kind="hib", components=2, dim=2),
+    "point, D=2": dict(kind="point", components=1, dim=2),
+    # the paper's K = 8 samples per input: with the `paper` preset's K = 4, MoG-1 at D = 3 gives every input one
+    # variance and does not hedge (`hedgekit.papers.hib.experiments.hib_k`); the fast preset's K is 8 anyway
+    "MoG-1 (HIB), D=3 (2D projection)": dict(kind="hib", components=1, dim=3, samples=8),
+}
+DEFAULT_MODEL = "MoG-1 (HIB), D=2"
+POINT_MODEL = "point, D=2"
+BETAS = (0.0, 1e-4, 1e-2)  # HIB App. E's range; 1e-4 is the paper's choice (sec. 4.1)
+DEFAULT_BETA = 1e-4
+# Wall time to train one model, measured with 1 torch thread on 2 busy CPU cores: fast preset
+# 27-45 s (point, MoG-1, MoG-2, D=3); paper preset: the zoo's target of < 10 min per model.
+TRAIN_SECONDS = {"fast": 45, "paper": 600}
+
+
+def app_preset() -> str:
+    """The preset named by env var ``HEDGEKIT_PRESET`` (default "paper"; tests use "fast")."""
+    from hedgekit.zoo import PRESETS
+
+    preset = os.environ.get("HEDGEKIT_PRESET", "paper").strip() or "paper"
+    if preset not in PRESETS:
+        raise InputError(f"HEDGEKIT_PRESET={preset!r} is not a preset; use one of {sorted(PRESETS)}")
+    return preset
+
+
+def app_spec(choice: str, preset: str | None = None, beta: float = DEFAULT_BETA, n_digits: int = 2):
+    """The `hedgekit.zoo.Spec` behind a model choice of the app (`APP_MODELS` key)."""
+    from hedgekit.zoo import Spec
+
+    if choice not in APP_MODELS:
+        raise InputError(f"unknown model {choice!r}; choose one of {list(APP_MODELS)}")
+    fields = dict(APP_MODELS[choice])
+    if fields["kind"] == "hib":
+        fields["beta"] = float(beta)
+    return Spec(n_digits=n_digits, preset=preset or app_preset(), **fields)
+
+
+@dataclass(frozen=True)
+class CompareEntry:
+    """One column of the Compare page: a model choice of `APP_MODELS`, or SPE (``choice="spe"``,
+    `hedgekit.interactive.prototypes.spe_spec`)."""
+
+    title: str
+    choice: str  # APP_MODELS key, or "spe"
+    note: str = ""
+
+
+def compare_entries() -> list[CompareEntry]:
+    """The Compare page's columns."""
+    return [
+        CompareEntry("point", POINT_MODEL, "deterministic: a dot, no uncertainty"),
+        CompareEntry("HIB, MoG-1", "MoG-1 (HIB), D=2", "one Gaussian per input"),
+        CompareEntry("HIB, MoG-2", "MoG-2, D=2", "two Gaussians per input"),
+        CompareEntry("SPE", "spe", "stochastic prototype embeddings (Scott et al. 2019): a Gaussian per input, "
+                                   "classes as prototypes"),
+    ]
+
+
+def load_model(spec, progress: bool = False, **kwargs):
+    """`hedgekit.zoo.load_or_train` for the app, the notebooks and the benchmark: (model in eval mode, meta).
+
+    Checkpoints cached by early versions of the zoo recorded ``torch.__version__`` as a
+    ``TorchVersion`` (a ``str`` subclass) that ``torch.load(weights_only=True)``
+    refuses; allow-listing that one harmless class keeps such caches loadable. Keyword
+    arguments (e.g. ``callback``, the app's progress bar) go to `load_or_train`.
+    """
+    from hedgekit.zoo import load_or_train
+
+    with torch.serialization.safe_globals([torch.torch_version.TorchVersion]):
+        model, meta = load_or_train(spec, progress=progress, **kwargs)
+    return model.eval(), meta
+
+
+def expected_train_seconds(spec) -> int:
+    """Rough wall time to train ``spec`` on 2 CPU cores (for the app's progress message)."""
+    base = TRAIN_SECONDS.get(spec.preset, 600)
+    if spec.steps is not None:
+        from hedgekit.zoo import PRESETS
+
+        base = base * spec.steps / PRESETS[spec.preset][spec.recipe_key]["steps"]
+    return int(round(base))
+
+
+def beta_options(preset: str, choice: str = DEFAULT_MODEL) -> list[tuple[float, bool]]:
+    """[(beta, checkpoint exists)] for the HIB model ``choice`` at each beta of `BETAS`."""
+    from hedgekit.zoo import find_checkpoint
+
+    return [(b, find_checkpoint(app_spec(choice, preset, b)) is not None) for b in BETAS]
+
+
+def trained_or_fast(spec):
+    """``spec`` if a checkpoint of it exists (shipped or cached), else the same model at the fast preset.
+
+    Models no checkpoint ships for (the triplet models, SPE at N = 3) would take minutes at the paper preset;
+    the app shows their fast twin (seconds to train) unless the paper one was trained, e.g. by a notebook.
+    """
+    from hedgekit.zoo import find_checkpoint
+
+    return spec if find_checkpoint(spec) is not None else spec.at_preset("fast")

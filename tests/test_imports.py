@@ -1,0 +1,66 @@
+"""The kit's imports run one way: `hedgekit.papers` builds on the library, never the library on a paper.
+
+Only the papers themselves and the two entry points that list every paper (the CLI and the notebook registry,
+`hedgekit/repro/reproduce.py`) may import `hedgekit.papers`; everything else gets a paper's settings passed in
+(e.g. the retrieval model's dimension, `hedgekit.interactive.retrieval.retrieval_spec`). Every import statement
+counts, module-level or inside a function."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ALLOWED = ("hedgekit/papers/", "hedgekit/cli.py", "hedgekit/repro/reproduce.py")
+
+
+def imported_modules(source: str, module: str) -> set[str]:
+    """Every module an import statement of ``source`` (the code of dotted ``module``) names, relative ones resolved;
+    ``from a import b`` names both ``a`` and ``a.b`` (b may be a module)."""
+    package = module.split(".")
+    out = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package[: len(package) - node.level] + ([base] if base else []))
+            out.add(base)
+            out.update(f"{base}.{a.name}" for a in node.names)
+    return out
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _uses_papers(source: str, module: str) -> list[str]:
+    return sorted(m for m in imported_modules(source, module) if m == "hedgekit.papers"
+                  or m.startswith("hedgekit.papers."))
+
+
+@pytest.mark.parametrize("source, found", [
+    ("from hedgekit.papers.taha.experiments import DIM", ["hedgekit.papers.taha.experiments",
+                                                          "hedgekit.papers.taha.experiments.DIM"]),
+    ("def f():\n    import hedgekit.papers.url.benchmark as b\n", ["hedgekit.papers.url.benchmark"]),
+    ("from hedgekit import papers", ["hedgekit.papers"]),
+    ("from ..papers import hib", ["hedgekit.papers", "hedgekit.papers.hib"]),
+    ("from hedgekit.viz import geometry  # hedgekit.papers in a comment", []),
+])
+def test_the_check_finds_every_form_of_import(source, found):
+    assert _uses_papers(source, "hedgekit.interactive.retrieval") == found
+
+
+def test_only_the_papers_and_the_entry_points_import_the_papers():
+    offenders = {}
+    for path in sorted((ROOT / "hedgekit").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith(ALLOWED):
+            continue
+        used = _uses_papers(path.read_text(), _module_name(path))
+        if used:
+            offenders[rel] = used
+    assert not offenders, f"modules importing hedgekit.papers (pass the paper's settings in instead): {offenders}"
