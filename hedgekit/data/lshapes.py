@@ -650,14 +650,3 @@ def bayes_hit_rate(orientation: np.ndarray, hue: np.ndarray, labels: np.ndarray,
     """Fraction of (orientation, hue) whose arg-max of :func:`class_log_likelihood` is their label."""
     pred = np.argmax(class_log_likelihood(orientation, hue, class_std=class_std), axis=-1)
     return float(np.mean(pred == labels))
-
-
-# Moved to hedgekit.papers.spe.bayes; notebook 06 still imports these three from here (lazily: no import cycle).
-_MOVED_TO_SPE_BAYES = ("bayes_optimal_accuracy", "prototype_oracle_accuracy", "readout_sweep")
-
-
-def __getattr__(name: str):
-    if name in _MOVED_TO_SPE_BAYES:
-        from hedgekit.papers.spe import bayes
-        return getattr(bayes, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -386,9 +386,7 @@ def test_make_lshapes_tampered_cache_is_rendered_again(tmp_path, monkeypatch):
     assert not list((tmp_path / "lshapes").glob("*.tmp"))
 
 
-def test_moved_analyses_stay_importable_from_lshapes_for_notebook_06():
-    from hedgekit.papers.spe import bayes
-    from hedgekit.data.lshapes import bayes_optimal_accuracy, prototype_oracle_accuracy, readout_sweep  # noqa: F401
-    assert L.readout_sweep is bayes.readout_sweep and L.prototype_oracle_accuracy is bayes.prototype_oracle_accuracy
-    with pytest.raises(AttributeError, match="bayes_accuracy_1d"):
-        L.bayes_accuracy_1d  # noqa: B018 (only what notebook 06 imports is forwarded)
+def test_the_data_module_has_no_analyses():
+    """The Bayes and oracle analyses live in hedgekit.papers.spe.bayes; hedgekit.data does not import the papers."""
+    for name in ("bayes_optimal_accuracy", "prototype_oracle_accuracy", "readout_sweep", "bayes_accuracy_1d"):
+        assert not hasattr(L, name), name
