@@ -56,6 +56,12 @@ class NotebookResults:
         rows = [tally(v) for v in self.verdicts]
         return tuple(sum(r[i] for r in rows) for i in range(3))
 
+    @property
+    def current_rules(self) -> bool:
+        """Whether every verdict was rendered under the current rules (`is_current`): False means the notebook's
+        committed run predates them and its tallies are not comparable with a current run's."""
+        return all(is_current(v) for v in self.verdicts)
+
 
 def _outputs_markdown(cell) -> list[str]:
     return ["".join(o.get("data", {}).get("text/markdown", "")) for o in cell.get("outputs", [])
@@ -66,6 +72,13 @@ def verdict_blocks(nb) -> list[str]:
     """The verdict Markdown blocks among the committed outputs of ``nb``, in notebook order."""
     return [md.strip() for cell in nb.cells if cell.cell_type == "code" for md in _outputs_markdown(cell)
             if md.lstrip().startswith(VERDICT_HEADING)]
+
+
+def is_current(block: str) -> bool:
+    """True for a verdict rendered by the current `hedgekit.papers.verdict` ("N matched, M not matched", sanity
+    checks apart, sizes decided with intervals); False for one rendered before ("N matched, M did not")."""
+    m = _TALLY.search(block)
+    return m is not None and "did not" not in m.group(0)
 
 
 def tally(block: str) -> tuple[int, int, int]:
@@ -192,16 +205,20 @@ def render(results: list[NotebookResults]) -> str:
              "by hand. Run times are those of the committed runs, on 2 CPU cores that were often shared with "
              "other jobs. The notebooks' full reports, figures included: "
              "[`notebooks/report/summary.md`](../notebooks/report/summary.md).", "",
-             "| notebook | mode | run | run time | matched | not matched | inconclusive |",
-             "|---|---|---|---|---|---|---|"]
+             "A notebook whose committed run predates the current verdict rules (statements that cannot fail counted "
+             "apart as sanity checks, sizes decided on intervals, paired statistics) says *earlier* under *rules*: "
+             "its tallies are as that run rendered them, not recomputed; re-running it in full mode updates them.",
+             "", "| notebook | mode | run | run time | rules | matched | not matched | inconclusive |",
+             "|---|---|---|---|---|---|---|---|"]
     total = [0, 0, 0]
     results = [r for r in results if r.verdicts or r.tables]  # e.g. 00_start_here records no results
     for r in results:
         counts = r.counts
         total = [t + c for t, c in zip(total, counts)]
+        rules = ("current" if r.current_rules else "*earlier*") if r.verdicts else "—"
         lines.append(f"| [{r.name}](#{_anchor(r.name)}) | {r.mode} | {r.started or '—'} | {_duration(r.seconds)} | "
-                     + " | ".join(map(str, counts)) + " |")
-    lines.append("| **all** | | | | " + " | ".join(f"**{t}**" for t in total) + " |")
+                     f"{rules} | " + " | ".join(map(str, counts)) + " |")
+    lines.append("| **all** | | | | | " + " | ".join(f"**{t}**" for t in total) + " |")
     for r in results:
         lines += ["", f"## {r.name}", "", f"*{r.title}* — {r.mode} mode, run {r.started or '(date not recorded)'}, "
                   f"{_duration(r.seconds)}.", ""]

@@ -67,12 +67,12 @@ def test_tallies_are_the_verdict_rows_counted(generated):
             total = [t + c for t, c in zip(total, counts)]
         stem = name.removesuffix(".ipynb")
         row = summary[f"[{stem}](#{stem})"]
-        assert [int(c) for c in row[4:7]] == total, stem
+        assert [int(c) for c in row[5:8]] == total, stem
         counted_notebooks += 1
     assert counted_notebooks >= 9
     all_row = summary["**all**"]
-    assert sum(int(c.strip("*")) for c in all_row[4:7]) == sum(
-        int(r[4]) + int(r[5]) + int(r[6]) for k, r in summary.items() if k.startswith("["))
+    assert sum(int(c.strip("*")) for c in all_row[5:8]) == sum(
+        int(r[5]) + int(r[6]) + int(r[7]) for k, r in summary.items() if k.startswith("["))
 
 
 def test_hib_table1_paper_columns_are_numbers_py(generated):
@@ -123,5 +123,8 @@ def test_tally_needs_the_bold_line():
     # the one vocabulary of hedgekit.papers.verdict; sanity checks after the tally are not counted
     assert R.tally("**2 matched, 5 not matched, 1 inconclusive** (computed); 6 sanity check(s) listed apart") == (2, 5, 1)
     assert R.tally("**0 matched, 0 not matched** (computed from the numbers above); 6 sanity check(s)") == (0, 0, 0)
+    # which rules rendered a block: the current vocabulary, or the one before it
+    assert R.is_current("**2 matched, 5 not matched** (computed)") and not R.is_current("**3 matched, 2 did not**")
+    assert not R.is_current("no tally at all")
     with pytest.raises(InputError, match="no '\\*\\*N matched"):
         R.tally("### What matched, what did not, and why — x\n\nnothing")
