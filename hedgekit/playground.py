@@ -11,10 +11,10 @@ from hedgekit.interactive.inputs import (PolarityWarning, box_from_drag, check_b
 from hedgekit.interactive.maps import MapLayers, map_layers, update_trail
 from hedgekit.interactive.models import (APP_CENTROID_IMAGES, APP_MODELS, DEFAULT_MODEL, POINT_MODEL, app_spec,
                                          load_model)
-from hedgekit.interactive.occlusion import Analysis, analyse
+from hedgekit.interactive.occlusion import Analysis, analyse, eta_floor
 from hedgekit.interactive.view import ModelView, model_view
 
-__all__ = ["Analysis", "CentroidTable", "MapLayers", "ModelView", "analyse", "box_from_drag", "centroid_table",
+__all__ = ["Analysis", "CentroidTable", "MapLayers", "ModelView", "analyse", "eta_floor", "box_from_drag", "centroid_table",
            "map_layers", "model_view", "update_trail", "PolarityWarning", "check_boxes", "decode_upload",
            "image_from_bytes", "looks_inverted", "APP_CENTROID_IMAGES", "APP_MODELS", "DEFAULT_MODEL",
            "POINT_MODEL", "app_spec", "load_model"]

@@ -64,3 +64,29 @@ def test_only_the_papers_and_the_entry_points_import_the_papers():
         if used:
             offenders[rel] = used
     assert not offenders, f"modules importing hedgekit.papers (pass the paper's settings in instead): {offenders}"
+
+
+def test_every_hedgekit_name_a_notebook_uses_exists():
+    """Each `from hedgekit... import name` of a notebook's code cells resolves, and so does each attribute a notebook
+    reads from `playground` (the facade the notebooks keep using after the app's code moved to
+    `hedgekit.interactive`): a library move that forgets one breaks the notebook only when it is run."""
+    import importlib
+    import re
+
+    import nbformat
+
+    missing = []
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type != "code":
+                continue
+            source = "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!")))
+            for node in ast.walk(ast.parse(source)):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("hedgekit"):
+                    module = importlib.import_module(node.module)
+                    missing += [f"{path.name}: {node.module}.{a.name}" for a in node.names
+                                if not hasattr(module, a.name) and importlib.util.find_spec(f"{node.module}.{a.name}") is None]
+            facade = importlib.import_module("hedgekit.playground")
+            missing += [f"{path.name}: playground.{name}" for name in re.findall(r"\bplayground\.(\w+)", cell.source)
+                        if not hasattr(facade, name)]
+    assert not missing, f"names the notebooks use that the library does not have: {sorted(set(missing))}"
