@@ -1,10 +1,13 @@
 """The upstream loop of the URL benchmark: on_step sees each step's batch after that step's optimiser update,
 and predict collects e(x), u(x) and logits batch by batch."""
 import numpy as np
+import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from hedgekit.errors import InputError
+from hedgekit.methods.upstream import build_method
 from hedgekit.training.upstream import (UpstreamConfig, UpstreamModel, fit_upstream, predict, random_shift,
                                         uniform_batches)
 
@@ -54,11 +57,6 @@ def test_predict_concatenates_batches_in_eval_mode():
 def test_unsupervised_heads_never_see_a_label():
     """Two-view InfoNCE trained with the labels or with the labels shuffled ends with the same weights: no label
     reaches the batches, the views or the loss (which refuses labels, tests/methods/test_infonce.py)."""
-    import pytest
-
-    from hedgekit.errors import InputError
-    from hedgekit.methods.upstream import build_method
-
     x = torch.rand(40, 1, 4, 4)
     y = torch.arange(4).repeat(10)
     weights = []
