@@ -35,7 +35,7 @@ from hedgekit.papers.url.numbers import DISPLAY
 from hedgekit.training.upstream import UpstreamConfig, UpstreamModel, fit_upstream, predict
 
 __all__ = ["Setting", "Budget", "BUDGETS", "TRAINED_AT", "TRAINED", "NOT_TRAINED", "run_status", "method_status",
-           "trained_runs", "ranked", "seed_rank_stability", "augmentation", "METRICS", "method_registry", "check_methods", "eval_sets", "build_model",
+           "trained_runs", "ranked", "seed_rank_stability", "augmentation", "settings_table", "METRICS", "method_registry", "check_methods", "eval_sets", "build_model",
            "cache_root", "run_path", "RUN_MODULES", "module_closure", "run_one", "load_run_model", "run_benchmark",
            "cached_runs", "uncertainty_extremes", "leaderboard", "leaderboard_markdown", "write_leaderboard",
            "add_subcommand", "LABELS", "label"]
@@ -519,6 +519,21 @@ def uncertainty_extremes(method: str, seed: int = 0, budget="fast", k: int = 8) 
 
     return {"most": pick(np.argsort(-u, kind="stable")[:k]), "least": pick(np.argsort(u, kind="stable")[:k]),
             "n": len(u)}
+
+
+def settings_table(budget="converged"):
+    """The per-method settings of ``budget`` as a DataFrame, one row per method of `method_registry` (label, steps,
+    learning rate, hyper-parameters, and why; "budget default" where the method has no `Setting`)."""
+    import pandas as pd
+
+    b = _budget(budget)
+    rows = []
+    for m in method_registry():
+        cfg, s = b.train_config(m), b.settings.get(m)
+        rows.append({"method": label(m), "steps": cfg.steps, "lr": cfg.lr,
+                     "hyper-parameters": ", ".join(f"{k}={v}" for k, v in b.hparams(m).items()) or "defaults",
+                     "why": s.why if s is not None else "budget default"})
+    return pd.DataFrame(rows).set_index("method")
 
 
 # A run has learned an embedding when it clears these on the upstream (seen-class) test images: R@1, and for heads

@@ -299,3 +299,12 @@ def test_a_budget_applies_its_per_method_settings_and_keys_the_cache_on_them():
         assert config["train"]["steps"] == cfg.steps and config.get("hparams", {}) == s.hparams
     assert benchmark.BUDGETS["paper"].train_config("losspred") == benchmark.BUDGETS["paper"].train
     assert "hparams" not in benchmark._config(benchmark.BUDGETS["paper"], "losspred")  # old records keep their key
+
+
+def test_settings_table_lists_every_method_with_its_reason(tiny):
+    b = benchmark.Budget("fast", TINY.train, 4, settings={"other": benchmark.Setting(steps=7, hparams={"x": 1},
+                                                                                      why="because")})
+    table = benchmark.settings_table(b)
+    assert list(table.index) == ["standin", "other"]
+    assert table.loc["other"].tolist() == [7, TINY.train.lr, "x=1", "because"]
+    assert table.loc["standin", "why"] == "budget default" and table.loc["standin", "steps"] == TINY.train.steps
