@@ -35,7 +35,8 @@ from hedgekit.papers.url.numbers import DISPLAY
 from hedgekit.training.upstream import UpstreamConfig, UpstreamModel, fit_upstream, predict
 
 __all__ = ["Setting", "Budget", "BUDGETS", "TRAINED_AT", "TRAINED", "NOT_TRAINED", "run_status", "method_status",
-           "trained_runs", "ranked", "seed_rank_stability", "augmentation", "settings_table", "METRICS", "method_registry", "check_methods", "eval_sets", "build_model",
+           "trained_runs", "ranked", "seed_rank_stability", "augmentation", "settings_table", "LR_SWEEP",
+           "sweep_budgets", "METRICS", "method_registry", "check_methods", "eval_sets", "build_model",
            "cache_root", "run_path", "RUN_MODULES", "module_closure", "run_one", "load_run_model", "run_benchmark",
            "cached_runs", "uncertainty_extremes", "leaderboard", "leaderboard_markdown", "write_leaderboard",
            "add_subcommand", "LABELS", "label"]
@@ -162,6 +163,9 @@ def check_methods(methods) -> list[str]:
 def _budget(budget) -> Budget:
     if isinstance(budget, Budget):
         return budget
+    sweep = {b.name: b for b in sweep_budgets()} if isinstance(budget, str) and "-lr" in budget else {}
+    if budget in sweep:
+        return sweep[budget]
     if budget not in BUDGETS:
         raise InputError(f"budget must be one of {', '.join(BUDGETS)}; got {budget!r}")
     return BUDGETS[budget]
@@ -521,6 +525,24 @@ def uncertainty_extremes(method: str, seed: int = 0, budget="fast", k: int = 8) 
             "n": len(u)}
 
 
+LR_SWEEP = (0.5, 2.0)  # learning-rate factors of `sweep_budgets`: the one hyper-parameter every method has
+
+
+def sweep_budgets(base="converged", factors=LR_SWEEP) -> list[Budget]:
+    """Budgets like ``base`` with every method's learning rate times each factor, named ``<base>-lr<factor>x``
+    (their own cache folders): with ``base`` itself, a small hyper-parameter sweep to pool correlations over, the
+    way the paper's Fig. 4 pools "all hyperparameters, including non-optimal ones"."""
+    b = _budget(base)
+    out = []
+    for f in factors:
+        if not f > 0:
+            raise InputError(f"learning-rate factors must be > 0; got {f!r}")
+        settings = {m: replace(b.settings.get(m, Setting()), lr=b.train_config(m).lr * f,
+                               why=f"{base} x {f:g} learning rate (sweep)") for m in method_registry()}
+        out.append(replace(b, name=f"{b.name}-lr{f:g}x", settings=settings))
+    return out
+
+
 def settings_table(budget="converged"):
     """The per-method settings of ``budget`` as a DataFrame, one row per method of `method_registry` (label, steps,
     learning rate, hyper-parameters, and why; "budget default" where the method has no `Setting`)."""
@@ -563,9 +585,11 @@ def method_status(runs) -> dict:
 
 
 def trained_runs(runs):
-    """The runs of the methods that trained (`method_status`): what rankings and correlations are computed on."""
-    status = method_status(runs)
-    return runs[runs["method"].map(status).eq(TRAINED)]
+    """The runs of the methods that trained (`method_status`): what rankings and correlations are computed on.
+    Runs of several budgets (a sweep, `sweep_budgets`) are judged per (method, budget): each setting is a model."""
+    keys = ["method", "budget"] if "budget" in runs else ["method"]
+    ok = run_status(runs).eq(TRAINED).groupby([runs[k] for k in keys], sort=False).transform("all")
+    return runs[ok.to_numpy(bool)]
 
 
 def leaderboard(runs, metrics=None):

@@ -308,3 +308,23 @@ def test_settings_table_lists_every_method_with_its_reason(tiny):
     assert list(table.index) == ["standin", "other"]
     assert table.loc["other"].tolist() == [7, TINY.train.lr, "x=1", "because"]
     assert table.loc["standin", "why"] == "budget default" and table.loc["standin", "steps"] == TINY.train.steps
+
+
+def test_sweep_budgets_scale_every_methods_learning_rate_and_keep_the_rest():
+    base = benchmark.BUDGETS["converged"]
+    half, double = benchmark.sweep_budgets("converged", (0.5, 2.0))
+    assert (half.name, double.name) == ("converged-lr0.5x", "converged-lr2x")
+    for m in benchmark.method_registry():
+        assert half.train_config(m).lr == pytest.approx(base.train_config(m).lr / 2)
+        assert double.train_config(m).steps == base.train_config(m).steps and double.hparams(m) == base.hparams(m)
+    assert benchmark._budget("converged-lr2x") == double
+    with pytest.raises(benchmark.InputError, match="> 0"):
+        benchmark.sweep_budgets("converged", (0.0,))
+
+
+def test_pooled_sweep_runs_are_judged_per_setting():
+    runs = _runs({"a": [(0.9, 0.9, 0.6)], "b": [(0.9, 0.9, 0.7)]})
+    low = runs.assign(budget="x-lr2x", up_r1=[0.9, 0.1])  # b did not train at the doubled learning rate
+    pooled = pd.concat([runs.assign(budget="x"), low], ignore_index=True)
+    kept = benchmark.trained_runs(pooled)
+    assert sorted(zip(kept["method"], kept["budget"])) == [("a", "x"), ("a", "x-lr2x"), ("b", "x")]
