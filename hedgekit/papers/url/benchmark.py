@@ -36,7 +36,7 @@ from hedgekit.training.upstream import UpstreamConfig, UpstreamModel, fit_upstre
 
 __all__ = ["Setting", "Budget", "BUDGETS", "TRAINED_AT", "TRAINED", "NOT_TRAINED", "run_status", "method_status",
            "trained_runs", "ranked", "seed_rank_stability", "augmentation", "settings_table", "LR_SWEEP",
-           "sweep_budgets", "METRICS", "method_registry", "check_methods", "eval_sets", "build_model",
+           "sweep_budgets", "sweep_runs", "METRICS", "method_registry", "check_methods", "eval_sets", "build_model",
            "cache_root", "run_path", "RUN_MODULES", "module_closure", "run_one", "load_run_model", "run_benchmark",
            "cached_runs", "uncertainty_extremes", "leaderboard", "leaderboard_markdown", "write_leaderboard",
            "add_subcommand", "LABELS", "label"]
@@ -541,6 +541,24 @@ def sweep_budgets(base="converged", factors=LR_SWEEP) -> list[Budget]:
                                why=f"{base} x {f:g} learning rate (sweep)") for m in method_registry()}
         out.append(replace(b, name=f"{b.name}-lr{f:g}x", settings=settings))
     return out
+
+
+def sweep_runs(runs, seed: int = 0, factors=LR_SWEEP, progress: bool = False):
+    """``runs``' (one budget's) runs of ``seed`` pooled with the same seed trained at every budget of
+    `sweep_budgets` (cached like any run): one run per (method, setting), the paper's way of pooling its Fig. 4
+    correlations over hyper-parameters rather than seeds. Methods that did not train in ``runs`` (`method_status`)
+    are not swept; a sweep setting that does not train is left out later by `trained_runs` (per method and budget)."""
+    import pandas as pd
+
+    if runs.empty or runs["budget"].nunique() != 1:
+        raise InputError("sweep_runs needs the runs of one budget")
+    base = _budget(runs["budget"].iloc[0])
+    methods = [m for m, st in method_status(runs).items() if st == TRAINED]
+    own = runs[runs["seed"] == seed]
+    if not methods or own.empty:
+        raise InputError(f"no trained method has a run with seed {seed} to sweep")
+    swept = [run_benchmark(methods, [seed], b, progress=progress) for b in sweep_budgets(base, factors)]
+    return pd.concat([own[own["method"].isin(methods)], *swept], ignore_index=True)
 
 
 def settings_table(budget="converged"):

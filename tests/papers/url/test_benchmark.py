@@ -328,3 +328,18 @@ def test_pooled_sweep_runs_are_judged_per_setting():
     pooled = pd.concat([runs.assign(budget="x"), low], ignore_index=True)
     kept = benchmark.trained_runs(pooled)
     assert sorted(zip(kept["method"], kept["budget"])) == [("a", "x"), ("a", "x-lr2x"), ("b", "x")]
+
+
+def test_sweep_runs_pool_one_seed_of_each_setting_and_skip_methods_that_did_not_train(tiny, monkeypatch):
+    runs = benchmark.run_benchmark(["standin", "other"], [0, 1], "fast", progress=False)
+    # the tiny random data teach nothing: lower the bar so that "standin" trained and "other" (one seed) did not
+    monkeypatch.setattr(benchmark, "TRAINED_AT", {"up_r1": -1.0})
+    runs.loc[(runs["method"] == "other") & (runs["seed"] == 1), "up_r1"] = -2.0
+    calls = len(tiny)
+    pooled = benchmark.sweep_runs(runs, seed=0, factors=(0.5, 2.0))
+    assert len(tiny) - calls == 2  # standin at two learning rates; "other" is not swept
+    assert sorted(zip(pooled["method"], pooled["budget"])) == [
+        ("standin", "fast"), ("standin", "fast-lr0.5x"), ("standin", "fast-lr2x")]
+    assert set(pooled["seed"]) == {0}
+    with pytest.raises(benchmark.InputError, match="one budget"):
+        benchmark.sweep_runs(pooled)
