@@ -1,5 +1,8 @@
 """InfoNCE: the unsupervised contrastive baseline of URL (Kirchhof et al. 2023, sec. 4.1, App. B.2, eq. 1).
 
+Two heads: the paper's unsupervised one (`TwoViewInfoNCE`, ``"infonce_2v"``) and a supervised kit-scale variant
+(`InfoNCE`, ``"infonce"``).
+
 Eq. 1 pulls the unit-norm embeddings of two augmented views e1+, e2+ together and
 pushes them from the rest of the batch:
     L = -t e1+^T e2+ + log sum_{e-} exp(t e1+^T e-) + log sum_{e-} exp(t e2+^T e-).
@@ -7,7 +10,10 @@ Kit-scale choice (one view per image, class labels given): the positives of imag
 are the other images m of its class in the batch (a class-balanced P x K batch), so
 for every ordered same-class pair (n, m), n != m,
     l_nm = -t e_n^T e_m + log sum_{k != n} exp(t e_n^T e_k),
-and L = mean over those pairs (:func:`label_info_nce`). Summing over ordered pairs
+and L = mean over those pairs (:func:`label_info_nce`): the supervised variant.
+The paper's own, unsupervised (:func:`two_view_info_nce`): the batch holds two augmented views of each of B
+images and no labels; the negatives e- of a pair are the 2B - 2 views of the other images, and eq. 1 is
+averaged over the B pairs. Summing over ordered pairs
 gives both log-sum-exp terms of eq. 1. The denominator holds the whole batch but n
 itself, positives included, as in SimCLR.
 u(x) = 1 / ||e(x)||_2 of the embedding before normalisation: the paper uses the norm as a
@@ -38,6 +44,24 @@ def label_info_nce(logits: Tensor, labels: Tensor) -> Tensor:
     return -((logits - log_denominator) * weights).sum()
 
 
+def two_view_info_nce(logits: Tensor) -> Tensor:
+    """Eq. 1 averaged over pairs, from (..., 2B, 2B) scaled similarities of the views [view 1 of images 1..B,
+    view 2 of images 1..B]: pair n = (n, n + B), negatives = every view of the other images, so for each pair
+        -logits[n, n+B] + logsumexp_{k not in {n, n+B}} logits[n, k] + logsumexp_{k not in {n, n+B}} logits[n+B, k].
+    Leading dimensions (e.g. MCInfoNCE's samples) are averaged too.
+    """
+    two_b = logits.shape[-1]
+    if logits.shape[-2] != two_b or two_b % 2 or two_b < 4:
+        raise InputError(f"two-view InfoNCE needs (..., 2B, 2B) similarities of B >= 2 images; got {tuple(logits.shape)}")
+    b = two_b // 2
+    eye = torch.eye(two_b, dtype=torch.bool, device=logits.device)
+    partner = eye.roll(b, dims=1)  # [i, (i + B) mod 2B]
+    negatives = logits.masked_fill(eye | partner, float("-inf"))
+    positive = (logits * partner).sum(-1)  # logits[i, partner(i)]; every pair appears twice
+    per_view = torch.logsumexp(negatives, dim=-1) - positive / 2
+    return per_view.sum(-1).mean() / b
+
+
 @register
 class InfoNCE(UpstreamMethod):
     name = "infonce"
@@ -55,3 +79,22 @@ class InfoNCE(UpstreamMethod):
         self.check_labels(out, labels)
         e = out["embedding"]
         return label_info_nce(self.t * e @ e.T, labels)
+
+
+def check_no_labels(name: str, labels) -> None:
+    """An unsupervised head's loss takes no labels (`hedgekit.training.upstream.fit_upstream` passes None)."""
+    if labels is not None:
+        raise InputError(f"{name} is unsupervised: its loss takes labels=None, not labels")
+
+
+@register
+class TwoViewInfoNCE(InfoNCE):
+    """The paper's InfoNCE (App. B.2, eq. 1): positives are two augmented views of one image, no labels."""
+
+    name = "infonce_2v"
+    supervised = False
+
+    def loss(self, out: dict[str, Tensor], labels: Tensor | None = None) -> Tensor:
+        check_no_labels(self.name, labels)
+        e = out["embedding"]
+        return two_view_info_nce(self.t * e @ e.T)

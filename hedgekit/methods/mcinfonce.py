@@ -3,15 +3,17 @@
 Each image gets a posterior vMF(e(x), kappa(x)) with kappa(x) from an MLP; eq. 2
 averages the InfoNCE loss over S = 16 samples s_i drawn from the posteriors:
     L = 1/S sum_i InfoNCE(s_{.,i}).
-Same kit-scale choice as :mod:`hedgekit.methods.infonce`: positives are the other
-images of the same class in the batch (:func:`label_info_nce`), sample i of every
-image is compared with sample i of the others. u(x) = 1 / kappa(x) (sec. 4.1).
+Two heads, as in :mod:`hedgekit.methods.infonce`: the paper's unsupervised one (`TwoViewMCInfoNCE`,
+``"mcinfonce_2v"``: positives are two augmented views of one image, :func:`two_view_info_nce`) and the supervised
+kit-scale variant (`MCInfoNCE`, ``"mcinfonce"``: positives are the other images of the same class in the batch,
+:func:`label_info_nce`). Sample i of every image is compared with sample i of the others.
+u(x) = 1 / kappa(x) (sec. 4.1).
 """
 from __future__ import annotations
 
 from torch import Tensor
 
-from hedgekit.methods.infonce import label_info_nce
+from hedgekit.methods.infonce import check_no_labels, label_info_nce, two_view_info_nce
 from hedgekit.methods.upstream import register
 from hedgekit.methods.vmf import SphericalMethod, sample_vmf
 
@@ -24,3 +26,16 @@ class MCInfoNCE(SphericalMethod):
         self.check_labels(out, labels)
         s = sample_vmf(out["embedding"], out["kappa"], self.n_samples)  # (S, B, D)
         return label_info_nce(self.t * s @ s.transpose(1, 2), labels)
+
+
+@register
+class TwoViewMCInfoNCE(SphericalMethod):
+    """The paper's MCInfoNCE (App. B.3, eq. 2): eq. 1 on vMF samples of two augmented views, no labels."""
+
+    name = "mcinfonce_2v"
+    supervised = False
+
+    def loss(self, out: dict[str, Tensor], labels: Tensor | None = None) -> Tensor:
+        check_no_labels(self.name, labels)
+        s = sample_vmf(out["embedding"], out["kappa"], self.n_samples)  # (S, 2B, D)
+        return two_view_info_nce(self.t * s @ s.transpose(1, 2))

@@ -33,6 +33,7 @@ class UpstreamMethod(nn.Module):
     """
 
     name: str = ""
+    supervised: bool = True  # False: trained on two views of unlabelled images (`hedgekit.training.upstream`)
 
     def __init__(self, feat_dim: int, n_classes: int, embed_dim: int = 16):
         super().__init__()

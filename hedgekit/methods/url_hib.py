@@ -10,6 +10,8 @@ hedgekit's HIB :func:`~hedgekit.methods.contrastive.log_match` with a fixed
 :class:`~hedgekit.nets.match.SoftMatch` (t in [8, 64] and b in [-8, 8] are hyperparameters).
 Eq. 5, without self-pairs and without HIB's KL prior (URL's changes):
     L = -mean_{same} log p_nm + mean_{different} log p_nm.
+URL changed the second term from HIB's -log(1 - p_nm) ("which stabilized training", App. B.6);
+``different="hib"`` restores it: L = -mean_{same} log p_nm - mean_{different} log(1 - p_nm).
 u(x) = 1 / kappa(x) (the paper's reimplementation; sec. 4.1 writes sigma(x) =: u(x)).
 """
 from __future__ import annotations
@@ -24,26 +26,38 @@ from hedgekit.methods.vmf import SphericalMethod, sample_vmf
 from hedgekit.nets.match import SoftMatch
 
 
-def url_hib_loss(samples: Tensor, labels: Tensor, match: SoftMatch) -> Tensor:
-    """Eq. 5 from vMF samples (S, B, D) of a batch with integer labels (B,)."""
+DIFFERENT = ("url", "hib")  # the different-class term: URL's +log p (eq. 5) or HIB's -log(1 - p)
+
+
+def url_hib_loss(samples: Tensor, labels: Tensor, match: SoftMatch, different_term: str = "url") -> Tensor:
+    """Eq. 5 from vMF samples (S, B, D) of a batch with integer labels (B,); ``different_term="hib"``: HIB's
+    -log(1 - p) for the different-class pairs instead of URL's +log p."""
+    if different_term not in DIFFERENT:
+        raise InputError(f"different_term must be one of {DIFFERENT}; got {different_term!r}")
     b = labels.shape[0]
-    log_p, _ = log_match(1 - samples @ samples.transpose(1, 2), match, (0,))  # (B, B)
+    log_p, log_q = log_match(1 - samples @ samples.transpose(1, 2), match, (0,))  # (B, B)
     eye = torch.eye(b, dtype=torch.bool, device=labels.device)
     same = (labels[:, None] == labels[None, :]) & ~eye
     different = labels[:, None] != labels[None, :]
     if not same.any() or not different.any():
         raise InputError("HIB needs same-class and different-class pairs in the batch (use a class-balanced sampler)")
-    return -(log_p * same).sum() / same.sum() + (log_p * different).sum() / different.sum()
+    apart = log_p if different_term == "url" else -log_q
+    return -(log_p * same).sum() / same.sum() + (apart * different).sum() / different.sum()
 
 
 @register
 class URLHIB(SphericalMethod):
     name = "hib"
 
-    def __init__(self, feat_dim: int, n_classes: int, embed_dim: int = 16, b: float = 0.0, **hparams):
+    def __init__(self, feat_dim: int, n_classes: int, embed_dim: int = 16, b: float = 0.0, different: str = "url",
+                 **hparams):
         super().__init__(feat_dim, n_classes, embed_dim, **hparams)
+        if different not in DIFFERENT:
+            raise InputError(f"different must be one of {DIFFERENT}; got {different!r}")
         self.match = SoftMatch(a=self.t, b=self.t + b).requires_grad_(False)
+        self.different = different
 
     def loss(self, out: dict[str, Tensor], labels: Tensor) -> Tensor:
         self.check_labels(out, labels)
-        return url_hib_loss(sample_vmf(out["embedding"], out["kappa"], self.n_samples), labels, self.match)
+        return url_hib_loss(sample_vmf(out["embedding"], out["kappa"], self.n_samples), labels, self.match,
+                            self.different)

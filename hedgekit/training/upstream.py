@@ -12,6 +12,11 @@ divergence checks); only the per-step loss is new:
 
 Batches are class-balanced (P classes x Q images, `ClassBalancedSampler`) so that contrastive methods
 (InfoNCE, MCInfoNCE, HIB) always find positives in the batch.
+
+Unsupervised heads (``head.supervised = False``: the paper's two-view InfoNCE and MCInfoNCE, App. B.2-B.3) never
+see a label: their batches are P * Q images drawn uniformly without replacement, each image is augmented twice
+independently, the head gets the 2B views stacked (view 1 of every image, then view 2) and
+``head.loss(out, None)``, and ``on_step`` gets None for the labels.
 """
 from __future__ import annotations
 
@@ -25,7 +30,7 @@ from hedgekit.data.samplers import ClassBalancedSampler
 from hedgekit.errors import InputError
 from hedgekit.training.fit import History, optimise, seed_everything
 
-__all__ = ["UpstreamConfig", "UpstreamModel", "fit_upstream", "predict"]
+__all__ = ["UpstreamConfig", "UpstreamModel", "fit_upstream", "predict", "random_shift", "uniform_batches"]
 
 
 @dataclass(frozen=True)
@@ -59,18 +64,47 @@ class UpstreamModel(nn.Module):
         return self.head(self.backbone(x))
 
 
+def random_shift(max_shift: int):
+    """An augmentation ``fn(x, rng) -> x`` moving each image of ``x`` (B, C, H, W) by a whole-pixel offset drawn
+    uniformly from -max_shift..max_shift per axis, filling the uncovered border with 0 (SimCLR's crop at kit
+    scale: the paper's two views are random crops, App. B.2)."""
+    if isinstance(max_shift, bool) or not isinstance(max_shift, int) or max_shift < 0:
+        raise InputError(f"max_shift must be an integer >= 0; got {max_shift!r}")
+
+    def augment(x: Tensor, rng: np.random.Generator) -> Tensor:
+        h, w = x.shape[-2:]
+        out = torch.zeros_like(x)
+        for i, (dy, dx) in enumerate(rng.integers(-max_shift, max_shift + 1, (len(x), 2))):
+            out[i, :, max(dy, 0):h + min(dy, 0), max(dx, 0):w + min(dx, 0)] = \
+                x[i, :, max(-dy, 0):h + min(-dy, 0), max(-dx, 0):w + min(-dx, 0)]
+        return out
+
+    return augment
+
+
+def uniform_batches(n: int, batch: int, seed: int):
+    """Endless batches of ``batch`` indices into 0..n-1, uniform without replacement within a batch (no labels)."""
+    if batch > n:
+        raise InputError(f"a batch of {batch} images needs at least {batch} images; got {n}")
+    rng = np.random.default_rng([seed, 2])
+    while True:
+        yield rng.choice(n, batch, replace=False)
+
+
 def fit_upstream(model: UpstreamModel, x: Tensor, y: Tensor, cfg: UpstreamConfig, seed: int = 0,
                  augment=None, progress: bool = True, desc: str = "upstream") -> History:
     """Train ``model`` on images ``x`` (N, 1, H, W) with class indices ``y`` (N,) in 0..C-1.
 
     ``augment(x_batch, rng) -> x_batch`` (e.g. `hedgekit.data.random_occlusion`) is applied afresh at every
-    step. Returns the `History` (loss every ``cfg.log_every`` steps, seconds).
+    step (twice, one draw per view, for an unsupervised head; ``y`` is then never read). Returns the `History` (loss every ``cfg.log_every`` steps, seconds).
     """
     if x.ndim != 4 or len(x) != len(y):
         raise InputError(f"x must be (N, C, H, W) with one label per image; got {tuple(x.shape)} and {len(y)} labels")
     seed_everything(seed)
     rng = np.random.default_rng(seed)
-    sampler = ClassBalancedSampler(y.numpy(), cfg.classes_per_batch, cfg.per_class, seed=seed)
+    supervised = getattr(model.head, "supervised", True)
+    sampler = (ClassBalancedSampler(y.numpy(), cfg.classes_per_batch, cfg.per_class, seed=seed) if supervised else
+               uniform_batches(len(x), cfg.classes_per_batch * cfg.per_class, seed))
     model.train()
     hook = getattr(model.head, "on_step", None)
     last: list = []  # the previous step's (features, out, labels), handed to the hook once its update is done
@@ -79,8 +113,10 @@ def fit_upstream(model: UpstreamModel, x: Tensor, y: Tensor, cfg: UpstreamConfig
         if hook is not None and last:
             hook(*last.pop())  # step_loss(step) starts after step - 1's optimiser step
         idx = torch.from_numpy(next(sampler))
-        xb, yb = x[idx], y[idx]
-        if augment is not None:
+        xb, yb = x[idx], (y[idx] if supervised else None)
+        if not supervised:  # two independently augmented views of every image, no labels
+            xb = torch.cat([xb, xb]) if augment is None else torch.cat([augment(xb, rng), augment(xb, rng)])
+        elif augment is not None:
             xb = augment(xb, rng)
         features = model.backbone(xb)
         out = model.head(features)

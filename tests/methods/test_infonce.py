@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from hedgekit.errors import InputError
-from hedgekit.methods.infonce import label_info_nce
+from hedgekit.methods.infonce import label_info_nce, two_view_info_nce
 from hedgekit.methods.upstream import build_method
 
 
@@ -37,3 +37,40 @@ def test_infonce_head_loss_and_norm_uncertainty():
     torch.testing.assert_close(out["uncertainty"], 1 / raw.norm(dim=-1))
     torch.testing.assert_close(out["embedding"].norm(dim=-1), torch.ones(6))
     assert m.loss(out, y).item() == pytest.approx(_naive(out["embedding"].detach().double(), y, 5.0), rel=1e-5)
+
+
+def _naive_two_view(e, t):
+    """Eq. 1 by hand: rows 0..B-1 are view 1, B..2B-1 view 2; the negatives of pair n are the other images' views."""
+    b = len(e) // 2
+    total = 0.0
+    for n in range(b):
+        negatives = [k for k in range(2 * b) if k not in (n, n + b)]
+        total += -t * float(e[n] @ e[n + b])
+        for anchor in (n, n + b):
+            total += math.log(sum(math.exp(t * float(e[anchor] @ e[k])) for k in negatives))
+    return total / b
+
+
+def test_two_view_info_nce_against_a_loop_and_a_hand_computed_case():
+    g = torch.Generator().manual_seed(2)
+    e = torch.nn.functional.normalize(torch.randn(6, 3, generator=g, dtype=torch.float64), dim=-1)
+    assert two_view_info_nce(2.5 * e @ e.T).item() == pytest.approx(_naive_two_view(e, 2.5), rel=1e-12)
+    # B = 2 images on a circle: views of image 1 at angles 0 and a, of image 2 at pi/2 and pi/2 + a; each anchor's
+    # negatives are the two views of the other image; both pairs give the same value, so it is also the mean
+    a, t = 0.3, 2.0
+    ang = torch.tensor([0.0, math.pi / 2, a, math.pi / 2 + a], dtype=torch.float64)
+    e = torch.stack([ang.cos(), ang.sin()], dim=1)
+    anchor_1 = math.log(math.exp(t * math.cos(math.pi / 2)) + math.exp(t * math.cos(math.pi / 2 + a)))  # view 1 of image 1
+    anchor_2 = math.log(math.exp(t * math.cos(math.pi / 2 - a)) + math.exp(t * math.cos(math.pi / 2)))  # view 2 of image 1
+    assert two_view_info_nce(t * e @ e.T).item() == pytest.approx(-t * math.cos(a) + anchor_1 + anchor_2, rel=1e-12)
+    with pytest.raises(InputError, match="2B, 2B"):
+        two_view_info_nce(torch.zeros(5, 5))
+
+
+def test_two_view_head_refuses_labels_and_is_unsupervised():
+    m = build_method("infonce_2v", 6, 4, embed_dim=4, t=5.0)
+    out = m(torch.randn(8, 6))
+    assert not m.supervised
+    assert m.loss(out, None).item() == pytest.approx(_naive_two_view(out["embedding"].detach().double(), 5.0), rel=1e-5)
+    with pytest.raises(InputError, match="unsupervised"):
+        m.loss(out, torch.zeros(8, dtype=torch.int64))

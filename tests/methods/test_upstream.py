@@ -33,11 +33,11 @@ def test_contract(name):
         assert out["uncertainty"].shape == (len(y),)
         assert all(torch.isfinite(v).all() for v in out.values())
         assert isinstance(method.to_embedding(out), Embedding)
-        assert ("logits" in out) == (name not in ("infonce", "mcinfonce", "hib"))
+        assert ("logits" in out) == (name not in ("infonce", "mcinfonce", "hib", "infonce_2v", "mcinfonce_2v"))
         assert "logits" not in out or out["logits"].shape == (len(y), CLASSES)
     method.train()
     out = method(x)
-    loss = method.loss(out, y)
+    loss = method.loss(out, y if method.supervised else None)  # unsupervised: 2 views of 6 images, no labels
     assert loss.ndim == 0 and torch.isfinite(loss)
     loss.backward()
     trainable = [(n, p) for n, p in method.named_parameters() if p.requires_grad]

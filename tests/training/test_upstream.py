@@ -1,11 +1,15 @@
 """The upstream loop of the URL benchmark: on_step sees each step's batch after that step's optimiser update,
 and predict collects e(x), u(x) and logits batch by batch."""
 import numpy as np
+import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from hedgekit.training.upstream import UpstreamConfig, UpstreamModel, fit_upstream, predict
+from hedgekit.errors import InputError
+from hedgekit.methods.upstream import build_method
+from hedgekit.training.upstream import (UpstreamConfig, UpstreamModel, fit_upstream, predict, random_shift,
+                                        uniform_batches)
 
 
 class Recorder(nn.Module):
@@ -48,3 +52,34 @@ def test_predict_concatenates_batches_in_eval_mode():
     ref = model.head.lin(x.flatten(1)).double().detach().numpy()  # dropout is off in eval mode
     np.testing.assert_allclose(out["logits"], ref, rtol=1e-6)
     assert out["embedding"].shape == (7, 3) and out["uncertainty"].shape == (7,)
+
+
+def test_unsupervised_heads_never_see_a_label():
+    """Two-view InfoNCE trained with the labels or with the labels shuffled ends with the same weights: no label
+    reaches the batches, the views or the loss (which refuses labels, tests/methods/test_infonce.py)."""
+    x = torch.rand(40, 1, 4, 4)
+    y = torch.arange(4).repeat(10)
+    weights = []
+    for labels in (y, y[torch.randperm(40, generator=torch.Generator().manual_seed(0))], torch.zeros(40, dtype=torch.int64)):
+        torch.manual_seed(0)
+        model = UpstreamModel(nn.Flatten(), build_method("infonce_2v", 16, 4, embed_dim=3))
+        fit_upstream(model, x, labels, UpstreamConfig(steps=3, classes_per_batch=2, per_class=3), seed=1,
+                     augment=random_shift(1), progress=False)
+        weights.append(model.head.project.weight.detach().clone())
+    torch.testing.assert_close(weights[0], weights[1], rtol=0, atol=0)
+    torch.testing.assert_close(weights[0], weights[2], rtol=0, atol=0)
+    with pytest.raises(InputError, match="at least 8 images"):
+        next(uniform_batches(5, 8, 0))
+
+
+def test_random_shift_moves_whole_images_with_zero_fill():
+    x = torch.arange(2 * 3 * 4, dtype=torch.float32).reshape(2, 1, 3, 4) + 1
+    rng = np.random.default_rng(3)
+    offsets = np.random.default_rng(3).integers(-2, 3, (2, 2))
+    out = random_shift(2)(x, rng)
+    for i, (dy, dx) in enumerate(offsets):  # brute force: out[r, c] = x[r - dy, c - dx] where that pixel exists
+        for r in range(3):
+            for c in range(4):
+                inside = 0 <= r - dy < 3 and 0 <= c - dx < 4
+                assert out[i, 0, r, c] == (x[i, 0, r - dy, c - dx] if inside else 0)
+    torch.testing.assert_close(random_shift(0)(x, rng), x)

@@ -21,7 +21,7 @@ import json
 import math
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -34,17 +34,21 @@ from hedgekit.papers.url import protocol
 from hedgekit.papers.url.numbers import DISPLAY
 from hedgekit.training.upstream import UpstreamConfig, UpstreamModel, fit_upstream, predict
 
-__all__ = ["Budget", "BUDGETS", "METRICS", "method_registry", "check_methods", "eval_sets", "build_model",
+__all__ = ["Setting", "Budget", "BUDGETS", "TRAINED_AT", "TRAINED", "NOT_TRAINED", "run_status", "method_status",
+           "trained_runs", "ranked", "seed_rank_stability", "augmentation", "settings_table", "LR_SWEEP",
+           "sweep_budgets", "sweep_runs", "METRICS", "method_registry", "check_methods", "eval_sets", "build_model",
            "cache_root", "run_path", "RUN_MODULES", "module_closure", "run_one", "load_run_model", "run_benchmark",
            "cached_runs", "uncertainty_extremes", "leaderboard", "leaderboard_markdown", "write_leaderboard",
            "add_subcommand", "LABELS", "label"]
 
 EMBED_DIM = 16
 
-# Our methods' names in tables, figures and verdicts: the paper's (`numbers.DISPLAY`), except that our InfoNCE and
-# MCInfoNCE are *supervised* (positives are other images of the same class, `hedgekit.methods.infonce`), unlike
-# the paper's unsupervised ones; method keys and run / checkpoint names are unchanged.
-LABELS = {**DISPLAY, "infonce": "supervised InfoNCE", "mcinfonce": "supervised MCInfoNCE"}
+# Our methods' names in tables, figures and verdicts: the paper's (`numbers.DISPLAY`), except that our ``infonce``
+# and ``mcinfonce`` are *supervised* (positives are other images of the same class, `hedgekit.methods.infonce`);
+# the paper's unsupervised ones (two augmented views, no labels) are ``infonce_2v`` and ``mcinfonce_2v`` and carry
+# the paper's names; method keys and run / checkpoint names are unchanged.
+LABELS = {**DISPLAY, "infonce": "supervised InfoNCE", "mcinfonce": "supervised MCInfoNCE",
+          "infonce_2v": "InfoNCE", "mcinfonce_2v": "MCInfoNCE"}
 
 
 def label(method: str) -> str:
@@ -53,12 +57,35 @@ def label(method: str) -> str:
 
 
 @dataclass(frozen=True)
+class Setting:
+    """One method's own settings in a budget (what differs from the budget's shared `UpstreamConfig`), with the
+    reason for each number in ``why``: the steps, the learning rate and the method's hyper-parameters (keyword
+    arguments of its head, e.g. Losspred's ``lam``, the vMF heads' ``kappa_init``)."""
+
+    steps: int | None = None  # None: the budget's
+    lr: float | None = None  # None: the budget's
+    hparams: dict = field(default_factory=dict)
+    why: str = ""
+
+
+@dataclass(frozen=True)
 class Budget:
-    """Training and evaluation budget shared by every method."""
+    """Training and evaluation budget: a shared `UpstreamConfig`, per-method `Setting` overrides (none in "fast"
+    and "paper", which train every method alike) and the evaluation sets' size."""
 
     name: str
     train: UpstreamConfig
     eval_per_class: int  # images per class in each evaluation set (seen, unseen, Fashion pairs)
+    settings: dict = field(default_factory=dict)  # method -> Setting
+
+    def train_config(self, method: str) -> UpstreamConfig:
+        """The `UpstreamConfig` of ``method``: the shared one with the method's steps and learning rate."""
+        s = self.settings.get(method, Setting())
+        return replace(self.train, **{k: v for k, v in (("steps", s.steps), ("lr", s.lr)) if v is not None})
+
+    def hparams(self, method: str) -> dict:
+        """The keyword arguments of ``method``'s head in this budget (empty: the head's defaults)."""
+        return dict(self.settings.get(method, Setting()).hparams)
 
 
 BUDGETS = {
@@ -69,6 +96,34 @@ BUDGETS = {
     # reaches ~0.8 R@1 on the unseen digits) and 25 images per class (750 unseen-digit, 1750 seen-digit and
     # 2500 Fashion-pair images) keep 11 methods x 3 seeds within about 30 minutes on 2 shared cores
     "paper": Budget("paper", UpstreamConfig(steps=200, log_every=25), eval_per_class=25),
+    # converged: every method trains until it has learned an embedding (upstream R@1 and accuracy >= TRAINED_AT),
+    # with the paper's per-method hyper-parameters where App. B gives them and a small search where it does not
+    # (the search and its numbers: docs/recipes.md, "URL: a budget where every method learns"). Shared: 400 steps
+    # (CE: upstream accuracy 0.75 at 200 steps, issue 35; R@1 0.82 and accuracy 0.90 at 400) and the paper
+    # budget's lr and evaluation sets; the table holds only what differs from them.
+    "converged": Budget("converged", UpstreamConfig(steps=400, log_every=50), eval_per_class=25, settings={
+        "losspred": Setting(hparams={"lam": 0.1}, why=(
+            "App. B.9 searches lambda in [0.01, 0.99]; at the kit's default 0.5 the squared error of kappa(x) "
+            "against the initial CE (~log 70 = 4.2) dominates the loss and its gradient, which reaches the "
+            "embedding through the kappa MLP, collapses the features (200 steps: accuracy 0.08); lambda 0.1: "
+            "accuracy 0.88 at 400 steps (0.05: 0.74 at 200)")),
+        "mcinfonce": Setting(hparams={"kappa_init": 100.0}, why=(
+            "App. B.3 makes kappa's start a hyper-parameter; at the default kappa_init 16 (in 16 dimensions a vMF "
+            "sample keeps little of its mean) the loss falls to log(B - 1) = 4.84, every embedding at one point "
+            "(200 steps: R@1 0.20); kappa_init 100: R@1 0.88 at 200 steps")),
+        "mcinfonce_2v": Setting(hparams={"kappa_init": 100.0}, why=(
+            "as mcinfonce (the same head and sampler); 400 steps: R@1 0.36, so it does not reach TRAINED_AT: two "
+            "views that differ by occlusion and a 2-pixel shift do not teach 2-digit classes in this budget")),
+        "infonce_2v": Setting(hparams={"t": 8.0}, why=(
+            "App. B.2 searches t in [8, 64]; 400 steps: R@1 0.38 at t = 8, 0.33 at the default 16 (not trained "
+            "either way, see mcinfonce_2v)")),
+        "hib": Setting(steps=600, hparams={"kappa_init": 100.0, "different": "hib"}, why=(
+            "eq. 5 as URL writes it (+log p for different-class pairs) did not learn in any of 4 settings "
+            "(t, b, kappa_init in {16, 0, 16}, {16, 0, 100}, {8, -4, 100}, {16, 8, 100}: R@1 0.17-0.26): log p is "
+            "concave, so pushing its mean down favours a few antipodal clusters over separated classes; HIB's own "
+            "-log(1 - p) (which URL replaced) with kappa_init 100 as for MCInfoNCE: R@1 0.72 at 400 steps, so "
+            "600 steps for a margin")),
+    }),
 }
 
 # metric -> column title in the leaderboard (in order)
@@ -108,6 +163,9 @@ def check_methods(methods) -> list[str]:
 def _budget(budget) -> Budget:
     if isinstance(budget, Budget):
         return budget
+    sweep = {b.name: b for b in sweep_budgets()} if isinstance(budget, str) and "-lr" in budget else {}
+    if budget in sweep:
+        return sweep[budget]
     if budget not in BUDGETS:
         raise InputError(f"budget must be one of {', '.join(BUDGETS)}; got {budget!r}")
     return BUDGETS[budget]
@@ -269,8 +327,12 @@ def _config(budget: Budget, method: str) -> dict:
     h = hashlib.sha256(f"{cls.__module__}.{cls.__qualname__}\0".encode())  # no files for a class defined in __main__
     for name, path in _code_files(method).items():
         h.update(f"{name}\0{_source_text(path)}\0".encode())
-    return {"train": asdict(budget.train), "eval_per_class": budget.eval_per_class, "embed_dim": EMBED_DIM,
-            "code": h.hexdigest()[:12]}
+    out = {"train": asdict(budget.train_config(method)), "eval_per_class": budget.eval_per_class,
+           "embed_dim": EMBED_DIM, "code": h.hexdigest()[:12]}
+    hparams = budget.hparams(method)
+    if not getattr(cls, "supervised", True):
+        out["two_view_shift"] = TWO_VIEW_SHIFT
+    return {**out, "hparams": hparams} if hparams else out
 
 
 def _read(path: Path, budget: Budget, method: str) -> dict | None:
@@ -312,6 +374,26 @@ def _file_sha256(path: str, mtime_ns: int, size: int) -> str:
     return h.hexdigest()
 
 
+TWO_VIEW_SHIFT = 2  # pixels: the second augmentation of the unsupervised heads' views (kit-scale random crop)
+
+
+def augmentation(method: str, cfg: UpstreamConfig):
+    """The training augmentation ``fn(x_uint8, rng) -> x_float`` of ``method``: to [0, 1], then the per-digit
+    occlusion of ``cfg.occlusion_p``; for an unsupervised head (two views, App. B.2) also a random shift of up to
+    `TWO_VIEW_SHIFT` pixels, so the two views of an image differ in occlusion and position."""
+    from hedgekit.data import random_occlusion
+    from hedgekit.training.upstream import random_shift
+
+    occlude = random_occlusion(cfg.occlusion_p)
+    shift = None if getattr(method_registry()[method], "supervised", True) else random_shift(TWO_VIEW_SHIFT)
+
+    def augment(xb, rng):
+        out = occlude(xb.float().div_(255.0), rng)
+        return out if shift is None else shift(out, rng)
+
+    return augment
+
+
 def run_one(method: str, seed: int, budget="fast", retrain: bool = False, progress: bool = False) -> dict:
     """Train ``method`` upstream with ``seed`` and evaluate it (`protocol.evaluate`), or read the cached result.
 
@@ -327,13 +409,9 @@ def run_one(method: str, seed: int, budget="fast", retrain: bool = False, progre
             return {**rec, "source": "cache"}
     x, y, classes = _train_data()
     cpu0, t0 = time.process_time(), time.perf_counter()
-    model = build_model(method, seed, n_classes=len(classes))
-    from hedgekit.data import random_occlusion
-
-    def to_float(xb, rng):
-        return random_occlusion(b.train.occlusion_p)(xb.float().div_(255.0), rng)
-
-    hist = fit_upstream(model, x, y, b.train, seed=seed, augment=to_float, progress=progress,
+    model = build_model(method, seed, n_classes=len(classes), **b.hparams(method))
+    cfg = b.train_config(method)
+    hist = fit_upstream(model, x, y, cfg, seed=seed, augment=augmentation(method, cfg), progress=progress,
                         desc=f"{label(method)} s{seed}")
     train_seconds = time.perf_counter() - t0
     t1 = time.perf_counter()
@@ -371,8 +449,8 @@ def load_run_model(method: str, seed: int, budget="fast") -> UpstreamModel:
     if not path.is_file() or rec is None:
         raise InputError(f"no {b.name} run of {method} with seed {seed} yet; train it with "
                          f"`python -m hedgekit url-benchmark --methods {method} --seeds {seed + 1}"
-                         f"{' --fast' if b.name == 'fast' else ''}`")
-    model = build_model(method, seed, n_classes=len(_train_data()[2]))
+                         f"{'' if b.name == 'paper' else ' --budget ' + b.name}`")
+    model = build_model(method, seed, n_classes=len(_train_data()[2]), **b.hparams(method))
     try:
         if not _weights_match(record, rec):
             raise CheckpointError("they are not the weights its metrics were measured on (an interrupted run, "
@@ -381,7 +459,7 @@ def load_run_model(method: str, seed: int, budget="fast") -> UpstreamModel:
     except Exception as exc:  # truncated, corrupt, another run's or another model's weights
         raise CheckpointError(f"the weights {path} do not load ({type(exc).__name__}: {exc}); retrain with "
                               f"`python -m hedgekit url-benchmark --methods {method} --seeds {seed + 1} --retrain"
-                              f"{' --fast' if b.name == 'fast' else ''}`") from exc
+                              f"{'' if b.name == 'paper' else ' --budget ' + b.name}`") from exc
     return model.eval()
 
 
@@ -447,10 +525,97 @@ def uncertainty_extremes(method: str, seed: int = 0, budget="fast", k: int = 8) 
             "n": len(u)}
 
 
-def leaderboard(runs, metrics=None):
-    """Mean and sample std (ddof = 1) over seeds per method, sorted by downstream R-AUROC.
+LR_SWEEP = (0.5, 2.0)  # learning-rate factors of `sweep_budgets`: the one hyper-parameter every method has
 
-    Columns: ``<title>`` and ``<title> ±`` for each metric of ``METRICS`` present in ``runs``, and ``seeds``.
+
+def sweep_budgets(base="converged", factors=LR_SWEEP) -> list[Budget]:
+    """Budgets like ``base`` with every method's learning rate times each factor, named ``<base>-lr<factor>x``
+    (their own cache folders): with ``base`` itself, a small hyper-parameter sweep to pool correlations over, the
+    way the paper's Fig. 4 pools "all hyperparameters, including non-optimal ones"."""
+    b = _budget(base)
+    out = []
+    for f in factors:
+        if not f > 0:
+            raise InputError(f"learning-rate factors must be > 0; got {f!r}")
+        settings = {m: replace(b.settings.get(m, Setting()), lr=b.train_config(m).lr * f,
+                               why=f"{base} x {f:g} learning rate (sweep)") for m in method_registry()}
+        out.append(replace(b, name=f"{b.name}-lr{f:g}x", settings=settings))
+    return out
+
+
+def sweep_runs(runs, seed: int = 0, factors=LR_SWEEP, progress: bool = False):
+    """``runs``' (one budget's) runs of ``seed`` pooled with the same seed trained at every budget of
+    `sweep_budgets` (cached like any run): one run per (method, setting), the paper's way of pooling its Fig. 4
+    correlations over hyper-parameters rather than seeds. Methods that did not train in ``runs`` (`method_status`)
+    are not swept; a sweep setting that does not train is left out later by `trained_runs` (per method and budget)."""
+    import pandas as pd
+
+    if runs.empty or runs["budget"].nunique() != 1:
+        raise InputError("sweep_runs needs the runs of one budget")
+    base = _budget(runs["budget"].iloc[0])
+    methods = [m for m, st in method_status(runs).items() if st == TRAINED]
+    own = runs[runs["seed"] == seed]
+    if not methods or own.empty:
+        raise InputError(f"no trained method has a run with seed {seed} to sweep")
+    swept = [run_benchmark(methods, [seed], b, progress=progress) for b in sweep_budgets(base, factors)]
+    return pd.concat([own[own["method"].isin(methods)], *swept], ignore_index=True)
+
+
+def settings_table(budget="converged"):
+    """The per-method settings of ``budget`` as a DataFrame, one row per method of `method_registry` (label, steps,
+    learning rate, hyper-parameters, and why; "budget default" where the method has no `Setting`)."""
+    import pandas as pd
+
+    b = _budget(budget)
+    rows = []
+    for m in method_registry():
+        cfg, s = b.train_config(m), b.settings.get(m)
+        rows.append({"method": label(m), "steps": cfg.steps, "lr": cfg.lr,
+                     "hyper-parameters": ", ".join(f"{k}={v}" for k, v in b.hparams(m).items()) or "defaults",
+                     "why": s.why if s is not None else "budget default"})
+    return pd.DataFrame(rows).set_index("method")
+
+
+# A run has learned an embedding when it clears these on the upstream (seen-class) test images: R@1, and for heads
+# that classify, accuracy (NaN for the others: not checked). Below them a method's u(x) is scored on an embedding
+# it never learned (issue 35: Losspred at 0.05 accuracy), so it is not ranked.
+TRAINED_AT = {"up_r1": 0.7, "up_acc": 0.7}
+TRAINED, NOT_TRAINED = "trained", "did not train"
+
+
+def run_status(runs):
+    """Per run (row of ``runs``): `TRAINED` if it reaches every threshold of `TRAINED_AT` (a NaN metric, e.g. the
+    accuracy of a head without logits, is not checked; a missing column neither), else `NOT_TRAINED`."""
+    import pandas as pd
+
+    ok = pd.Series(True, index=runs.index)
+    for metric, low in TRAINED_AT.items():
+        if metric in runs:
+            v = runs[metric].astype(float)
+            ok &= v.isna() | (v >= low)
+    return ok.map({True: TRAINED, False: NOT_TRAINED})
+
+
+def method_status(runs) -> dict:
+    """method -> `TRAINED` if every one of its runs trained (`run_status`), else `NOT_TRAINED`."""
+    st = run_status(runs).eq(TRAINED).groupby(runs["method"], sort=False).all()
+    return {m: TRAINED if v else NOT_TRAINED for m, v in st.items()}
+
+
+def trained_runs(runs):
+    """The runs of the methods that trained (`method_status`): what rankings and correlations are computed on.
+    Runs of several budgets (a sweep, `sweep_budgets`) are judged per (method, budget): each setting is a model."""
+    keys = ["method", "budget"] if "budget" in runs else ["method"]
+    ok = run_status(runs).eq(TRAINED).groupby([runs[k] for k in keys], sort=False).transform("all")
+    return runs[ok.to_numpy(bool)]
+
+
+def leaderboard(runs, metrics=None):
+    """Mean and sample std (ddof = 1) over seeds per method: the methods that trained first, sorted by downstream
+    R-AUROC, then the ones that did not (`method_status`, also sorted; they are not ranked).
+
+    Columns: ``<title>`` and ``<title> ±`` for each metric of ``METRICS`` present in ``runs``, ``seeds``,
+    ``trained seeds`` (runs that reach `TRAINED_AT`) and ``status``.
     """
     import pandas as pd
 
@@ -463,22 +628,58 @@ def leaderboard(runs, metrics=None):
         out[METRICS[m]] = g[m].mean()
         out[f"{METRICS[m]} ±"] = g[m].std(ddof=1)
     out["seeds"] = g.size()
+    out["trained seeds"] = run_status(runs).eq(TRAINED).groupby(runs["method"], sort=False).sum()
+    out["status"] = pd.Series(method_status(runs))
     key = METRICS["down_rauroc"] if "down_rauroc" in metrics else out.columns[0]
-    return out.sort_values(key, ascending=False)
+    out["_order"] = out["status"].ne(TRAINED)
+    return out.sort_values(["_order", key], ascending=[True, False]).drop(columns="_order")
+
+
+def ranked(board):
+    """The rows of a `leaderboard` that are ranked: the methods that trained."""
+    return board[board["status"] == TRAINED] if "status" in board else board
+
+
+def seed_rank_stability(runs, metric: str = "down_rauroc") -> dict:
+    """How stable the ranking of the trained methods (`trained_runs`) by ``metric`` is across seeds: each seed's
+    runs rank the methods, and Kendall's tau (tau-b, `scipy.stats.kendalltau`) is computed for every pair of seeds
+    over the methods both seeds ran. Returns ``{"pairs": {(seed_a, seed_b): tau}, "mean": mean tau, "methods": n}``
+    (tau NaN for a pair with fewer than 2 common methods or a constant ranking; ``mean`` over the finite ones)."""
+    from itertools import combinations
+
+    from scipy import stats
+
+    if metric not in runs:
+        raise InputError(f"runs have no column {metric!r}")
+    runs = trained_runs(runs)
+    table = runs.pivot_table(index="method", columns="seed", values=metric, aggfunc="mean")
+    pairs = {}
+    for a, b in combinations(table.columns, 2):
+        both = table[[a, b]].dropna()
+        tau = stats.kendalltau(both[a], both[b]).statistic if len(both) >= 2 else math.nan
+        pairs[(int(a), int(b))] = float(tau)
+    finite = [t for t in pairs.values() if math.isfinite(t)]
+    return {"pairs": pairs, "mean": float(np.mean(finite)) if finite else math.nan, "methods": len(table)}
 
 
 def leaderboard_markdown(board, digits: int = 3) -> str:
-    """The leaderboard as Markdown with "mean ± std" cells (method names as `label` gives them)."""
-    head = ["method"] + [c for c in board.columns if not c.endswith(" ±") and c != "seeds"] + ["seeds"]
+    """The leaderboard as Markdown with "mean ± std" cells (method names as `label` gives them), and its status
+    ("did not train (k of n seeds trained)" for a method that is not ranked)."""
+    extra = ("seeds", "trained seeds", "status")
+    head = ["method"] + [c for c in board.columns if not c.endswith(" ±") and c not in extra] + ["seeds"]
+    head += ["status"] if "status" in board else []
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for method, row in board.iterrows():
         cells = [label(method)]
-        for c in head[1:-1]:
+        for c in head[1:head.index("seeds")]:
             mean, std = row[c], row.get(f"{c} ±", math.nan)
             nd = 0 if c.endswith(" s") else digits
             cells.append("—" if not math.isfinite(mean) else
                          f"{mean:.{nd}f}" + (f" ± {std:.{nd}f}" if math.isfinite(std) else ""))
         cells.append(str(int(row["seeds"])))
+        if "status" in board:
+            cells.append(row["status"] if row["status"] == TRAINED else
+                         f"{row['status']} ({int(row['trained seeds'])} of {int(row['seeds'])} seeds trained)")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -514,7 +715,7 @@ def _seeds_arg(text: str) -> int:
 def cmd_url_benchmark(a) -> int:
     """``python -m hedgekit url-benchmark``: run (or read back) every run, print and write the leaderboard."""
     torch.set_num_threads(a.threads)
-    budget = "fast" if a.fast else "paper"
+    budget = "fast" if a.fast else a.budget
     methods = check_methods(a.methods or list(method_registry()))
     runs = run_benchmark(methods, a.seeds, budget, retrain=a.retrain, progress=not a.quiet)
     board = leaderboard(runs)
@@ -533,7 +734,9 @@ def add_subcommand(sub) -> None:
                                              "zero-shot downstream (cached, resumable)")
     p.add_argument("--methods", default="", help=f"comma-separated, from {', '.join(DISPLAY)} (default: all)")
     p.add_argument("--seeds", type=_seeds_arg, default=3, help="number of seeds per method (0..n-1), default 3")
-    p.add_argument("--fast", action="store_true", help="the fast budget (seconds per run) instead of the paper budget")
+    p.add_argument("--budget", choices=list(BUDGETS), default="paper",
+                   help="fast (seconds per run), paper (one setting for all) or converged (per-method settings)")
+    p.add_argument("--fast", action="store_true", help="the fast budget (seconds per run): --budget fast")
     p.add_argument("--retrain", action="store_true", help="train even when a cached run exists")
     p.add_argument("--out", default=None, help="folder for leaderboard-<budget>.csv/.md (default: the data cache)")
     p.add_argument("--threads", type=count_arg(1, MAX_THREADS), default=1,

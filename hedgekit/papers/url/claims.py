@@ -10,8 +10,13 @@ our interval.
 Like with like: the paper's levels (ImageNet -> CUB / CARS / SOP) and ours (seen -> unseen digits) are on
 different data, so no claim compares absolute levels across them (e.g. our best R-AUROC against the paper's
 0.569; "most models above 0.7 upstream" is a note); ranks and correlations within one benchmark do carry over.
-Our InfoNCE and MCInfoNCE are supervised (`hedgekit.papers.url.benchmark.LABELS`), so they are not the
-paper's unsupervised baselines: "the baselines fail" is checked on CE, the baseline both share.
+Our ``infonce`` and ``mcinfonce`` are supervised (`hedgekit.papers.url.benchmark.LABELS`); the paper's unsupervised
+ones are ``infonce_2v`` and ``mcinfonce_2v`` (two augmented views, no labels), and a claim about the paper's
+MCInfoNCE / InfoNCE uses those when they were run (`paper_counterpart`).
+
+Only methods that trained are ranked or correlated (`benchmark.method_status`: upstream R@1 and accuracy at least
+`benchmark.TRAINED_AT`): a method that never learned an embedding scores u(x) on noise, so its ranks and its points
+in a correlation would measure the budget, not the method. They are listed in a note of the verdict.
 """
 from __future__ import annotations
 
@@ -20,12 +25,22 @@ import math
 import numpy as np
 
 from hedgekit.papers.url import numbers
-from hedgekit.papers.url.benchmark import label
+from hedgekit.papers.url.benchmark import NOT_TRAINED, TRAINED_AT, label, method_status, ranked, trained_runs
 from hedgekit.papers.url.numbers import DISPLAY
 from hedgekit.papers.verdict import Verdict, direction_verdict, fmt, paired_effect
 
 __all__ = ["CORRELATION_PAIRS", "spearman", "correlations", "side_by_side", "paper_statements", "ranks", "URLVerdict",
-           "url_verdict"]
+           "url_verdict", "paper_counterpart"]
+
+# the paper's method key -> ours that implements it as the paper does, where our key of that name differs
+PAPER_COUNTERPART = {"infonce": "infonce_2v", "mcinfonce": "mcinfonce_2v"}
+
+
+def paper_counterpart(method: str, present) -> str:
+    """Our method for the paper's ``method``: the unsupervised two-view one (`PAPER_COUNTERPART`) if it is among
+    ``present``, else the method of the same key."""
+    ours = PAPER_COUNTERPART.get(method)
+    return ours if ours is not None and ours in present else method
 
 # (x metric, y metric, key in numbers.CORRELATIONS or None, label)
 CORRELATION_PAIRS = (
@@ -62,10 +77,12 @@ def spearman(x, y, n_boot: int = 2000, seed: int = 0) -> dict:
 
 
 def correlations(runs):
-    """The paper's metric correlations recomputed on our runs: a DataFrame indexed by pair label with
-    ``rho, p, lo, hi, n`` and the paper's value (NaN where the paper gives a count, not a value)."""
+    """The paper's metric correlations recomputed on our runs of the methods that trained (`trained_runs`): a
+    DataFrame indexed by pair label with ``rho, p, lo, hi, n`` and the paper's value (NaN where the paper gives a
+    count, not a value)."""
     import pandas as pd
 
+    runs = trained_runs(runs)
     rows = {}
     for a, b, key, title in CORRELATION_PAIRS:
         r = spearman(runs[a], runs[b])
@@ -75,14 +92,14 @@ def correlations(runs):
 
 
 def ranks(board, column: str) -> dict:
-    """method -> rank (1 = best, highest mean) by a leaderboard column."""
-    order = board[column].sort_values(ascending=False, kind="stable").index
+    """method -> rank (1 = best, highest mean) by a leaderboard column, among the methods that trained (`ranked`)."""
+    order = ranked(board)[column].sort_values(ascending=False, kind="stable").index
     return {m: i + 1 for i, m in enumerate(order)}
 
 
 def side_by_side(board):
     """Our leaderboard, one row per method (named by `benchmark.label`): downstream R-AUROC and R@1 (mean ± std
-    over seeds) and ranks, beside what carries over from the paper: its family, whether the paper lists the method
+    over seeds) and ranks (— for a method that did not train, `benchmark.method_status`), beside what carries over from the paper: its family, whether the paper lists the method
     in its top 3 per backbone (App. C.6). The paper's own numbers (ImageNet -> CUB/CARS/SOP averages and
     per-backbone statements) are on other data and live apart, in `paper_statements`."""
     import pandas as pd
@@ -92,9 +109,9 @@ def side_by_side(board):
     for m, row in board.iterrows():
         rows.append({"method": label(m), "family": numbers.FAMILY.get(m, ""),
                      "ours R-AUROC": f"{row['R-AUROC (down)']:.3f} ± {row['R-AUROC (down) ±']:.3f}",
-                     "rank": rr[m],
+                     "rank": rr.get(m, "—"),
                      "ours R@1": f"{row['R@1 (down)']:.3f} ± {row['R@1 (down) ±']:.3f}",
-                     "rank R@1": r1[m],
+                     "rank R@1": r1.get(m, "—"), "status": row.get("status", ""),
                      "paper's top 3 ResNet-50": "yes" if m in numbers.TOP3["ResNet-50"] else "",
                      "paper's top 3 ViT-M": "yes" if m in numbers.TOP3["ViT-Medium"] else ""})
     return pd.DataFrame(rows).set_index("method")
@@ -140,6 +157,15 @@ def url_verdict(runs, board, budget_name: str = "paper") -> URLVerdict:
     """The paper's findings checked on our runs (one row per run) and leaderboard (`benchmark.leaderboard`)."""
     v = URLVerdict("09 URL benchmark")
     v.runs_text = _context(runs, budget_name)
+    failed = [m for m, st in method_status(runs).items() if st == NOT_TRAINED]
+    runs, board = trained_runs(runs), ranked(board)
+    if failed:
+        v.note(f"Did not train (in some seed, upstream R@1 below {TRAINED_AT['up_r1']} or accuracy below "
+               f"{TRAINED_AT['up_acc']}), so left out of every rank and correlation below: "
+               f"{', '.join(label(m) for m in failed)}.")
+    if board.empty:
+        v.note("No method trained: nothing to rank.")
+        return v
     corr = correlations(runs)
     methods = list(board.index)
     n = len(methods)
@@ -171,21 +197,26 @@ def url_verdict(runs, board, budget_name: str = "paper") -> URLVerdict:
     ours_top3 = [m for m, k in sorted(rr.items(), key=lambda t: t[1])[:3]]
     names = ", ".join(label(m) for m in ours_top3)
     for backbone in ("ResNet-50", "ViT-Medium"):
-        paper_top = numbers.TOP3[backbone]
+        paper_top = [paper_counterpart(m, rr) for m in numbers.TOP3[backbone]]
         run = [m for m in paper_top if m in rr]
         hits = sum(m in ours_top3 for m in paper_top)
         caveat = ("; the paper's MCInfoNCE is unsupervised, ours supervised" if "mcinfonce" in paper_top else "")
         v.add(f"the paper's best three on {backbone} lead (App. C.6)",
-              ", ".join(DISPLAY[m] for m in paper_top), f"our top 3 by downstream R-AUROC: {names}",
+              ", ".join(DISPLAY[m] for m in numbers.TOP3[backbone]), f"our top 3 by downstream R-AUROC: {names}",
               (hits >= 2) if len(run) == 3 and n >= 6 else None,
               (f"{hits} of the paper's 3 are in our top 3" + caveat) if len(run) == 3 and n >= 6 else
-              "too few of these methods were run to rank them")
+              "too few of these methods were run (and trained) to rank them")
     if "nivmf" in r1 and "losspred" in r1 and n >= 4:
         ok = r1["nivmf"] == 1 and r1["losspred"] == 2
         v.add("nivMF has the best R@1 (0.57), Losspred second (0.53) (Sec. 4.3)", "nivMF 1st, Losspred 2nd",
               "; ".join(f"{label(m)} {r1[m]}." for m in ("nivmf", "losspred")) + f" of {n} by R@1", ok,
               "" if ok else "; ".join(f"{label(m)} is {r1[m]}., not {want}."
                                       for m, want in (("nivmf", 1), ("losspred", 2)) if r1[m] != want))
+    if "infonce_2v" in rr and n >= 4:
+        ok = _in_half(rr["infonce_2v"], n)
+        v.add("the unsupervised baseline InfoNCE fails to transfer u(x) (Sec. 4.3)", "below the probabilistic embeddings",
+              f"{label('infonce_2v')} rank {rr['infonce_2v']} of {n}", ok,
+              "InfoNCE ranks in the lower half by downstream R-AUROC" if ok else "InfoNCE ranks in the upper half")
     if "ce" in rr and n >= 4:
         ok = _in_half(rr["ce"], n)
         extra = [m for m in ("infonce", "mcinfonce") if m in rr]

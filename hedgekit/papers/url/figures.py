@@ -5,6 +5,9 @@
 * `crop_examples` -- the crop of the cropped-image rate (`hedgekit.papers.url.protocol.crop_images`).
 * `correlation_scatter` -- Fig. 4: downstream R-AUROC against upstream R-AUROC (left) and against the
   upstream cropped-image rate (right), one point per run, Spearman's rho in the titles.
+
+A method that did not train (`hedgekit.papers.url.benchmark.method_status`) is drawn grey and hatched (bars) or as
+a grey cross (points), labelled "did not train", and left out of every rho.
 """
 from __future__ import annotations
 
@@ -13,8 +16,11 @@ from matplotlib.patches import Rectangle
 
 from hedgekit.papers.url import numbers, protocol
 from hedgekit.papers.url.claims import spearman
-from hedgekit.papers.url.benchmark import label
+from hedgekit.papers.url.benchmark import TRAINED, label, method_status, trained_runs
 from hedgekit.viz.style import INK, TAB10, figure
+
+UNTRAINED = "0.6"  # grey: a method that did not train
+UNTRAINED_TEXT = " (did not train)"
 
 __all__ = ["method_colours", "crop_examples", "ranking", "r1_vs_rauroc", "correlation_scatter"]
 
@@ -26,15 +32,20 @@ def method_colours(methods) -> dict:
 
 
 def ranking(board, title: str = ""):
-    """Fig. 1 analogue: horizontal bars of downstream R-AUROC and R@1 per method, best R-AUROC on top.
-    Methods in the paper's ResNet-50 top 3 (App. C.6) are marked with a star."""
-    b = board.sort_values("R-AUROC (down)")
+    """Fig. 1 analogue: horizontal bars of downstream R-AUROC and R@1 per method in the leaderboard's order, best
+    R-AUROC on top, methods that did not train below them (grey, hatched). Methods in the paper's ResNet-50 top 3
+    (App. C.6) are marked with a star."""
+    b = board.iloc[::-1]  # the leaderboard's order (trained methods by R-AUROC, then the others), best on top
+    trained = b["status"].eq(TRAINED) if "status" in b else np.ones(len(b), bool)
     fig, ax = figure(1, 2, figsize=(9, 0.35 * len(b) + 1.5), sharey=True)
-    labels = [label(m) + (" *" if m in numbers.TOP3["ResNet-50"] else "") for m in b.index]
-    colours = [method_colours(b.index)[m] for m in b.index]
+    labels = [label(m) + (" *" if m in numbers.TOP3["ResNet-50"] else "") + ("" if ok else UNTRAINED_TEXT)
+              for m, ok in zip(b.index, trained)]
+    colours = [method_colours(b.index)[m] if ok else UNTRAINED for m, ok in zip(b.index, trained)]
     y = np.arange(len(b))
     for a, col, ref in ((ax[0], "R-AUROC (down)", 0.5), (ax[1], "R@1 (down)", None)):
-        a.barh(y, b[col], xerr=b[f"{col} ±"].fillna(0), color=colours, alpha=0.85, capsize=2)
+        bars = a.barh(y, b[col], xerr=b[f"{col} ±"].fillna(0), color=colours, alpha=0.85, capsize=2)
+        for bar, ok in zip(bars, trained):
+            bar.set_hatch("" if ok else "//")
         lo = np.nanmin(b[col] - b[f"{col} ±"].fillna(0))
         a.set_xlim(max(0.0, lo - 0.05), min(1.0, np.nanmax(b[col] + b[f"{col} ±"].fillna(0)) + 0.03))
         if ref is not None:
@@ -50,14 +61,18 @@ def ranking(board, title: str = ""):
 
 
 def r1_vs_rauroc(runs, x: str = "down_r1", y: str = "down_rauroc"):
-    """Fig. 2 analogue: one marker per method at its mean (R@1, R-AUROC), error bars = std over seeds."""
+    """Fig. 2 analogue: one marker per method at its mean (R@1, R-AUROC), error bars = std over seeds (a grey
+    cross for a method that did not train)."""
     fig, ax = figure(figsize=(5.5, 4.2))
     colours = method_colours(runs["method"].unique())
+    status = method_status(runs)
     for m, g in runs.groupby("method", sort=False):
-        ax.scatter(g[x], g[y], color=colours[m], alpha=0.25, s=12)
+        ok = status[m] == TRAINED
+        c = colours[m] if ok else UNTRAINED
+        ax.scatter(g[x], g[y], color=c, alpha=0.25, s=12)
         ax.errorbar(g[x].mean(), g[y].mean(), xerr=g[x].std(ddof=1) if len(g) > 1 else None,
-                    yerr=g[y].std(ddof=1) if len(g) > 1 else None, fmt="o", color=colours[m], capsize=2,
-                    label=label(m))
+                    yerr=g[y].std(ddof=1) if len(g) > 1 else None, fmt="o" if ok else "x", color=c, capsize=2,
+                    label=label(m) + ("" if ok else UNTRAINED_TEXT))
     ax.axhline(0.5, color="0.5", lw=0.8, ls="--")
     ax.set_xlabel("R@1 (downstream)")
     ax.set_ylabel("R-AUROC (downstream)")
@@ -68,14 +83,18 @@ def r1_vs_rauroc(runs, x: str = "down_r1", y: str = "down_rauroc"):
 
 
 def correlation_scatter(runs):
-    """Fig. 4 analogue: downstream R-AUROC vs upstream R-AUROC and vs upstream crop rate, one point per run."""
+    """Fig. 4 analogue: downstream R-AUROC vs upstream R-AUROC and vs upstream crop rate, one point per run; rho
+    over the runs of the methods that trained (`trained_runs`), the others drawn as grey crosses."""
     fig, ax = figure(1, 2, figsize=(9.5, 4), sharey=True)
     colours = method_colours(runs["method"].unique())
+    status, kept = method_status(runs), trained_runs(runs)
     for a, col, key, name in ((ax[0], "up_rauroc", "up_vs_down_rauroc", "upstream R-AUROC"),
                               (ax[1], "up_crop", "crop_vs_down_rauroc", "upstream cropped-image rate")):
         for m, g in runs.groupby("method", sort=False):
-            a.scatter(g[col], g["down_rauroc"], color=colours[m], s=18, label=label(m))
-        r = spearman(runs[col], runs["down_rauroc"])
+            ok = status[m] == TRAINED
+            a.scatter(g[col], g["down_rauroc"], color=colours[m] if ok else UNTRAINED, marker="o" if ok else "x",
+                      s=18, label=label(m) + ("" if ok else UNTRAINED_TEXT + ", not in rho"))
+        r = spearman(kept[col], kept["down_rauroc"])
         a.set_title(f"rho = {r['rho']:.2f} (paper {numbers.CORRELATIONS[key][0]:.2f})")
         a.set_xlabel(name)
     ax[0].set_ylabel("downstream R-AUROC")

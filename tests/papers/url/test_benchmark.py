@@ -172,12 +172,12 @@ def test_uncertainty_extremes_match_a_full_sort(tiny, monkeypatch):
     np.testing.assert_allclose(ext["most"]["u"], u[ranked[::-1][:3]])
     np.testing.assert_array_equal(ext["most"]["images"], x[ranked[::-1][:3], 0].numpy())
     np.testing.assert_array_equal(ext["least"]["labels"], y.numpy()[ranked[:3]])
-    with pytest.raises(benchmark.InputError, match="url-benchmark --methods other --seeds 1 --fast"):
+    with pytest.raises(benchmark.InputError, match="url-benchmark --methods other --seeds 1 --budget fast"):
         benchmark.uncertainty_extremes("other", 0, "fast")
     with pytest.raises(benchmark.InputError, match="k must be"):
         benchmark.uncertainty_extremes("standin", 1, "fast", k=0)
     benchmark.run_path("standin", 1, "fast").with_suffix(".pt").write_bytes(b"not a checkpoint")
-    with pytest.raises(benchmark.CheckpointError, match="--methods standin --seeds 2 --retrain --fast"):
+    with pytest.raises(benchmark.CheckpointError, match="--methods standin --seeds 2 --retrain --budget fast"):
         benchmark.uncertainty_extremes("standin", 1, "fast")
 
 
@@ -244,3 +244,102 @@ def test_a_record_with_the_old_key_is_stale(tiny):
     path.write_text(json.dumps(rec))
     assert benchmark.cached_runs("fast").empty
     assert benchmark.run_one("standin", 0, "fast")["source"] == "trained now" and len(tiny) == 2
+
+
+def _runs(table):
+    """Runs from {method: [(up_r1, up_acc, down_rauroc) per seed]}."""
+    return pd.DataFrame([{"method": m, "seed": s, "up_r1": r1, "up_acc": acc, "down_rauroc": d, "down_r1": 0.5}
+                         for m, rows in table.items() for s, (r1, acc, d) in enumerate(rows)])
+
+
+def test_status_is_computed_from_the_thresholds_and_untrained_methods_are_not_ranked():
+    runs = _runs({"good": [(0.8, 0.9, 0.6), (0.75, 0.7, 0.62)],
+                  "no_acc": [(0.9, math.nan, 0.55), (0.7, math.nan, 0.57)],  # a head without logits: R@1 only
+                  "low_acc": [(0.9, 0.69, 0.9), (0.9, 0.9, 0.9)],  # one seed below the accuracy threshold
+                  "low_r1": [(0.2, math.nan, 0.95), (0.25, math.nan, 0.93)]})
+    st = benchmark.run_status(runs)
+    assert list(st) == ["trained"] * 4 + ["did not train", "trained"] + ["did not train"] * 2
+    assert benchmark.method_status(runs) == {"good": "trained", "no_acc": "trained", "low_acc": "did not train",
+                                             "low_r1": "did not train"}
+    board = benchmark.leaderboard(runs)
+    # the best R-AUROCs belong to methods that did not train: they come last, after the ranked ones
+    assert list(board.index) == ["good", "no_acc", "low_r1", "low_acc"]
+    assert list(benchmark.ranked(board).index) == ["good", "no_acc"]
+    assert board.loc["low_acc", "trained seeds"] == 1
+    md = benchmark.leaderboard_markdown(board)
+    assert "did not train (1 of 2 seeds trained)" in md and "did not train (0 of 2 seeds trained)" in md
+    assert set(benchmark.trained_runs(runs)["method"]) == {"good", "no_acc"}
+
+
+def test_seed_rank_stability_is_kendall_tau_between_seed_rankings():
+    # seed 0 ranks a > b > c > d, seed 1 swaps c and d (5 concordant, 1 discordant pair: tau = 4/6),
+    # seed 2 reverses all (tau with seed 0 = -1, with seed 1 = -4/6); "x" did not train and is left out
+    order = {0: [4, 3, 2, 1], 1: [4, 3, 1, 2], 2: [1, 2, 3, 4]}
+    table = {m: [(0.9, 0.9, order[s][i]) for s in range(3)] for i, m in enumerate("abcd")}
+    table["x"] = [(0.1, 0.1, 10.0)] * 3
+    res = benchmark.seed_rank_stability(_runs(table))
+    assert res["methods"] == 4
+    assert res["pairs"][(0, 1)] == pytest.approx(4 / 6)
+    assert res["pairs"][(0, 2)] == pytest.approx(-1)
+    assert res["pairs"][(1, 2)] == pytest.approx(-4 / 6)
+    assert res["mean"] == pytest.approx((4 / 6 - 1 - 4 / 6) / 3)
+    with pytest.raises(benchmark.InputError, match="no column"):
+        benchmark.seed_rank_stability(_runs(table), "nope")
+
+
+def test_a_budget_applies_its_per_method_settings_and_keys_the_cache_on_them():
+    b = benchmark.BUDGETS["converged"]
+    for method, s in b.settings.items():
+        assert s.why, f"{method}'s setting needs its reason"
+        cfg = b.train_config(method)
+        assert cfg.steps == (s.steps or b.train.steps) and cfg.lr == (s.lr or b.train.lr)
+        assert b.hparams(method) == s.hparams
+        benchmark.build_model(method, 0, **b.hparams(method))  # every hyper-parameter is one the head takes
+        config = benchmark._config(b, method)
+        assert config["train"]["steps"] == cfg.steps and config.get("hparams", {}) == s.hparams
+    assert benchmark.BUDGETS["paper"].train_config("losspred") == benchmark.BUDGETS["paper"].train
+    assert "hparams" not in benchmark._config(benchmark.BUDGETS["paper"], "losspred")  # old records keep their key
+
+
+def test_settings_table_lists_every_method_with_its_reason(tiny):
+    b = benchmark.Budget("fast", TINY.train, 4, settings={"other": benchmark.Setting(steps=7, hparams={"x": 1},
+                                                                                      why="because")})
+    table = benchmark.settings_table(b)
+    assert list(table.index) == ["standin", "other"]
+    assert table.loc["other"].tolist() == [7, TINY.train.lr, "x=1", "because"]
+    assert table.loc["standin", "why"] == "budget default" and table.loc["standin", "steps"] == TINY.train.steps
+
+
+def test_sweep_budgets_scale_every_methods_learning_rate_and_keep_the_rest():
+    base = benchmark.BUDGETS["converged"]
+    half, double = benchmark.sweep_budgets("converged", (0.5, 2.0))
+    assert (half.name, double.name) == ("converged-lr0.5x", "converged-lr2x")
+    for m in benchmark.method_registry():
+        assert half.train_config(m).lr == pytest.approx(base.train_config(m).lr / 2)
+        assert double.train_config(m).steps == base.train_config(m).steps and double.hparams(m) == base.hparams(m)
+    assert benchmark._budget("converged-lr2x") == double
+    with pytest.raises(benchmark.InputError, match="> 0"):
+        benchmark.sweep_budgets("converged", (0.0,))
+
+
+def test_pooled_sweep_runs_are_judged_per_setting():
+    runs = _runs({"a": [(0.9, 0.9, 0.6)], "b": [(0.9, 0.9, 0.7)]})
+    low = runs.assign(budget="x-lr2x", up_r1=[0.9, 0.1])  # b did not train at the doubled learning rate
+    pooled = pd.concat([runs.assign(budget="x"), low], ignore_index=True)
+    kept = benchmark.trained_runs(pooled)
+    assert sorted(zip(kept["method"], kept["budget"])) == [("a", "x"), ("a", "x-lr2x"), ("b", "x")]
+
+
+def test_sweep_runs_pool_one_seed_of_each_setting_and_skip_methods_that_did_not_train(tiny, monkeypatch):
+    runs = benchmark.run_benchmark(["standin", "other"], [0, 1], "fast", progress=False)
+    # the tiny random data teach nothing: lower the bar so that "standin" trained and "other" (one seed) did not
+    monkeypatch.setattr(benchmark, "TRAINED_AT", {"up_r1": -1.0})
+    runs.loc[(runs["method"] == "other") & (runs["seed"] == 1), "up_r1"] = -2.0
+    calls = len(tiny)
+    pooled = benchmark.sweep_runs(runs, seed=0, factors=(0.5, 2.0))
+    assert len(tiny) - calls == 2  # standin at two learning rates; "other" is not swept
+    assert sorted(zip(pooled["method"], pooled["budget"])) == [
+        ("standin", "fast"), ("standin", "fast-lr0.5x"), ("standin", "fast-lr2x")]
+    assert set(pooled["seed"]) == {0}
+    with pytest.raises(benchmark.InputError, match="one budget"):
+        benchmark.sweep_runs(pooled)

@@ -207,3 +207,41 @@ def test_our_infonce_is_named_supervised_everywhere_but_keeps_its_key():
     board = benchmark.leaderboard(runs_of())
     assert "| supervised InfoNCE |" in benchmark.leaderboard_markdown(board)
     assert "infonce" in board.index
+
+
+def test_methods_that_did_not_train_are_left_out_of_ranks_and_correlations():
+    runs = runs_of(down=_ranked(["elk", "mcinfonce", "nivmf"]), up=ORDER, crop=ORDER)
+    kept = runs.copy()
+    # Losspred and ELK did not learn an embedding (ELK in one seed only); give them the extreme values that would
+    # move a rank and a correlation if they counted
+    bad = runs["method"].eq("losspred") | (runs["method"].eq("elk") & runs["seed"].eq(1))
+    runs.loc[runs["method"].eq("losspred"), ["up_acc", "down_rauroc", "up_rauroc"]] = [0.05, 0.99, 0.01]
+    runs.loc[bad & runs["method"].eq("elk"), "up_r1"] = 0.3
+    board = benchmark.leaderboard(runs)
+    assert set(board.index[-2:]) == {"elk", "losspred"} and set(board["status"][-2:]) == {"did not train"}
+    rr = claims.ranks(board, "R-AUROC (down)")
+    assert "losspred" not in rr and "elk" not in rr and len(rr) == 9
+    ref = claims.correlations(kept[~kept["method"].isin(["elk", "losspred"])])
+    pd.testing.assert_frame_equal(claims.correlations(runs), ref)
+    v = claims.url_verdict(runs, board)
+    assert any("Did not train" in n and "Losspred" in n and "ELK" in n for n in v.notes)
+    top = {c.claim: c for c in v.claims}[TOP_RN]
+    assert top.matched is None and "ELK" not in top.ours  # ELK led, but it did not train: 2 of the 3 ranked
+    table = claims.side_by_side(board)
+    assert table.loc["Losspred", "rank"] == "—" and table.loc["Losspred", "status"] == "did not train"
+    for fn, arg in (("ranking", board), ("r1_vs_rauroc", runs), ("correlation_scatter", runs)):
+        fig, ax = getattr(figures, fn)(arg)
+        texts = [t.get_text() for a in fig.axes for t in a.get_yticklabels() + (a.get_legend().get_texts()
+                                                                                if a.get_legend() else [])]
+        assert any("Losspred" in t and "did not train" in t for t in texts), fn
+    fig, ax = figures.correlation_scatter(runs)
+    assert f"{ref.iloc[0]['rho']:.2f}" in ax[0].get_title()
+
+
+def test_the_papers_mcinfonce_is_our_two_view_one_when_it_was_run():
+    methods = numbers.METHODS + ("mcinfonce_2v",)
+    runs = runs_of(down=_ranked(["elk", "mcinfonce_2v", "nivmf"]), methods=methods)
+    top = {c.claim: c for c in claims.url_verdict(runs, benchmark.leaderboard(runs)).claims}[TOP_RN]
+    assert top.matched is True and "unsupervised, ours supervised" not in top.why
+    assert claims.paper_counterpart("mcinfonce", ["mcinfonce"]) == "mcinfonce"
+    assert benchmark.label("mcinfonce_2v") == "MCInfoNCE" and benchmark.label("infonce_2v") == "InfoNCE"
