@@ -393,7 +393,7 @@ def test_benchmark_page_without_results_shows_the_command(url_cache):
     at = AppTest.from_file(BENCHMARK_PAGE, default_timeout=120).run()
     assert not at.exception, at.exception
     assert any("python -m hedgekit url-benchmark --fast" in i.value for i in at.info)
-    assert not at.selectbox and not at.get("image") and not any(m.value.startswith("| method") for m in at.markdown)
+    assert not at.selectbox and not at.get("image") and not at.dataframe
 
 
 def test_benchmark_page_shows_the_leaderboard_and_the_extremes(url_cache):
@@ -406,13 +406,16 @@ def test_benchmark_page_shows_the_leaderboard_and_the_extremes(url_cache):
     url_cache("infonce", 1, 0.9)
     at = AppTest.from_file(BENCHMARK_PAGE, default_timeout=300).run()
     assert not at.exception, at.exception
-    assert not at.info and not at.warning
-    table = next(m.value for m in at.markdown if m.value.startswith("| method"))
-    # ranked, mean ± sample std; our InfoNCE is the supervised one (hedgekit.papers.url.benchmark.LABELS)
-    assert "| supervised InfoNCE | 0.900 |" in table and "| CE | 0.650 ± 0.071 |" in table
+    assert not at.info and len(at.warning) == 1 and "fast" in at.warning[0].value  # the budget ranks noise, said
+    frame = at.dataframe[0].value  # a sortable table: one number per column, no "±" columns to run off the page
+    # ordered by downstream R-AUROC; our InfoNCE is the supervised one (hedgekit.papers.url.benchmark.LABELS)
+    assert list(frame.index) == ["supervised InfoNCE", "CE"]
+    col = benchmark.METRICS["down_rauroc"]
+    assert frame.loc["supervised InfoNCE", col] == pytest.approx(0.9) and frame.loc["CE", col] == pytest.approx(0.65)
+    assert not any(c.endswith(" ±") for c in frame.columns) and set(frame["status"]) == {benchmark.NOT_TRAINED}
     assert any(h.value == "Leaderboard (fast budget)" for h in at.subheader)
     picker = at.selectbox(key="w_bench_method")
-    assert picker.options == ["InfoNCE", "CE"] and picker.value == "infonce"  # ranked by downstream R-AUROC
+    assert picker.options == ["supervised InfoNCE", "CE"] and picker.value == "infonce"
     assert any(c.value.startswith("Seed 1;") for c in at.caption)  # the method's first cached seed
     ext = benchmark.uncertainty_extremes("infonce", 1, "fast", k=8)  # what the page shows is the library's
     assert min(ext["most"]["u"]) >= max(ext["least"]["u"])
@@ -436,5 +439,5 @@ def test_benchmark_page_with_unreadable_weights_says_so(url_cache):
     record.write_text(json.dumps({**rec, "weights_sha256": hashlib.sha256(b"not a checkpoint").hexdigest()}))
     at = AppTest.from_file(BENCHMARK_PAGE, default_timeout=120).run()
     assert not at.exception, at.exception
-    assert any("| CE |" in m.value for m in at.markdown)  # the leaderboard still shows
+    assert list(at.dataframe[0].value.index) == ["CE"]  # the leaderboard still shows
     assert any("Cannot score the images of CE (seed 0)" in w.value for w in at.warning)
