@@ -10,18 +10,16 @@ blank images of several sizes, an inverted array whose analysis must equal the o
 from __future__ import annotations
 
 import io
-import json
 import time
 import warnings
 
 import numpy as np
 import pytest
 import torch
-from torch import nn
 
 from hedgekit import checks, cli
 from hedgekit import playground as pg
-from hedgekit.errors import CheckpointError, InputError
+from hedgekit.errors import InputError
 from hedgekit.nets import embedder
 from hedgekit.nets.embedder import MAX_COMPONENTS, MAX_DIM, build_conv_model, build_model, parameter_count
 
@@ -250,111 +248,6 @@ def test_interrupted_training_leaves_no_partial_checkpoint(monkeypatch, tmp_path
     assert "not saved" in capsys.readouterr().err
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
     assert spec.name.startswith("point-n2-d2")
-
-
-class _StandIn(nn.Module):
-    """The smallest URL head (a linear embedding, a classifier, u = the softmax's entropy)."""
-
-    def __init__(self, feat_dim, n_classes, embed_dim=16):
-        super().__init__()
-        self.project, self.classifier = nn.Linear(feat_dim, embed_dim), nn.Linear(embed_dim, n_classes)
-
-    def forward(self, features):
-        e = self.project(features)
-        logits = self.classifier(e)
-        p = logits.softmax(-1)
-        return {"embedding": e, "uncertainty": -(p * p.clamp_min(1e-12).log()).sum(-1), "logits": logits}
-
-    def loss(self, out, labels):
-        return nn.functional.cross_entropy(out["logits"], labels)
-
-
-@pytest.fixture
-def url_runs(monkeypatch, tmp_path):
-    """The URL runner on a stand-in method and tiny synthetic data, caching in tmp_path; counts trainings."""
-    from hedgekit.papers.url import benchmark
-    from hedgekit.training.upstream import UpstreamConfig
-
-    g = torch.Generator().manual_seed(0)
-    classes = np.arange(0, 100, 10)
-    labels = np.repeat(classes, 6)
-    x = (torch.rand(len(labels), 1, 28, 56, generator=g) * 255).to(torch.uint8)
-    monkeypatch.setattr(benchmark, "_train_data", lambda: (x, torch.from_numpy(np.searchsorted(classes, labels)),
-                                                           classes))
-
-    def one(cls, per_class):
-        y = torch.as_tensor(cls).repeat_interleave(per_class)
-        return torch.rand(len(y), 1, 28, 56, generator=torch.Generator().manual_seed(1)), y
-
-    monkeypatch.setattr(benchmark, "eval_sets", lambda per_class: {
-        "up": one(classes, per_class), "unseen": one(np.arange(1, 6), per_class),
-        "fashion": one(np.arange(200, 206), per_class)})
-    monkeypatch.setattr(benchmark, "method_registry", lambda: {"standin": _StandIn})
-    monkeypatch.setattr(benchmark, "cache_root", lambda: tmp_path / "url")
-    monkeypatch.setitem(benchmark.BUDGETS, "fast", benchmark.Budget(
-        "fast", UpstreamConfig(steps=3, classes_per_batch=4, per_class=2, log_every=1), eval_per_class=4))
-    calls = []
-    real_fit = benchmark.fit_upstream
-    monkeypatch.setattr(benchmark, "fit_upstream", lambda *a, **k: calls.append(1) or real_fit(*a, **k))
-    return benchmark, calls
-
-
-def test_url_run_interrupted_between_weights_and_metrics_is_retrained(url_runs, monkeypatch):
-    benchmark, calls = url_runs
-    first = benchmark.run_one("standin", 0, "fast")
-    assert first["source"] == "trained now" and benchmark.run_one("standin", 0, "fast")["source"] == "cache"
-    record = benchmark.run_path("standin", 0, "fast")
-    weights = record.with_suffix(".pt")
-    old_record, old_weights = record.read_text(), weights.read_bytes()
-    real_write = benchmark.atomic_write
-
-    def metrics_interrupted(path):
-        if str(path).endswith(".json"):
-            raise KeyboardInterrupt  # after the new weights, before the metrics
-        return real_write(path)
-
-    monkeypatch.setattr(benchmark, "atomic_write", metrics_interrupted)
-    real_build = benchmark.build_model  # other initial weights, so that the retrained weights differ
-    monkeypatch.setattr(benchmark, "build_model", lambda method, seed, n_classes=70: real_build(method, seed + 7,
-                                                                                                 n_classes))
-    with pytest.raises(KeyboardInterrupt):
-        benchmark.run_one("standin", 0, "fast", retrain=True)
-    assert record.read_text() == old_record and weights.read_bytes() != old_weights  # new weights, old metrics
-    assert [p.name for p in record.parent.iterdir() if p.name.endswith(".tmp")] == []
-    monkeypatch.setattr(benchmark, "atomic_write", real_write)
-    assert benchmark.cached_runs("fast").empty  # the mismatched pair is not a run
-    with pytest.raises(CheckpointError, match="not the weights its metrics were measured on"):
-        benchmark.load_run_model("standin", 0, "fast")
-    n = len(calls)
-    again = benchmark.run_one("standin", 0, "fast")
-    assert again["source"] == "trained now" and len(calls) == n + 1  # retrained, not reported as cached
-    assert json.loads(record.read_text())["weights_sha256"] == _sha256(weights)
-    assert benchmark.run_one("standin", 0, "fast")["source"] == "cache"
-
-
-def _sha256(path) -> str:
-    import hashlib
-
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def test_url_run_interrupted_while_writing_its_weights_keeps_the_old_run(url_runs, monkeypatch):
-    benchmark, calls = url_runs
-    benchmark.run_one("standin", 1, "fast")
-    record = benchmark.run_path("standin", 1, "fast")
-    before = record.with_suffix(".pt").read_bytes()
-
-    def half_written(obj, f, *args, **kwargs):
-        with open(f, "wb") as out:
-            out.write(b"PK\x03\x04 half")
-        raise KeyboardInterrupt
-
-    with monkeypatch.context() as m, pytest.raises(KeyboardInterrupt):
-        m.setattr(torch, "save", half_written)
-        benchmark.run_one("standin", 1, "fast", retrain=True)
-    assert record.with_suffix(".pt").read_bytes() == before
-    assert [p.name for p in record.parent.iterdir() if p.name.endswith(".tmp")] == []
-    assert benchmark.run_one("standin", 1, "fast")["source"] == "cache"  # the old pair still matches
 
 
 # ---------------------------------------------------------------------------------------------- images

@@ -343,3 +343,62 @@ def test_sweep_runs_pool_one_seed_of_each_setting_and_skip_methods_that_did_not_
     assert set(pooled["seed"]) == {0}
     with pytest.raises(benchmark.InputError, match="one budget"):
         benchmark.sweep_runs(pooled)
+
+
+# ------------------------------------------------------------------ interrupts (issue: trustworthy under faults)
+def test_url_run_interrupted_between_weights_and_metrics_is_retrained(tiny, monkeypatch):
+    calls = tiny
+    first = benchmark.run_one("standin", 0, "fast")
+    assert first["source"] == "trained now" and benchmark.run_one("standin", 0, "fast")["source"] == "cache"
+    record = benchmark.run_path("standin", 0, "fast")
+    weights = record.with_suffix(".pt")
+    old_record, old_weights = record.read_text(), weights.read_bytes()
+    real_write = benchmark.atomic_write
+
+    def metrics_interrupted(path):
+        if str(path).endswith(".json"):
+            raise KeyboardInterrupt  # after the new weights, before the metrics
+        return real_write(path)
+
+    monkeypatch.setattr(benchmark, "atomic_write", metrics_interrupted)
+    real_build = benchmark.build_model  # other initial weights, so that the retrained weights differ
+    monkeypatch.setattr(benchmark, "build_model", lambda method, seed, n_classes=70: real_build(method, seed + 7,
+                                                                                                 n_classes))
+    with pytest.raises(KeyboardInterrupt):
+        benchmark.run_one("standin", 0, "fast", retrain=True)
+    assert record.read_text() == old_record and weights.read_bytes() != old_weights  # new weights, old metrics
+    assert [p.name for p in record.parent.iterdir() if p.name.endswith(".tmp")] == []
+    monkeypatch.setattr(benchmark, "atomic_write", real_write)
+    assert benchmark.cached_runs("fast").empty  # the mismatched pair is not a run
+    with pytest.raises(benchmark.CheckpointError, match="not the weights its metrics were measured on"):
+        benchmark.load_run_model("standin", 0, "fast")
+    n = len(calls)
+    again = benchmark.run_one("standin", 0, "fast")
+    assert again["source"] == "trained now" and len(calls) == n + 1  # retrained, not reported as cached
+    assert json.loads(record.read_text())["weights_sha256"] == _sha256(weights)
+    assert benchmark.run_one("standin", 0, "fast")["source"] == "cache"
+
+
+def _sha256(path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_url_run_interrupted_while_writing_its_weights_keeps_the_old_run(tiny, monkeypatch):
+    calls = tiny
+    benchmark.run_one("standin", 1, "fast")
+    record = benchmark.run_path("standin", 1, "fast")
+    before = record.with_suffix(".pt").read_bytes()
+
+    def half_written(obj, f, *args, **kwargs):
+        with open(f, "wb") as out:
+            out.write(b"PK\x03\x04 half")
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m, pytest.raises(KeyboardInterrupt):
+        m.setattr(torch, "save", half_written)
+        benchmark.run_one("standin", 1, "fast", retrain=True)
+    assert record.with_suffix(".pt").read_bytes() == before
+    assert [p.name for p in record.parent.iterdir() if p.name.endswith(".tmp")] == []
+    assert benchmark.run_one("standin", 1, "fast")["source"] == "cache"  # the old pair still matches
