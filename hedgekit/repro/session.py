@@ -124,9 +124,8 @@ def measured_full_mode(notebook: str, record: str | Path | None = None) -> str:
 class Session:
     """Versions, mode, checkpoints and run time of one notebook run (see the module docstring)."""
 
-    def __init__(self, notebook: str, full_mode: str = ""):
-        """``full_mode``: accepted for older notebooks and ignored; the header's full-mode timing is measured
-        (`measured_full_mode`), never typed."""
+    def __init__(self, notebook: str):
+        """The header's full-mode timing is measured (`measured_full_mode`), never typed."""
         self.notebook = notebook
         self.full_mode = measured_full_mode(notebook)
         self.t0 = time.perf_counter()

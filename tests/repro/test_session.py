@@ -1,6 +1,8 @@
 """hedgekit.repro.session: the header's full-mode timing is read from the recorded run, never typed."""
 import json
 
+import pytest
+
 from hedgekit.repro.session import RUN_RECORD, Session, measured_full_mode
 
 
@@ -27,10 +29,11 @@ def test_no_record_a_fast_record_or_a_failed_run_says_not_measured(tmp_path):
     assert "trains what it needs as it runs" in measured_full_mode("09_url_benchmark", tmp_path / "absent.json")
 
 
-def test_the_old_typed_argument_is_accepted_and_ignored(capsys):
-    s = Session("08_het_triplet_retrieval", full_mode="about 5 min (measured 289 s)")
-    assert "289" not in s.markdown() and "289" not in capsys.readouterr().out
+def test_the_header_timing_is_measured_never_typed(capsys):
+    s = Session("08_het_triplet_retrieval")
     assert s.full_mode == measured_full_mode("08_het_triplet_retrieval")
+    with pytest.raises(TypeError):
+        Session("08_het_triplet_retrieval", full_mode="about 5 min (measured 289 s)")  # no typed timings
     assert RUN_RECORD.as_posix() == "notebooks/report/run.json"
 
 
