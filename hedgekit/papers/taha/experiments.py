@@ -73,9 +73,10 @@ def table1_specs(fast: bool, seed: int = 0, n_runs: int | None = None) -> dict[s
     return _specs(TABLE1_ROWS, "ndigit", fast, seed, n_runs)
 
 
-def table2_specs(fast: bool, seed: int = 0, n_runs: int | None = None) -> dict[str, list[Spec]]:
+def table2_specs(fast: bool, seed: int = 0, n_runs: int | None = None, steps: int | None = None
+                 ) -> dict[str, list[Spec]]:
     """Table 2 row -> one Spec per run (Fashion-MNIST, semi-hard mining, 10 classes x 10 as sec. 5.2)."""
-    return _specs(TABLE2_ROWS, "fashion", fast, seed, n_runs)
+    return _specs(TABLE2_ROWS, "fashion", fast, seed, n_runs, steps)
 
 
 def noise_specs(fast: bool, seed: int = 0, n_runs: int | None = None, steps: int | None = None

@@ -28,7 +28,7 @@ import numpy as np
 from hedgekit.errors import InputError
 from hedgekit.evaluation import metrics as M
 from hedgekit.papers.taha import protocol as P
-from hedgekit.papers.taha.experiments import NOISE_ROWS, noise_specs
+from hedgekit.papers.taha.experiments import NOISE_ROWS, noise_specs, table2_specs
 from hedgekit.papers.verdict import Spread
 from hedgekit.zoo import load_or_train, triplet_data
 
@@ -101,13 +101,15 @@ def map_table(summary: Mapping):
 
 
 def run_study(fast: bool = False, n_runs: int | None = None, seed: int = 0, steps: int | None = None,
-              detection: bool = True, load=None) -> dict:
-    """Load (or train) `NOISE_ROWS`' models for each run and `summarise` `measure_run` over them.
+              detection: bool = True, load=None, independent: bool = False) -> dict:
+    """Load (or train) `NOISE_ROWS`' models for each run and `summarise` `measure_run` over them; with
+    ``independent`` the same measurements on the "independent noise" contrast (`TABLE2_ROWS`: recipes "clean" /
+    "noisy", flips that ignore the image, no blended images, a 5% clean subset).
 
     ``load``: spec -> model, e.g. a notebook's ``Session.model`` (it records the checkpoints); by default
     `hedgekit.zoo.load_or_train`, whose checkpoints come back as ``checkpoints`` (preset, steps, train_seconds,
     name) for `claims.noise_verdict`'s training paragraph. Also returns the ``specs``."""
-    specs = noise_specs(fast, seed, n_runs, steps)
+    specs = (table2_specs if independent else noise_specs)(fast, seed, n_runs, steps)
     records = []
 
     def default_load(spec):
@@ -120,7 +122,7 @@ def run_study(fast: bool = False, n_runs: int | None = None, seed: int = 0, step
     load = load or default_load
     runs = []
     for i in range(len(specs[HET])):
-        models = {label: load(specs[label][i]) for label in NOISE_ROWS}
+        models = {label: load(specs[label][i]) for label in specs}
         het = specs[HET][i]
         runs.append(measure_run(models, het.seed, triplet_data(het, "test"),
                                 triplet_data(het) if detection else None))
@@ -137,8 +139,9 @@ def _main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--runs", type=int, default=None, help="runs (seeds) per row; default 5 (1 with --fast)")
     ap.add_argument("--steps", type=int, default=None, help="override the preset's steps")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--independent", action="store_true", help="the independent-noise contrast (clean / noisy)")
     a = ap.parse_args(argv)
-    res = run_study(a.fast, a.runs, a.seed, a.steps)
+    res = run_study(a.fast, a.runs, a.seed, a.steps, independent=a.independent)
     print(map_table(res).round(2).to_string())
     for key in ("ambiguous_removed", "ambiguous_gallery", "noise_rate"):
         if key in res:

@@ -79,3 +79,12 @@ def test_run_study_loads_every_row_per_run_and_measures_with_the_runs_seed(monke
     assert all(n.endswith(("paper50-s3", "paper50-s4")) for n in loaded)
     assert [(m[1], m[2], m[3]) for m in measured] == [(3, "test", None), (4, "test", None)]
     assert res["map"][NS.HET].values == (0.3, 0.4)
+
+
+def test_run_study_independent_contrast_uses_the_table2_recipes(monkeypatch):
+    loaded = []
+    monkeypatch.setattr(NS, "triplet_data", lambda spec, split="train": {})
+    monkeypatch.setattr(NS, "measure_run", lambda models, seed, test, train=None: {"map": {NS.HET: 0.5}, "r": 0.0})
+    NS.run_study(True, n_runs=1, detection=False, load=lambda s: loaded.append(s.name), independent=True)
+    assert loaded == ["triplet-fashion-d16-clean-fast-s0", "triplet-fashion-d16-noisy-fast-s0",
+                      "het-fashion-d16-noisy-fast-s0"]
