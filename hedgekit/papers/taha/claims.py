@@ -20,11 +20,11 @@ Decision rules (`hedgekit.papers.verdict`; in points of mAP / top-k; intervals a
   is 0 by construction); passes when the paired mean change is within `RANDOM_TOL`.
 * Fig. 5: matched when the share of flipped labels among the most uncertain training images exceeds the
   overall noise rate by more than 2 binomial standard errors (`direction_verdict`).
-* Table 2 with image-dependent noise (`noise_verdict`): the cleaning claims are read only when their
-  precondition holds, "clean + noisy beats the clean subset alone" (both noisy rows above the clean-only row,
-  `direction_verdict` on the unpaired gap); otherwise they are inconclusive with "precondition failed".
-  sigma^2's label-flip precision: `direction_verdict` of its paired excess over the base rate, and over small
-  loss and cleanlab (beyond the paper).
+* Table 2's cleaning claims (`table2_verdict`, and `noise_verdict` with image-dependent noise) are read only
+  when their precondition holds, "clean + noisy beats the clean subset alone" (both noisy rows above the
+  clean-only row, `direction_verdict` on the unpaired gap); otherwise they are inconclusive, "precondition
+  failed" (`precondition`). `noise_verdict` also decides sigma^2's label-flip precision: `direction_verdict` of
+  its paired excess over the base rate, and over small loss and cleanlab (beyond the paper).
 * Fig. 6: with per-run r values, `effect_verdict` against the paper's r = -0.50 (band -0.25 .. -1); with one
   number, matched when r <= `R_MODERATE`.
 """
@@ -38,7 +38,7 @@ from hedgekit.papers.taha.numbers import (FIG6_PEARSON_R, PAPER_TRAINING, TABLE1
 from hedgekit.papers.verdict import (Effect, Verdict, direction_verdict, effect_verdict, equivalence_verdict,
                                      models_paragraph, paired_effect, spread, unpaired_effect)
 
-__all__ = ["SAME_TOL", "RANDOM_TOL", "R_MODERATE", "COLLAPSED_MAP", "TABLE1_BASE", "TABLE2_BASE", "TahaVerdict",
+__all__ = ["SAME_TOL", "RANDOM_TOL", "PRECONDITION_FAILED", "R_MODERATE", "COLLAPSED_MAP", "TABLE1_BASE", "TABLE2_BASE", "TahaVerdict",
            "taha_training_context", "pts", "table1_side_by_side", "table2_side_by_side", "longtail_side_by_side",
            "table1_verdict", "table2_verdict", "noise_verdict", "precondition", "longtail_verdict",
            "detection_winner"]
@@ -48,6 +48,10 @@ RANDOM_TOL = 0.5  # points: random removal's paired change that still counts as 
 R_MODERATE = FIG6_PEARSON_R / 2  # half the paper's r: the weakest correlation compatible with it (factor 2)
 # mAP below which a model has collapsed (all embeddings near one point): chance on 30 unseen classes is ~0.03
 COLLAPSED_MAP = 0.10
+# The reason a cleaning claim gives when "clean + noisy beats the clean subset alone" does not hold (`precondition`)
+PRECONDITION_FAILED = ("precondition failed (clean + noisy does not beat the clean subset alone, so the noisy "
+                       "labels did not help and cleaning a model trained on them is not Table 2's setting); the "
+                       "cleaning result is not read")
 # Each row's reference row in the same table: the gap "row - reference" is what carries over from the paper.
 TABLE1_BASE = {"Tri + Hetero": "Tri", "Tri + Aug": "Tri", "Tri + Aug + Hetero": "Tri + Aug"}
 TABLE2_BASE = {"Tri on noisy": "clean subset only", "Tri + Hetero on noisy": "Tri on noisy",
@@ -208,13 +212,17 @@ def table2_verdict(summary: Mapping[str, tuple[float, float]], fig: Mapping, che
     v = TahaVerdict("08 Table 2 analogue: Fashion-MNIST with look-alike label noise", checkpoints)
     m = {k: pts(val[0]) for k, val in summary.items()}
 
-    def gap_claim(claim, row, base, paired, good, bad):
+    held, pre_why = precondition(summary)
+
+    def gap_claim(claim, row, base, paired, good, bad, gated=False):
         e = (paired_effect if paired else unpaired_effect)(summary[row], summary[base], scale=100.0)
         paper = TABLE2[row][0] - TABLE2[base][0]
         ok, why = effect_verdict(e, paper)
+        why += "; " + (good if ok else bad) if ok is not None else ""
+        if gated and not held:
+            ok, why = None, f"{PRECONDITION_FAILED}: {pre_why}"
         v.add(claim, f"{TABLE2[row][0]:.2f} vs {TABLE2[base][0]:.2f} ({paper:+.2f})",
-              f"{m[row]:.2f} vs {m[base]:.2f} ({e.mean:+.2f})", ok,
-              why + ("; " + (good if ok else bad) if ok is not None else ""))
+              f"{m[row]:.2f} vs {m[base]:.2f} ({e.mean:+.2f})", ok, why)
         return e
 
     gap_claim("Table 2: training on clean + noisy labels beats the clean subset alone (+9.08)", "Tri on noisy",
@@ -232,10 +240,10 @@ def table2_verdict(summary: Mapping[str, tuple[float, float]], fig: Mapping, che
              f"construction; passes when the mean change is within ±{RANDOM_TOL:g} point")
     gap_claim("Table 2: removing the 20% most uncertain gallery images lifts mAP (+2.30)", "uncertainty cleaning 20%",
               base, True, "sigma^2 marks the ambiguous gallery images that pollute rankings",
-              "the most uncertain gallery images were not the harmful ones here")
+              "the most uncertain gallery images were not the harmful ones here", gated=True)
     gap_claim("Table 2: uncertainty cleaning beats random cleaning of the same 20% (+2.24)", "uncertainty cleaning 20%",
               "random cleaning 20%", True, "which images go matters, not how many",
-              "removing the most uncertain images helps little more than removing random ones")
+              "removing the most uncertain images helps little more than removing random ones", gated=True)
     r = fig["r"]
     if isinstance(r, (int, float)):
         ok = r <= R_MODERATE
@@ -306,8 +314,7 @@ def noise_verdict(result: Mapping, checkpoints: Sequence = ()) -> TahaVerdict:
         ours = f"{m[row]:.2f} vs {m[ref]:.2f}: {e.text()}"
         if not held:
             v.add(f"{claim} ({paper:+.2f})", f"{TABLE2[row][0]:.2f} vs {TABLE2[ref][0]:.2f} ({paper:+.2f})", ours,
-                  None, "precondition failed (clean + noisy does not beat the clean subset alone), so the cleaning "
-                  f"result is not read: {pre_why}")
+                  None, f"{PRECONDITION_FAILED}: {pre_why}")
             continue
         ok, why = effect_verdict(e, paper)
         if "ambiguous_removed" in result:

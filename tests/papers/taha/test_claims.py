@@ -281,3 +281,12 @@ def test_precondition_needs_both_noisy_rows():
     assert C.precondition(_noise()["map"])[0]
     assert not C.precondition(_noise(het=0.50)["map"])[0]  # het no better than clean only
     assert _claims(C.noise_verdict(_noise()))[NV_RAND].why.count("blended look-alikes are 30%") == 1
+
+
+def test_table2_cleaning_is_not_read_when_the_clean_subset_wins():
+    """Issue 35's measured set-up: the clean subset alone (76.0) beats noisy training (67.2); a cleaning gain of
+    the paper's size is then not read, whatever it is."""
+    got = _claims(C.table2_verdict(_t2(noisy=0.672, clean=0.760), FIG))
+    for claim in (T2_UNC, T2_UNC_RAND):
+        assert got[claim].outcome == "inconclusive" and got[claim].why.startswith("precondition failed")
+    assert _claims(C.table2_verdict(_t2(), FIG))[T2_UNC].outcome == "matched"
