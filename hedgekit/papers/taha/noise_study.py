@@ -101,14 +101,16 @@ def map_table(summary: Mapping):
 
 
 def run_study(fast: bool = False, n_runs: int | None = None, seed: int = 0, steps: int | None = None,
-              detection: bool = True, load=None, independent: bool = False) -> dict:
+              detection: bool = True, load=None, independent: bool = False, detect_images: int | None = None) -> dict:
     """Load (or train) `NOISE_ROWS`' models for each run and `summarise` `measure_run` over them; with
     ``independent`` the same measurements on the "independent noise" contrast (`TABLE2_ROWS`: recipes "clean" /
     "noisy", flips that ignore the image, no blended images, a 5% clean subset).
 
     ``load``: spec -> model, e.g. a notebook's ``Session.model`` (it records the checkpoints); by default
     `hedgekit.zoo.load_or_train`, whose checkpoints come back as ``checkpoints`` (preset, steps, train_seconds,
-    name) for `claims.noise_verdict`'s training paragraph. Also returns the ``specs``."""
+    name) for `claims.noise_verdict`'s training paragraph. ``detect_images``: score label-noise detection on that
+    many training images (a fixed random subset; None: all 60k, ~1-3 CPU-minutes per run for the out-of-fold
+    classifier). Also returns the ``specs``."""
     specs = (table2_specs if independent else noise_specs)(fast, seed, n_runs, steps)
     records = []
 
@@ -124,8 +126,11 @@ def run_study(fast: bool = False, n_runs: int | None = None, seed: int = 0, step
     for i in range(len(specs[HET])):
         models = {label: load(specs[label][i]) for label in specs}
         het = specs[HET][i]
-        runs.append(measure_run(models, het.seed, triplet_data(het, "test"),
-                                triplet_data(het) if detection else None))
+        train = triplet_data(het) if detection else None
+        if train is not None and detect_images is not None:
+            keep = np.sort(np.random.default_rng(seed).permutation(len(train["labels"]))[:detect_images])
+            train = {k: v[keep] for k, v in train.items()}
+        runs.append(measure_run(models, het.seed, triplet_data(het, "test"), train))
     return {**summarise(runs), "checkpoints": records, "specs": specs}
 
 

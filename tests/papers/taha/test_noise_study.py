@@ -88,3 +88,15 @@ def test_run_study_independent_contrast_uses_the_table2_recipes(monkeypatch):
     NS.run_study(True, n_runs=1, detection=False, load=lambda s: loaded.append(s.name), independent=True)
     assert loaded == ["triplet-fashion-d16-clean-fast-s0", "triplet-fashion-d16-noisy-fast-s0",
                       "het-fashion-d16-noisy-fast-s0"]
+
+
+def test_run_study_scores_detection_on_a_fixed_subset(monkeypatch):
+    seen = []
+    full = {"labels": np.arange(100) % 10, "flipped": np.arange(100) < 30}
+    monkeypatch.setattr(NS, "triplet_data", lambda spec, split="train": full if split == "train" else {})
+    monkeypatch.setattr(NS, "measure_run", lambda models, seed, test, train=None: seen.append(train) or
+                        {"map": {NS.HET: 0.5}, "r": 0.0})
+    NS.run_study(True, n_runs=2, load=lambda s: None, detect_images=40)
+    assert all(len(t["labels"]) == 40 for t in seen)
+    assert np.array_equal(seen[0]["flipped"], seen[1]["flipped"])  # the same subset in every run
+    assert np.array_equal(seen[0]["labels"], full["labels"][np.sort(np.random.default_rng(0).permutation(100)[:40])])
