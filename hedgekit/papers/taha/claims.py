@@ -334,6 +334,12 @@ def noise_verdict(result: Mapping, checkpoints: Sequence = ()) -> TahaVerdict:
         v.add("Fig. 5: the most uncertain training images are mostly mislabelled (precision of sigma^2 at 10% vs the "
               "base rate)", "most of the 5 per class",
               f"{sig[0]:.2f} vs base rate {base_rate[0]:.2f} ({excess.mean:+.1f} points)", ok, why)
+        if "odd_top" in result:
+            odd = paired_effect(result["odd_top"], result["odd_rate"], scale=100.0)
+            ok, why = direction_verdict(odd, +1)
+            v.add("Fig. 5: the most uncertain training images are mislabelled or ambiguous (flipped or blended, "
+                  "share of the 10% most uncertain vs the base rate)", "most of the 5 per class",
+                  f"{result['odd_top'][0]:.2f} vs base rate {result['odd_rate'][0]:.2f} ({odd.mean:+.1f} points)", ok, why)
         for other in ("small loss", "cleanlab"):
             e = paired_effect(sig, det[(other, 0.1)], scale=100.0)
             ok, why = direction_verdict(e, +1)

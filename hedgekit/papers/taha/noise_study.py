@@ -13,7 +13,8 @@ Per run (one seed for the three models), `measure_run` reads:
 * why cleaning helps or not: the share of blended items among the removed 20% against their share of the
   gallery, and Fig. 6's r between query AP and sigma^2;
 * label-noise detection on the training set: precision of sigma^2, small loss and cleanlab at 5/10/20%
-  (`protocol.detection_scores`), against the base rate of flipped labels.
+  (`protocol.detection_scores`), against the base rate of flipped labels; and Fig. 5's wider reading, the share
+  of flipped *or blended* images among the 10% most uncertain, against its base rate.
 
 `hedgekit.papers.taha.claims.noise_verdict` decides the claims; run ``python -m hedgekit.papers.taha.noise_study
 --runs 5`` to train (or load) the models and print the tables.
@@ -66,17 +67,22 @@ def measure_run(models: Mapping, seed: int, test: Mapping, train: Mapping | None
         scores = P.detection_scores(emb_t, u_t, train["labels"], seed=seed)
         out["detection"] = P.detection_table(scores, train["flipped"])
         out["noise_rate"] = float(np.mean(train["flipped"]))
+        if "ambiguous" in train:  # Fig. 5's "mislabelled or ambiguous": either kind among the 10% most uncertain
+            odd = np.asarray(train["flipped"], dtype=bool) | np.asarray(train["ambiguous"], dtype=bool)
+            (hit,) = P.precision_recall_at(u_t, odd, (0.1,))
+            out.update(odd_top=hit["precision"], odd_rate=float(odd.mean()))
     return out
 
 
 def summarise(runs: Sequence[Mapping]) -> dict:
     """Runs (`measure_run`) -> ``map``: row -> `Spread` over runs (in run order, so rows pair), ``r``: the runs'
-    r values, ``ambiguous_removed`` / ``ambiguous_gallery`` / ``noise_rate``: `Spread` where measured,
+    r values, ``ambiguous_removed`` / ``ambiguous_gallery`` / ``noise_rate`` / ``odd_top`` / ``odd_rate`` (flipped or
+    blended: share among the 10% most uncertain training images, and overall): `Spread` where measured,
     ``detection``: `detection_summary`, ``runs``: their number."""
     if not runs:
         raise InputError("summarise needs at least one run")
     out = {"map": P.mean_std([r["map"] for r in runs]), "r": [float(r["r"]) for r in runs], "runs": len(runs)}
-    for key in ("ambiguous_removed", "ambiguous_gallery", "noise_rate"):
+    for key in ("ambiguous_removed", "ambiguous_gallery", "noise_rate", "odd_top", "odd_rate"):
         if all(key in r for r in runs):
             out[key] = Spread([r[key] for r in runs])
     if all("detection" in r for r in runs):
@@ -148,7 +154,7 @@ def _main(argv: Sequence[str] | None = None) -> None:
     a = ap.parse_args(argv)
     res = run_study(a.fast, a.runs, a.seed, a.steps, independent=a.independent)
     print(map_table(res).round(2).to_string())
-    for key in ("ambiguous_removed", "ambiguous_gallery", "noise_rate"):
+    for key in ("ambiguous_removed", "ambiguous_gallery", "noise_rate", "odd_top", "odd_rate"):
         if key in res:
             print(f"{key}: {res[key][0]:.3f} ± {res[key][1]:.3f}")
     print("r(AP, sigma^2) per run:", [round(x, 3) for x in res["r"]])

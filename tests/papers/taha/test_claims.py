@@ -240,18 +240,21 @@ NV_LIFT = "Table 2: removing the 20% most uncertain gallery images lifts mAP (+2
 NV_R = "Fig. 6: query AP correlates negatively with its uncertainty"
 NV_F5 = ("Fig. 5: the most uncertain training images are mostly mislabelled (precision of sigma^2 at 10% vs the "
          "base rate)")
+NV_ODD = ("Fig. 5: the most uncertain training images are mislabelled or ambiguous (flipped or blended, share of the "
+          "10% most uncertain vs the base rate)")
 NV_SL = "beyond the paper: sigma^2 finds flipped labels better than small loss (precision at 10%)"
 
 SHARED = [0.01, -0.02, 0.015, -0.005, 0.0]  # the het model's own level moves from run to run
 
 
-def _noise(clean=0.50, noisy=0.60, het=0.60, gain=0.022, rand=0.0, r=-0.5, sig=0.6, small=0.5, base=0.38):
+def _noise(clean=0.50, noisy=0.60, het=0.60, gain=0.022, rand=0.0, r=-0.5, sig=0.6, small=0.5, base=0.38, odd=0.7):
     mp = {"clean subset only": S(clean), "Tri on noisy": S(noisy), "Tri + Hetero on noisy": S(het, shared=SHARED),
           "random cleaning 20%": S(het + rand, shared=SHARED), "uncertainty cleaning 20%": S(het + gain, shared=SHARED)}
     det = {(d, f): S(v, 0.01) for f in (0.05, 0.1, 0.2) for d, v in
            (("uncertainty", sig), ("small loss", small), ("cleanlab", small))}
     return {"map": mp, "r": [r + 0.01 * o for o in OFFSETS], "detection": det, "noise_rate": S(base, 0.0),
-            "ambiguous_removed": S(0.3, 0.01), "ambiguous_gallery": S(0.1, 0.0)}
+            "ambiguous_removed": S(0.3, 0.01), "ambiguous_gallery": S(0.1, 0.0), "odd_top": S(odd, 0.01),
+            "odd_rate": S(0.48, 0.0)}
 
 
 @pytest.mark.parametrize("result,claim,outcome", [
@@ -261,6 +264,7 @@ def _noise(clean=0.50, noisy=0.60, het=0.60, gain=0.022, rand=0.0, r=-0.5, sig=0
     (_noise(r=-0.02), NV_R, "not matched"), (_noise(), NV_R, "matched"),
     (_noise(), NV_F5, "matched"), (_noise(sig=0.28), NV_F5, "not matched"), (_noise(sig=0.38), NV_F5, "inconclusive"),
     (_noise(), NV_SL, "matched"), (_noise(sig=0.4), NV_SL, "not matched"),
+    (_noise(), NV_ODD, "matched"), (_noise(odd=0.3), NV_ODD, "not matched"), (_noise(odd=0.48), NV_ODD, "inconclusive"),
 ])
 def test_noise_claims_reach_every_outcome(result, claim, outcome):
     assert _claims(C.noise_verdict(result))[claim].outcome == outcome

@@ -45,6 +45,10 @@ def test_measure_run_against_the_protocol():
     assert out["r"] == pytest.approx(P.ap_vs_uncertainty(ap, u[q])["r"])
     assert out["noise_rate"] == pytest.approx(train["flipped"].mean())
     assert set(out["detection"].detector) >= {"uncertainty", "small loss", "cleanlab"}
+    odd = train["flipped"] | train["ambiguous"]
+    _, u_t = P.embed(models[NS.HET], train["images"])
+    assert out["odd_rate"] == pytest.approx(odd.mean())
+    assert out["odd_top"] == pytest.approx(odd[np.argsort(-u_t, kind="stable")[:30]].mean())
     with pytest.raises(InputError, match="Hetero"):
         NS.measure_run({"clean subset only": models["clean subset only"]}, 0, test)
 
