@@ -38,7 +38,7 @@ from hedgekit.papers.taha.numbers import (FIG6_PEARSON_R, PAPER_TRAINING, TABLE1
 from hedgekit.papers.verdict import (Effect, Verdict, direction_verdict, effect_verdict, equivalence_verdict,
                                      models_paragraph, paired_effect, spread, unpaired_effect)
 
-__all__ = ["SAME_TOL", "RANDOM_TOL", "PRECONDITION_FAILED", "R_MODERATE", "COLLAPSED_MAP", "TABLE1_BASE", "TABLE2_BASE", "TahaVerdict",
+__all__ = ["SAME_TOL", "RANDOM_TOL", "PRECONDITION_FAILED", "NOISE_TITLE", "R_MODERATE", "COLLAPSED_MAP", "TABLE1_BASE", "TABLE2_BASE", "TahaVerdict",
            "taha_training_context", "pts", "table1_side_by_side", "table2_side_by_side", "longtail_side_by_side",
            "table1_verdict", "table2_verdict", "noise_verdict", "precondition", "longtail_verdict",
            "detection_winner"]
@@ -283,17 +283,19 @@ def precondition(summary: Mapping[str, tuple[float, float]]) -> tuple[bool, str]
     return ok, "; ".join(parts)
 
 
-def noise_verdict(result: Mapping, checkpoints: Sequence = ()) -> TahaVerdict:
+NOISE_TITLE = "08 Table 2 with image-dependent noise: Fashion-MNIST, blended look-alikes, 0.5% clean"
+
+
+def noise_verdict(result: Mapping, checkpoints: Sequence = (), title: str = NOISE_TITLE) -> TahaVerdict:
     """Table 2 with image-dependent noise (`hedgekit.papers.taha.noise_study`): the precondition, the cleaning
     claims read only when it holds (paired over runs), Fig. 6's r, and sigma^2's label-flip precision against
     the base rate, small loss and cleanlab (at 10% removed).
 
     ``result``: `noise_study.summarise` output: ``map`` (row -> `Spread`, rows of `NOISE_ROWS` and the two
     cleaning rows), ``r`` (per-run values), optional ``detection`` ((detector, fraction) -> `Spread`) and
-    ``noise_rate`` (`Spread`).
+    ``noise_rate`` (`Spread`). ``title``: the verdict's heading (the independent-noise contrast names itself).
     """
-    v = TahaVerdict("08 Table 2 with image-dependent noise: Fashion-MNIST, blended look-alikes, 0.5% clean",
-                    checkpoints)
+    v = TahaVerdict(title, checkpoints)
     summary = result["map"]
     m = {k: pts(val[0]) for k, val in summary.items()}
     held, pre_why = precondition(summary)
