@@ -49,9 +49,8 @@ R_MODERATE = FIG6_PEARSON_R / 2  # half the paper's r: the weakest correlation c
 # mAP below which a model has collapsed (all embeddings near one point): chance on 30 unseen classes is ~0.03
 COLLAPSED_MAP = 0.10
 # The reason a cleaning claim gives when "clean + noisy beats the clean subset alone" does not hold (`precondition`)
-PRECONDITION_FAILED = ("precondition failed (clean + noisy does not beat the clean subset alone, so the noisy "
-                       "labels did not help and cleaning a model trained on them is not Table 2's setting); the "
-                       "cleaning result is not read")
+PRECONDITION_FAILED = ("precondition failed (clean + noisy is not shown to beat the clean subset alone, so this is "
+                       "not Table 2's setting, where the noisy labels help); the cleaning result is not read")
 # Each row's reference row in the same table: the gap "row - reference" is what carries over from the paper.
 TABLE1_BASE = {"Tri + Hetero": "Tri", "Tri + Aug": "Tri", "Tri + Aug + Hetero": "Tri + Aug"}
 TABLE2_BASE = {"Tri on noisy": "clean subset only", "Tri + Hetero on noisy": "Tri on noisy",
