@@ -17,7 +17,7 @@ is `hedgekit.papers.taha.protocol`.
   classes to be the training classes (N-digit retrieval queries unseen classes).
 
 FAST mode trains the "fast" preset (150 steps) once; full mode the "paper" preset (1,500 steps), `FULL_RUNS`
-seeds per row (the paper's 5) unless the notebook asks for another number (``runs``): 45 models, 86-153 s each
+seeds per row (the paper's 5) unless the notebook asks for another number (``runs``): 60 models, 40-153 s each
 (training and its evaluation, one process per model, two or three sharing 2 cores; docs/recipes.md).
 """
 from __future__ import annotations
@@ -92,9 +92,9 @@ def longtail_specs(fast: bool, seed: int = 0, n_runs: int | None = None) -> dict
 
 
 def notebook_specs(notebook: str, fast: bool, seed: int = 0, n_runs: int | None = None) -> list[Spec]:
-    """Every model notebook 08 loads, the most telling first (Table 2, Table 1, long tail; run by run).
-    Other notebooks: []. Used by ``python -m hedgekit reproduce --list-models``."""
+    """Every model notebook 08 loads, the most telling first (Table 2, its image-dependent-noise version, Table 1,
+    long tail; run by run). Other notebooks: []. Used by ``python -m hedgekit reproduce --list-models``."""
     if not notebook.startswith("08"):
         return []
-    groups = [f(fast, seed, n_runs) for f in (table2_specs, table1_specs, longtail_specs)]
+    groups = [f(fast, seed, n_runs) for f in (table2_specs, noise_specs, table1_specs, longtail_specs)]
     return [specs[r] for r in range(runs(fast, n_runs)) for g in groups for specs in g.values()]
