@@ -70,15 +70,24 @@ FAMILIES = {"point": "pairs", "hib": "pairs", "pn": "episodes", "spe": "episodes
 DATASETS = ("ndigit", "lshapes", "fashion")
 DATA_NAMES = {"ndigit": "N-digit MNIST", "lshapes": "L-shapes", "fashion": "Fashion-MNIST"}
 # main: the paper's setting; fig4: SPE's Figure 4 runs; aug: occlusion augmentation (Taha Table 1 "+ Aug");
-# noisy / clean: Fashion-MNIST with look-alike label noise / its clean subset only (Taha Table 2);
-# longtail: exponentially decaying class counts (Taha Tables 3-4)
-RECIPES = ("main", "fig4", "aug", "noisy", "clean", "longtail")
-_TRIPLET_RECIPES = {"ndigit": ("main", "aug", "longtail"), "fashion": ("noisy", "clean", "longtail")}
+# noisy / clean: Fashion-MNIST with look-alike label noise that ignores the image / its clean subset only (Taha
+# Table 2, the "independent noise" contrast); ambnoisy / ambclean: the same with image-dependent noise and ambiguous
+# overlaid garments (`triplet_data`) / its small clean subset only; longtail: decaying class counts (Tables 3-4)
+RECIPES = ("main", "fig4", "aug", "noisy", "clean", "longtail", "ambnoisy", "ambclean")
+_TRIPLET_RECIPES = {"ndigit": ("main", "aug", "longtail"),
+                    "fashion": ("noisy", "clean", "longtail", "ambnoisy", "ambclean")}
 LOSSES = ("soft", "hard")  # point models: soft contrastive (HIB eq. 3) or hard contrastive (eq. 1)
 DEFAULT_SAMPLES = {"ndigit": 1, "lshapes": 8}  # SPE sec. 4.2: trained with s = 1; App. A.2: 8 samples per query
 # Where a Gaussian head's variances start (`Spec.init_var`): "unit" = `hedgekit.nets.INIT_VAR` for every model,
 # "eps" = SPE only, at sigma_eps^2's initial value (App. B), named "veps".
 INIT_VARS = ("unit", "eps")
+
+# The "amb" recipes of Taha's Table 2 (image-dependent noise, `triplet_data`; docs/recipes.md, "Taha Table 2 with
+# image-dependent noise"): 10% of train and test images are two look-alike garments blended (own weight 0.55-0.7,
+# clean label); the same 38% of all labels flip, to the class a clean classifier confuses, with probability
+# growing as the square of its uncertainty's percentile; 0.5% of the labels verified clean (300 images, 30 per
+# class: small enough that the clean subset alone loses to clean + noisy, the precondition of the cleaning claim).
+_AMB = dict(ambiguous=0.1, alpha=(0.55, 0.7), clean_fraction=0.005, power=2.0)
 
 # Preset -> recipe -> settings, the reason for each number beside it. The recipe of a spec is its kind for
 # pair-trained models and its data set (+ "_fig4") for prototype models (`Spec.recipe_key`).
@@ -103,7 +112,7 @@ PRESETS: dict[str, dict[str, dict]] = {
         # Taha et al. at kit scale, seconds per model: 150 steps of P x K batches.
         "triplets_ndigit": dict(steps=150, P=18, K=4, lr=1e-3, mining="semi_hard", eval_images=2000),
         "triplets_fashion": dict(steps=150, P=10, K=10, lr=1e-3, mining="semi_hard", eval_images=2000,
-                                 clean_fraction=0.05, noise=0.38, noise_seed=0),
+                                 clean_fraction=0.05, noise=0.38, noise_seed=0, amb=_AMB),
     },
     "paper": {
         # HIB Table 1 fidelity: 32 classes x 8 images, all 32,640 pairs per step (HIB sec. 4.1: 500k steps x 128
@@ -134,7 +143,7 @@ PRESETS: dict[str, dict[str, dict]] = {
         # 5% of the training labels verified clean (Clothing1M's D_c is ~2%; 5% keeps the clean-only row
         # trainable), the rest flipped between look-alike classes at Clothing1M's ~38% noise rate.
         "triplets_fashion": dict(steps=1500, P=10, K=10, lr=1e-3, mining="semi_hard", eval_images=None,
-                                 clean_fraction=0.05, noise=0.38, noise_seed=0),
+                                 clean_fraction=0.05, noise=0.38, noise_seed=0, amb=_AMB),
     },
 }
 _PAIR_EVAL_KEYS = ("eval_images",)
@@ -892,11 +901,22 @@ def episode_metrics(spec: ModelSpec, model: EmbeddingNet, head) -> dict:
 def triplet_data(spec: Spec, split: str = "train") -> dict:
     """The data of a triplet model: {"images", "labels"} and, for Fashion-MNIST "noisy", ``true`` labels,
     ``flipped`` and ``clean`` masks; "longtail" keeps exponentially decaying class counts
-    (`hedgekit.data.subsets`). ``split``: "train", or "test" (N-digit MNIST: the unseen classes)."""
+    (`hedgekit.data.subsets`). ``split``: "train", or "test" (N-digit MNIST: the unseen classes).
+
+    "ambnoisy" / "ambclean" (the image-dependent analogue of Clothing1M): train and test images carry an
+    ``ambiguous`` mask (`hedgekit.data.subsets.overlay_lookalikes`, clean labels); the training labels flip by
+    `hedgekit.data.subsets.uncertainty_noise` under `clean_posterior` (neither clean-subset nor ambiguous items
+    flip); "ambclean" is the clean subset alone."""
     from hedgekit.data.fashion import load_fashion
     from hedgekit.data.subsets import clean_subset, long_tailed, lookalike_noise
 
     r = spec.recipe_config()
+    if spec.data == "fashion" and spec.recipe.startswith("amb"):
+        a = r["amb"]
+        out = _ambiguous_fashion(split, a["ambiguous"], tuple(a["alpha"]), a["clean_fraction"], r["noise"],
+                                 a["power"], r["noise_seed"])
+        out = {k: v.copy() for k, v in out.items()}
+        return {k: v[out["clean"]] for k, v in out.items()} if split == "train" and spec.recipe == "ambclean" else out
     if spec.data == "ndigit":
         ds = load_ndigit(spec.n_digits, "train" if split == "train" else "test_unseen")
         out = {"images": ds.images, "labels": ds.labels}
@@ -915,6 +935,25 @@ def triplet_data(spec: Spec, split: str = "train") -> dict:
         keep = long_tailed(out["labels"], seed=r.get("noise_seed", 0))
         out = {k: v[keep] for k, v in out.items()}
     return out
+
+
+@functools.lru_cache(maxsize=2)
+def _ambiguous_fashion(split: str, fraction: float, alpha: tuple, clean_fraction: float, noise: float, power: float,
+                       seed: int) -> dict:
+    """`triplet_data`'s "amb" Fashion-MNIST split (computed once per process: the classifier takes ~10 s)."""
+    from hedgekit.data.fashion import load_fashion
+    from hedgekit.data.subsets import clean_posterior, clean_subset, overlay_lookalikes, uncertainty_noise
+
+    ds = load_fashion("train" if split == "train" else "test")
+    amb = overlay_lookalikes(ds.images, ds.labels, fraction=fraction, alpha=alpha,
+                             seed=seed if split == "train" else seed + 1)
+    out = {"images": amb.images, "labels": ds.labels.copy(), "ambiguous": amb.ambiguous}
+    if split != "train":
+        return out
+    clean = clean_subset(len(ds.labels), clean_fraction, seed)
+    noisy = uncertainty_noise(ds.labels, clean_posterior(amb.images, ds.labels, seed=seed), rate=noise,
+                              eligible=~clean & ~amb.ambiguous, power=power, seed=seed)
+    return {**out, "labels": noisy.labels, "true": noisy.true, "flipped": noisy.flipped, "clean": clean}
 
 
 def _train_triplets(spec: Spec, cfg: TripletConfig, progress: bool, device: str,

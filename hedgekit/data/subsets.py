@@ -2,6 +2,15 @@
 look-alike classes (the analogue of Clothing1M's noisy labels, sec. 5.2) and long-tailed class counts
 (the analogue of HDD's imbalance, sec. 5.3). Every function is deterministic for a seed and returns the
 ground truth it changed, so experiments can score what a method detects.
+
+Two kinds of label noise:
+
+* `lookalike_noise`: a label flips independently of its image (the "independent noise" contrast): an
+  image-based sigma^2(x) has nothing to find there.
+* `uncertainty_noise`: a label flips to the class a clean classifier finds most confusable, more often where
+  that classifier is unsure (`flip_probabilities`), as a labeller errs on the images that are hard to tell
+  apart. `clean_posterior` is that classifier; `overlay_lookalikes` adds ambiguous items with clean labels
+  (two garments of look-alike classes blended), the confusing images of Clothing1M's galleries.
 """
 from __future__ import annotations
 
@@ -66,6 +75,160 @@ def lookalike_noise(labels, groups=FASHION_LOOKALIKES, rate: float = CLOTHING1M_
         others = [c for c in group_of[int(y[i])] if c != y[i]]
         noisy[i] = others[rng.integers(len(others))]
     return NoisyLabels(noisy, y.copy(), noisy != y)
+
+
+def flip_probabilities(score, rate: float, power: float = 2.0) -> np.ndarray:
+    """(N,) flip probabilities p_i = min(1, c q_i^power), q_i the percentile rank of ``score[i]`` in (0, 1]
+    (ties share their mean rank), c set by bisection so that mean(p) = ``rate``: non-decreasing in the score,
+    and the larger ``power``, the more the flips concentrate on the highest scores.
+
+    Raises:
+        InputError: an empty or non-finite score, a rate outside [0, 1], a power <= 0.
+    """
+    from scipy.stats import rankdata
+
+    score = np.asarray(score, dtype=np.float64)
+    if score.ndim != 1 or not len(score) or not np.isfinite(score).all():
+        raise InputError(f"score must be a non-empty 1-D array of finite numbers; got shape {score.shape}")
+    if not 0 <= rate <= 1:
+        raise InputError(f"rate must be in [0, 1]; got {rate}")
+    if not power > 0:
+        raise InputError(f"power must be > 0; got {power}")
+    base = (rankdata(score) / len(score)) ** power
+    lo, hi = 0.0, 1.0
+    while np.minimum(1.0, hi * base).mean() < rate:  # mean(min(1, c base)) grows with c up to 1
+        hi *= 2.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if np.minimum(1.0, mid * base).mean() < rate else (lo, mid)
+    return np.minimum(1.0, hi * base)
+
+
+def uncertainty_noise(labels, probs, groups=FASHION_LOOKALIKES, rate: float = CLOTHING1M_NOISE, eligible=None,
+                      power: float = 2.0, seed: int = 0) -> NoisyLabels:
+    """Image-dependent label noise: ``rate`` of ALL labels flip, each to the class of its look-alike group that a
+    clean classifier (``probs``, (N, C) p(class | image)) rates most probable after its own, with probability
+    `flip_probabilities` of the classifier's uncertainty 1 - max_c p(c | x): confusing images get wrong labels,
+    clear ones rarely. Only ``eligible`` items (default: all) of a class in a group can flip.
+
+    Raises:
+        InputError: bad labels / probs shapes, overlapping groups, or a rate the eligible items cannot reach.
+    """
+    y = np.asarray(labels)
+    probs = np.asarray(probs, dtype=np.float64)
+    if y.ndim != 1 or not np.issubdtype(y.dtype, np.integer):
+        raise InputError(f"labels must be a 1-D integer array; got {y.dtype} with shape {y.shape}")
+    if probs.ndim != 2 or len(probs) != len(y) or y.min(initial=0) < 0 or y.max(initial=0) >= probs.shape[1]:
+        raise InputError(f"probs must be (N, C) with N = {len(y)} labels in [0, C); got shape {probs.shape}")
+    groups = _check_groups(groups)
+    eligible = np.ones(len(y), bool) if eligible is None else np.asarray(eligible, dtype=bool)
+    if eligible.shape != y.shape:
+        raise InputError(f"eligible must be a boolean mask of {len(y)} items; got shape {eligible.shape}")
+    if not 0 <= rate < 1:
+        raise InputError(f"rate must be in [0, 1); got {rate}")
+    can = eligible & np.isin(y, [c for g in groups for c in g])
+    if rate > 0 and (not can.any() or rate * len(y) > can.sum()):
+        raise InputError(f"{can.sum()} of {len(y)} labels can flip (eligible, in a look-alike group); a rate of "
+                         f"{rate} needs {rate * len(y):.0f}")
+    noisy = y.copy()
+    if rate > 0:
+        idx = np.flatnonzero(can)
+        p = flip_probabilities(1.0 - probs[idx].max(1), rate * len(y) / len(idx), power)
+        flip = idx[np.random.default_rng(seed).random(len(idx)) < p]
+        group_of = {c: g for g in groups for c in g}
+        for i in flip:
+            others = [c for c in group_of[int(y[i])] if c != y[i]]
+            noisy[i] = others[int(np.argmax(probs[i, others]))]  # ties -> the first class of the group
+    return NoisyLabels(noisy, y.copy(), noisy != y)
+
+
+def _check_groups(groups) -> tuple:
+    groups = tuple(tuple(int(c) for c in g) for g in groups)
+    members = [c for g in groups for c in g]
+    if len(set(members)) != len(members) or any(len(g) < 2 for g in groups):
+        raise InputError(f"groups must be disjoint, with at least 2 classes each; got {groups}")
+    return groups
+
+
+@dataclass(frozen=True)
+class Overlaid:
+    """Images after `overlay_lookalikes`: ``images``, the ``ambiguous`` mask, the index of the ``partner`` image
+    blended into each ambiguous item and its class ``other`` (-1 elsewhere), and ``alpha``, the weight of the
+    item's own image (> 1/2; 0 elsewhere)."""
+
+    images: np.ndarray
+    ambiguous: np.ndarray
+    partner: np.ndarray
+    other: np.ndarray
+    alpha: np.ndarray
+
+
+def overlay_lookalikes(images, labels, groups=FASHION_LOOKALIKES, fraction: float = 0.1,
+                       alpha: tuple[float, float] = (0.55, 0.7), seed: int = 0) -> Overlaid:
+    """Ambiguous items with clean labels: ``fraction`` of ALL items (drawn among the classes of look-alike groups)
+    become ``round(a x + (1 - a) x')``, x' a random image of another class of the item's group and a uniform in
+    ``alpha``; the label stays the item's own, the dominant garment (a > 1/2). Blends use the original images.
+
+    Raises:
+        InputError: images not (N, H, W) uint8 matching the labels, a fraction the groups cannot reach, or alpha
+        outside (1/2, 1).
+    """
+    x = np.asarray(images)
+    y = np.asarray(labels)
+    if x.dtype != np.uint8 or x.ndim != 3 or len(x) != len(y):
+        raise InputError(f"images must be (N, H, W) uint8 with one label each; got {x.dtype} {x.shape} for "
+                         f"{len(y)} labels")
+    groups = _check_groups(groups)
+    lo, hi = alpha
+    if not 0.5 < lo <= hi < 1:
+        raise InputError(f"alpha must be a range inside (1/2, 1) so the own garment dominates; got {alpha}")
+    pool = np.flatnonzero(np.isin(y, [c for g in groups for c in g]))
+    n = int(round(fraction * len(y)))
+    if not 0 <= fraction <= 1 or n > len(pool):
+        raise InputError(f"fraction must be in [0, 1] and at most the share of items in look-alike groups "
+                         f"({len(pool) / max(1, len(y)):.2f}); got {fraction}")
+    rng = np.random.default_rng([seed, 2])
+    pick = np.sort(rng.choice(pool, n, replace=False))
+    group_of = {c: g for g in groups for c in g}
+    by_class = {c: np.flatnonzero(y == c) for c in group_of}
+    other, partner = np.full(len(y), -1), np.full(len(y), -1)
+    weight = np.zeros(len(y))
+    out = x.copy()
+    for i in pick:
+        choices = [c for c in group_of[int(y[i])] if c != y[i] and len(by_class[c])]
+        if not choices:
+            raise InputError(f"class {y[i]} has no other class of its group present to blend with")
+        c = choices[rng.integers(len(choices))]
+        j = by_class[c][rng.integers(len(by_class[c]))]
+        a = rng.uniform(lo, hi)
+        out[i] = np.rint(a * x[i].astype(np.float64) + (1 - a) * x[j]).astype(np.uint8)
+        other[i], partner[i], weight[i] = c, j, a
+    mask = np.zeros(len(y), bool)
+    mask[pick] = True
+    return Overlaid(out, mask, partner, other, weight)
+
+
+def clean_posterior(images, labels, components: int = 40, seed: int = 0) -> np.ndarray:
+    """(N, C) p(class | image) of a small clean classifier, the "labeller" of `uncertainty_noise`: multinomial
+    logistic regression on the ``components`` whitened principal components of the pixels, fit on the true
+    labels and read on the same images (linear, so it does not memorise them: 84% training accuracy on
+    Fashion-MNIST). Single-threaded (shared cores; `hedgekit.papers.taha.protocol`)."""
+    from sklearn.decomposition import PCA
+    from sklearn.linear_model import LogisticRegression
+    from threadpoolctl import threadpool_limits
+
+    x = np.asarray(images).reshape(len(images), -1).astype(np.float32) / 255.0
+    y = np.asarray(labels)
+    if len(x) != len(y) or len(np.unique(y)) < 2:
+        raise InputError(f"clean_posterior needs one label per image and at least 2 classes; got {len(x)} images, "
+                         f"{len(y)} labels")
+    with threadpool_limits(1):
+        z = PCA(min(components, x.shape[1], len(x)), whiten=True, random_state=seed,
+                svd_solver="randomized").fit_transform(x)
+        clf = LogisticRegression(max_iter=1000).fit(z, y)
+        probs = np.zeros((len(y), int(y.max()) + 1))
+        probs[:, clf.classes_] = clf.predict_proba(z)
+    return probs
 
 
 def long_tailed(labels, ratio: float = 0.05, seed: int = 0) -> np.ndarray:

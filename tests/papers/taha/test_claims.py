@@ -231,3 +231,66 @@ def test_the_mode_line_never_prints_a_missing_run_count_as_none():
     assert runs_text(False, None) == "FULL mode: 5 run(s) per row (the paper's 5)"
     assert runs_text(True, None) == "FAST mode: 1 run(s) per row (FAST default)"
     assert runs_text(False, 3) == "FULL mode: 3 run(s) per row (set by RUNS)"
+
+
+# ---------------------------------------------------------------------------- Table 2, image-dependent noise
+NV_PRE = "Table 2 (precondition of cleaning): training on clean + noisy labels beats the clean subset alone (+9.08)"
+NV_RAND = "Table 2: uncertainty cleaning beats random cleaning of the same 20% (+2.24)"
+NV_LIFT = "Table 2: removing the 20% most uncertain gallery images lifts mAP (+2.30)"
+NV_R = "Fig. 6: query AP correlates negatively with its uncertainty"
+NV_F5 = ("Fig. 5: the most uncertain training images are mostly mislabelled (precision of sigma^2 at 10% vs the "
+         "base rate)")
+NV_ODD = ("Fig. 5: the most uncertain training images are mislabelled or ambiguous (flipped or blended, share of the "
+          "10% most uncertain vs the base rate)")
+NV_SL = "beyond the paper: sigma^2 finds flipped labels better than small loss (precision at 10%)"
+
+SHARED = [0.01, -0.02, 0.015, -0.005, 0.0]  # the het model's own level moves from run to run
+
+
+def _noise(clean=0.50, noisy=0.60, het=0.60, gain=0.022, rand=0.0, r=-0.5, sig=0.6, small=0.5, base=0.38, odd=0.7):
+    mp = {"clean subset only": S(clean), "Tri on noisy": S(noisy), "Tri + Hetero on noisy": S(het, shared=SHARED),
+          "random cleaning 20%": S(het + rand, shared=SHARED), "uncertainty cleaning 20%": S(het + gain, shared=SHARED)}
+    det = {(d, f): S(v, 0.01) for f in (0.05, 0.1, 0.2) for d, v in
+           (("uncertainty", sig), ("small loss", small), ("cleanlab", small))}
+    return {"map": mp, "r": [r + 0.01 * o for o in OFFSETS], "detection": det, "noise_rate": S(base, 0.0),
+            "ambiguous_removed": S(0.3, 0.01), "ambiguous_gallery": S(0.1, 0.0), "odd_top": S(odd, 0.01),
+            "odd_rate": S(0.48, 0.0)}
+
+
+@pytest.mark.parametrize("result,claim,outcome", [
+    (_noise(), NV_PRE, "matched"), (_noise(clean=0.62), NV_PRE, "not matched"),
+    (_noise(), NV_RAND, "matched"), (_noise(gain=0.0), NV_RAND, "not matched"),
+    (_noise(gain=0.10), NV_LIFT, "not matched"), (_noise(), NV_LIFT, "matched"),
+    (_noise(r=-0.02), NV_R, "not matched"), (_noise(), NV_R, "matched"),
+    (_noise(), NV_F5, "matched"), (_noise(sig=0.28), NV_F5, "not matched"), (_noise(sig=0.38), NV_F5, "inconclusive"),
+    (_noise(), NV_SL, "matched"), (_noise(sig=0.4), NV_SL, "not matched"),
+    (_noise(), NV_ODD, "matched"), (_noise(odd=0.3), NV_ODD, "not matched"), (_noise(odd=0.48), NV_ODD, "inconclusive"),
+])
+def test_noise_claims_reach_every_outcome(result, claim, outcome):
+    assert _claims(C.noise_verdict(result))[claim].outcome == outcome
+
+
+@pytest.mark.parametrize("clean", [0.60, 0.70])
+def test_cleaning_is_not_read_when_the_precondition_fails(clean):
+    """A clean subset that trains as well as (or better than) clean + noisy: however large the cleaning gain,
+    the cleaning claims are inconclusive and say "precondition failed"."""
+    got = _claims(C.noise_verdict(_noise(clean=clean, gain=0.022)))
+    for claim in (NV_RAND, NV_LIFT):
+        assert got[claim].outcome == "inconclusive" and got[claim].why.startswith("precondition failed")
+    held, why = C.precondition(_noise(clean=clean)["map"])
+    assert not held and "Tri on noisy" in why
+
+
+def test_precondition_needs_both_noisy_rows():
+    assert C.precondition(_noise()["map"])[0]
+    assert not C.precondition(_noise(het=0.50)["map"])[0]  # het no better than clean only
+    assert _claims(C.noise_verdict(_noise()))[NV_RAND].why.count("blended look-alikes are 30%") == 1
+
+
+def test_table2_cleaning_is_not_read_when_the_clean_subset_wins():
+    """Issue 35's measured set-up: the clean subset alone (76.0) beats noisy training (67.2); a cleaning gain of
+    the paper's size is then not read, whatever it is."""
+    got = _claims(C.table2_verdict(_t2(noisy=0.672, clean=0.760), FIG))
+    for claim in (T2_UNC, T2_UNC_RAND):
+        assert got[claim].outcome == "inconclusive" and got[claim].why.startswith("precondition failed")
+    assert _claims(C.table2_verdict(_t2(), FIG))[T2_UNC].outcome == "matched"

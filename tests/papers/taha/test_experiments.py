@@ -20,10 +20,11 @@ def test_specs_per_table_and_mode():
 
 def test_notebook_specs_are_distinct_valid_names():
     specs = E.notebook_specs("08_het_triplet_retrieval.ipynb", fast=False, n_runs=3)
-    assert len(specs) == len({s.name for s in specs}) == 27
-    assert len(E.notebook_specs("08", fast=False)) == 9 * E.FULL_RUNS
+    assert len(specs) == len({s.name for s in specs}) == 36
+    assert len(E.notebook_specs("08", fast=False)) == 12 * E.FULL_RUNS
     assert all(spec_from_name(s.name) == s for s in specs)
-    assert [s.seed for s in specs[:9]] == [0] * 9  # run by run: a cut-short cache still has whole runs
+    assert [s.seed for s in specs[:12]] == [0] * 12  # run by run: a cut-short cache still has whole runs
+    assert {s.recipe for s in specs} >= {"ambclean", "ambnoisy", "clean", "noisy"}
     assert E.notebook_specs("07_spe_ndigit.ipynb", fast=True) == []
 
 
@@ -31,3 +32,48 @@ def test_runs_override_and_bad_runs():
     assert [s.seed for s in E.table1_specs(False, seed=4, n_runs=2)["Tri"]] == [4, 5]
     with pytest.raises(InputError, match="runs"):
         E.table2_specs(True, n_runs=0)
+
+
+def test_noise_specs_are_the_image_dependent_recipes_with_new_names():
+    specs = E.noise_specs(False, n_runs=3, steps=500)
+    assert list(specs) == list(E.NOISE_ROWS)
+    assert [s.recipe for s in specs["clean subset only"]] == ["ambclean"] * 3
+    assert specs["Tri + Hetero on noisy"][1].name == "het-fashion-d16-ambnoisy-paper500-s1"
+    assert all(spec_from_name(s.name) == s for v in specs.values() for s in v)
+    # the independent-noise contrast keeps its names (cached checkpoints stay valid)
+    assert E.table2_specs(True)["Tri on noisy"][0].name == "triplet-fashion-d16-noisy-fast-s0"
+
+
+def test_triplet_data_image_dependent_recipe(monkeypatch):
+    """ambnoisy: 38% of ALL labels flip inside look-alike groups, never on clean-subset or blended items; 10% of
+    train and test images are blended; ambclean is the clean subset (0.5%) of the same data."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    import hedgekit.data.fashion as fashion
+    from hedgekit import zoo
+    from hedgekit.data.subsets import FASHION_LOOKALIKES
+    from hedgekit.zoo import Spec
+
+    rng = np.random.default_rng(0)
+    sets = {s: SimpleNamespace(images=rng.integers(0, 255, (n, 8, 8), dtype=np.uint8), labels=np.arange(n) % 10)
+            for s, n in (("train", 6000), ("test", 2000))}
+    monkeypatch.setattr(fashion, "load_fashion", lambda split="train": sets[split])
+    zoo._ambiguous_fashion.cache_clear()
+    try:
+        spec = Spec(kind="het", data="fashion", dim=8, recipe="ambnoisy")
+        d = zoo.triplet_data(spec)
+        assert d["flipped"].mean() == pytest.approx(0.38, abs=0.02) and d["ambiguous"].mean() == pytest.approx(0.1)
+        assert not (d["flipped"] & (d["clean"] | d["ambiguous"])).any() and d["clean"].mean() == pytest.approx(0.005)
+        assert np.array_equal(d["true"], sets["train"].labels) and np.array_equal(d["labels"] != d["true"], d["flipped"])
+        group_of = {c: g for g in FASHION_LOOKALIKES for c in g}
+        assert all(d["labels"][i] in group_of[int(d["true"][i])] for i in np.flatnonzero(d["flipped"]))
+        d["labels"][:] = -1  # callers get copies
+        assert (zoo.triplet_data(spec)["labels"] >= 0).all()
+        test = zoo.triplet_data(spec, "test")
+        assert np.array_equal(test["labels"], sets["test"].labels) and test["ambiguous"].mean() == pytest.approx(0.1)
+        clean = zoo.triplet_data(Spec(kind="triplet", data="fashion", dim=8, recipe="ambclean"))
+        assert len(clean["labels"]) == 30 and not clean["flipped"].any()
+    finally:
+        zoo._ambiguous_fashion.cache_clear()
