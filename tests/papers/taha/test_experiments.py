@@ -20,11 +20,11 @@ def test_specs_per_table_and_mode():
 
 def test_notebook_specs_are_distinct_valid_names():
     specs = E.notebook_specs("08_het_triplet_retrieval.ipynb", fast=False, n_runs=3)
-    assert len(specs) == len({s.name for s in specs}) == 36
-    assert len(E.notebook_specs("08", fast=False)) == 12 * E.FULL_RUNS
+    assert len(specs) == len({s.name for s in specs}) == 27
+    assert len(E.notebook_specs("08", fast=False)) == 9 * E.FULL_RUNS
     assert all(spec_from_name(s.name) == s for s in specs)
-    assert [s.seed for s in specs[:12]] == [0] * 12  # run by run: a cut-short cache still has whole runs
-    assert {s.recipe for s in specs} >= {"ambclean", "ambnoisy", "clean", "noisy"}
+    assert [s.seed for s in specs[:9]] == [0] * 9  # run by run: a cut-short cache still has whole runs
+    assert {s.recipe for s in specs} >= {"clean", "noisy"} and not {s.recipe for s in specs} & {"ambclean", "ambnoisy"}
     assert E.notebook_specs("07_spe_ndigit.ipynb", fast=True) == []
 
 
