@@ -194,6 +194,32 @@ def _interrupt(*args, **kwargs):
     raise KeyboardInterrupt
 
 
+def test_ctrl_c_while_python_m_hedgekit_starts_up_is_one_line_and_exit_130(monkeypatch, capsys):
+    """Ctrl-C during `python -m hedgekit`'s imports (torch takes seconds): one line, exit 130, no traceback."""
+    import runpy
+    import sys
+
+    class Interrupting:  # a meta-path finder that interrupts the import of the command line
+        def find_spec(self, name, path=None, target=None):
+            if name == "hedgekit.cli":
+                raise KeyboardInterrupt
+            return None
+
+    monkeypatch.delitem(sys.modules, "hedgekit.cli", raising=False)
+    monkeypatch.delitem(sys.modules, "hedgekit.__main__", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [Interrupting(), *sys.meta_path])
+    try:
+        runpy.run_module("hedgekit", run_name="__main__")
+    except KeyboardInterrupt:
+        pytest.fail("the KeyboardInterrupt escaped as a traceback")
+    except SystemExit as stop:
+        assert stop.code == 130
+    else:
+        pytest.fail("python -m hedgekit did not exit")
+    err = capsys.readouterr().err
+    assert err.strip() == "interrupted while starting up; nothing was run or written" and "Traceback" not in err
+
+
 @pytest.mark.parametrize("argv, where", [
     (["train", "--kind", "point", "--preset", "fast"], (cli, "cmd_train")),
     (["evaluate", "--kind", "hib"], (cli, "cmd_evaluate")),
