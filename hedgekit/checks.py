@@ -224,6 +224,21 @@ def check_memory(n_elements: int, what: str, hint: str, element_size: int = 4) -
                          f"(a quarter of this machine's RAM); {hint}")
 
 
+# Images one training step may take: 64x the papers' 256. A LeNet step on 2-digit images keeps about 21k floats
+# of activations per image for the backward pass (input 1,568, conv1 9,408, pool 2,352, conv2 6,272, pool 1,568,
+# fc 120), ~85 KB, so the bound is ~1.4 GB of activations, before the HIB sample pairs (checked on their own).
+MAX_BATCH_IMAGES = 16_384
+
+
+def check_batch(config, n_images: int, formula: str) -> None:
+    """InputError if one training step of ``config`` would take more than `MAX_BATCH_IMAGES` images
+    (``formula`` says how the config's fields give ``n_images``, e.g. "classes_per_batch x per_class")."""
+    if n_images > MAX_BATCH_IMAGES:
+        raise InputError(f"{type(config).__name__}: {formula} = {n_images:,} images per step, more than the "
+                         f"{MAX_BATCH_IMAGES:,} allowed (about {_human(n_images * 85_000)} of activations); "
+                         "use a smaller batch")
+
+
 def _human(n_bytes: float) -> str:
     units = ("B", "KB", "MB", "GB", "TB", "PB", "EB")
     i = min(len(units) - 1, int(math.log(max(n_bytes, 1), 1024)))

@@ -427,3 +427,25 @@ def test_bool_boxes_are_refused_by_the_occlusion_functions_too():
     with pytest.raises(InputError, match="not True / False"):
         occlude(np.zeros((28, 56), np.uint8), [[True, 0, 3, 3]])
     np.testing.assert_array_equal(clip_box([5, 5, -3, -3], (28, 56)), [2, 2, 3, 3])  # a drag up-left: ordered
+
+
+# ---------------------------------------------------------------------------------------------- batch sizes
+@pytest.mark.parametrize("make,over,at,formula", [
+    ("hedgekit.training.fit:TrainConfig", dict(classes_per_batch=128, per_class=129),
+     dict(classes_per_batch=128, per_class=128), "classes_per_batch x per_class"),
+    ("hedgekit.training.fit:TrainConfig", dict(pairs_per_batch=8193), dict(pairs_per_batch=8192), "2 x pairs_per_batch"),
+    ("hedgekit.training.episodic:EpisodicConfig", dict(n_classes=1024, k_support=8, query_per_class=9),
+     dict(n_classes=1024, k_support=8, query_per_class=8), r"n_classes x \(k_support \+ query_per_class\)"),
+    ("hedgekit.training.triplets:TripletConfig", dict(P=4097, K=4), dict(P=4096, K=4), "P x K"),
+    ("hedgekit.training.upstream:UpstreamConfig", dict(classes_per_batch=64, per_class=257),
+     dict(classes_per_batch=64, per_class=256), "classes_per_batch x per_class"),
+])
+def test_every_trainer_refuses_a_batch_beyond_the_bound_and_takes_one_at_it(make, over, at, formula):
+    """One step of every trainer is bounded by checks.MAX_BATCH_IMAGES (16,384) images; the error names the fields."""
+    import importlib
+
+    module, name = make.split(":")
+    config = getattr(importlib.import_module(module), name)
+    with pytest.raises(InputError, match=rf"{formula} = [\d,]+ images per step, more than the 16,384 allowed"):
+        config(**over)
+    config(**at)  # exactly 16,384 images per step: accepted

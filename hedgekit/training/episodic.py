@@ -23,7 +23,7 @@ from torch import Tensor
 
 from hedgekit.data.samplers import EpisodeSampler
 from hedgekit.evaluation.embedded import images_to_tensor
-from hedgekit.checks import check_fields, check_training_set
+from hedgekit.checks import check_batch, check_fields, check_training_set
 from hedgekit.methods.prototypes import PN, SAMPLERS, SPE
 from hedgekit.training.fit import (PRECISIONS, History, body_autocast, memory_format, optimise, resolve_device,
                                    seed_everything)
@@ -51,6 +51,8 @@ class EpisodicConfig:
         check_fields(self, counts=dict(steps=1, n_classes=2, k_support=1, query_per_class=1, samples=1, log_every=1),
                      positive=("lr",), non_negative=("weight_decay",), fractions=("warmup",),
                      choices=dict(sampler=SAMPLERS, precision=PRECISIONS))
+        check_batch(self, self.n_classes * (self.k_support + self.query_per_class),
+                    "n_classes x (k_support + query_per_class)")
 
 
 def fit_episodic(

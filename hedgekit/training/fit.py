@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from hedgekit.checks import check_fields, check_training_set, resolve_device
+from hedgekit.checks import check_batch, check_fields, check_training_set, resolve_device
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 from hedgekit.data.samplers import ClassBalancedSampler, two_stream_pairs
@@ -74,6 +74,8 @@ class TrainConfig:
         check_fields(self, counts=dict(steps=1, classes_per_batch=1, per_class=2, k=1, pairs_per_batch=1, log_every=1),
                      positive=("lr", "margin"), non_negative=("weight_decay", "beta"), fractions=("warmup", "occlusion_p"),
                      choices=dict(loss=("soft", "hard"), pairing=("all", "two_stream"), precision=PRECISIONS))
+        check_batch(self, self.classes_per_batch * self.per_class, "classes_per_batch x per_class")
+        check_batch(self, 2 * self.pairs_per_batch, "2 x pairs_per_batch")
 
 
 def seed_everything(seed: int) -> torch.Generator:

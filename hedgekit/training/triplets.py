@@ -21,7 +21,7 @@ from torch import Tensor
 
 from hedgekit.data.occlusion import DIGIT_SIZE, random_occlusion
 from hedgekit.data.samplers import PKSampler
-from hedgekit.checks import check_training_set
+from hedgekit.checks import check_batch, check_training_set
 from hedgekit.errors import InputError
 from hedgekit.evaluation.embedded import images_to_tensor
 from hedgekit.methods.het_triplet import MININGS, heteroscedastic_triplet_loss, triplet_batch_loss, z_and_log_var
@@ -93,6 +93,7 @@ class TripletConfig:
             raise InputError(f"TripletConfig.heteroscedastic must be True or False; got {self.heteroscedastic!r}")
         if self.precision not in PRECISIONS:
             raise InputError(f"TripletConfig.precision must be one of {PRECISIONS}; got {self.precision!r}")
+        check_batch(self, self.P * self.K, "P x K")
 
 
 def _finite(x) -> bool:

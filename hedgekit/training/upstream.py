@@ -27,6 +27,7 @@ import torch
 from torch import Tensor, nn
 
 from hedgekit.data.samplers import ClassBalancedSampler
+from hedgekit.checks import check_batch
 from hedgekit.errors import InputError
 from hedgekit.training.fit import History, optimise, seed_everything
 
@@ -51,6 +52,7 @@ class UpstreamConfig:
             raise InputError(f"need steps >= 1, lr > 0, classes_per_batch >= 2 and per_class >= 2; got {self}")
         if not 0 <= self.occlusion_p <= 1 or not 0 <= self.warmup <= 1:
             raise InputError(f"occlusion_p and warmup must lie in [0, 1]; got {self}")
+        check_batch(self, self.classes_per_batch * self.per_class, "classes_per_batch x per_class")
 
 
 class UpstreamModel(nn.Module):
