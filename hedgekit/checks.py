@@ -17,7 +17,6 @@ Each raises :class:`hedgekit.errors.InputError` with a message that says what wa
 * `check_embeddings`, `check_distance_matrix`, `check_labels`, `check_per_row`, `check_margin`, `check_same_shape`,
   `check_finite`: the tensors of a metric loss (a (B, D) batch of embeddings, a (B, B) distance matrix, one
   label or value per row, a margin > 0).
-* `check_isotropic_gaussians`: an `Embedding` of one isotropic Gaussian per input (a ``build_model("het")`` output).
 * `check_device`; `count_arg`, `number_arg`, `device_arg`: the same checks as argparse types for the
   command line, whose errors name the flag.
 * `MAX_SEED`, `MAX_STEPS`, `MAX_THREADS`, `check_seed`: the bounds every seed, step count and thread count is
@@ -167,21 +166,6 @@ def check_margin(margin, name: str = "margin", hint: str = "") -> float:
     if isinstance(margin, bool) or not isinstance(margin, numbers.Real) or not (math.isfinite(margin) and margin > 0):
         raise InputError(f"{name} must be a finite number > 0{hint}; got {margin!r}")
     return margin
-
-
-def check_isotropic_gaussians(emb) -> Tensor:
-    """(B,) variance sigma^2 of an `Embedding` holding one isotropic Gaussian with sigma^2 > 0 per input."""
-    from hedgekit.embedding import Embedding  # hedgekit.embedding imports this module
-
-    if not isinstance(emb, Embedding):
-        raise InputError(f"expected an Embedding; got {type(emb).__name__}")
-    if emb.n_components != 1:
-        raise InputError(f"expected one Gaussian per input (build_model('het')); got {emb.n_components} components")
-    var = emb.var[:, 0]
-    if not (var > 0).all() or not (var == var[:, :1]).all():
-        raise InputError("expected an isotropic variance sigma^2 > 0 per input (build_model('het')); "
-                         "got zero (point embedding) or per-axis variances")
-    return var[:, 0]
 
 
 def check_per_row(x, batch: Tensor, what: str, name: str) -> Tensor:

@@ -421,7 +421,8 @@ def test_precision_says_how_to_train_not_what_the_name_means(sandbox):
 
 
 def test_session_header_names_a_checkpoint_trained_with_a_bfloat16_body(sandbox):
-    from hedgekit.repro.session import Session, precision_note
+    from hedgekit.repro.report import precision_note
+    from hedgekit.repro.session import Session
 
     bf, fp = (Spec(kind=kind, n_digits=1, dim=2, preset="fast", seed=9) for kind in ("hib", "point"))
     load_or_train(bf, progress=False, precision="bfloat16")

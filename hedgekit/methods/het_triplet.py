@@ -19,8 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from hedgekit.checks import (check_distance_matrix, check_embeddings, check_isotropic_gaussians, check_labels,
-                             check_margin, check_per_row, check_same_shape)
+from hedgekit.checks import (check_distance_matrix, check_embeddings, check_labels, check_margin, check_per_row,
+                             check_same_shape)
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 
@@ -52,12 +52,12 @@ def uncertainty(emb: Embedding) -> Tensor:
 
     For ``build_model("het")`` outputs this equals ``emb.uncertainty``.
     """
-    return check_isotropic_gaussians(emb)
+    return _isotropic_variance(emb)
 
 
 def z_and_log_var(emb: Embedding) -> tuple[Tensor, Tensor]:
     """(z (B, D), s (B,)) of a ``build_model("het")`` output: the mean and s = log sigma^2 of its Gaussian."""
-    return emb.mean[:, 0], check_isotropic_gaussians(emb).log()
+    return emb.mean[:, 0], _isotropic_variance(emb).log()
 
 
 def triplet_batch_loss(z: Tensor, labels: Tensor, mining: str = "batch_hard", margin: float | None = None,
@@ -230,3 +230,16 @@ def _mean_or_zero(per_triplet: Tensor, *inputs: Tensor) -> Tensor:
     if len(per_triplet):
         return per_triplet.mean()
     return sum(x.sum() for x in inputs) * 0.0
+
+
+def _isotropic_variance(emb) -> Tensor:
+    """(B,) variance sigma^2 of an `Embedding` holding one isotropic Gaussian with sigma^2 > 0 per input."""
+    if not isinstance(emb, Embedding):
+        raise InputError(f"expected an Embedding; got {type(emb).__name__}")
+    if emb.n_components != 1:
+        raise InputError(f"expected one Gaussian per input (build_model('het')); got {emb.n_components} components")
+    var = emb.var[:, 0]
+    if not (var > 0).all() or not (var == var[:, :1]).all():
+        raise InputError("expected an isotropic variance sigma^2 > 0 per input (build_model('het')); "
+                         "got zero (point embedding) or per-axis variances")
+    return var[:, 0]

@@ -181,3 +181,8 @@ def _add_cdn_fallback(html_path: Path) -> None:
     cdn = f"https://cdn.plot.ly/plotly-{plotly.offline.get_plotlyjs_version()}.min.js"
     fallback = f"<script>window.Plotly || document.write('<script src=\"{cdn}\"><\\/script>')</script>"
     html_path.write_text(html.replace(local, local + fallback, 1))
+
+
+def precision_note(precision: str) -> str:
+    """", bfloat16 body" for a model trained with a bfloat16 body, nothing for float32 (the default)."""
+    return "" if precision == "float32" else f", {precision} body"

@@ -40,7 +40,7 @@ from hedgekit.checks import check_count, count_arg
 from hedgekit.errors import InputError
 from hedgekit.paths import REPO_DIR
 from hedgekit.repro.report import read_manifest
-from hedgekit.repro.session import precision_note
+from hedgekit.repro.report import precision_note
 
 FAST_MODE = "FAST (CI sizes: shipped paper models where they exist, else fast preset models)"
 
@@ -475,7 +475,7 @@ def _cmd(a) -> int:
 
 def main(argv: Iterable[str] | None = None) -> int:
     """Entry point: ``main(["--fast", "--only", "hib"])``; returns the exit code."""
-    from hedgekit.cli import run_command
+    from hedgekit.commands import run_command
 
     argv = list(sys.argv[1:] if argv is None else argv)
     return run_command(_cmd, build_parser().parse_args(argv), ["reproduce", *argv])  # errors: 2; Ctrl-C: 130

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from hedgekit.repro.report import Report
+from hedgekit.repro.report import Report, precision_note
 
 __all__ = ["Session", "CheckpointRecord", "versions_table", "file_hash", "measured_full_mode", "RUN_RECORD"]
 
@@ -80,11 +80,6 @@ class CheckpointRecord:
     train_seconds: float
     k: int | None = None  # HIB's samples per input (eq. 5) the model trained with; None for other kinds
     precision: str = "float32"  # the trainer's precision (`hedgekit.training.fit.body_autocast`)
-
-
-def precision_note(precision: str) -> str:
-    """", bfloat16 body" for a model trained with a bfloat16 body, nothing for float32 (the default)."""
-    return "" if precision == "float32" else f", {precision} body"
 
 
 def measured_full_mode(notebook: str, record: str | Path | None = None) -> str:
