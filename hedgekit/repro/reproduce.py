@@ -110,9 +110,14 @@ def notebook_models(only: Sequence[str] | str | None = None, fast: bool = False)
 
 
 def _init_worker() -> None:
-    """Start of a `train_missing` worker process: one torch thread, so N workers share N cores."""
+    """Start of a `train_missing` worker process: one torch thread, so N workers share N cores; Ctrl-C is the
+    parent's to handle (it stops the workers and prints the one line of `hedgekit.commands.run_command`), so a
+    worker ignores SIGINT instead of printing a traceback of its own."""
+    import signal
+
     import torch
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     torch.set_num_threads(1)
 
 
@@ -162,11 +167,18 @@ def train_missing(pairs: Sequence[tuple[str, Spec]], jobs: int = 1, echo=print) 
         echo(f"[train] {name}: {rec['seconds']:.0f} s, {rec['source']} ({done}/{len(todo)})")
 
     if workers > 1:
-        with ProcessPoolExecutor(max_workers=workers, initializer=_init_worker) as pool:
+        pool = ProcessPoolExecutor(max_workers=workers, initializer=_init_worker)
+        try:
             futures = {pool.submit(_train_one, spec): spec.name for spec in todo}
             for future in as_completed(futures):
                 exc = future.exception()
                 finished(futures[future], None if exc else future.result(), exc)
+        except KeyboardInterrupt:  # stop the workers now (their checkpoints are written whole or not at all)
+            for process in list((getattr(pool, "_processes", None) or {}).values()):
+                process.terminate()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()
     else:
         for spec in todo:
             try:

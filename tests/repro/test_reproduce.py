@@ -366,21 +366,18 @@ def test_jobs_trains_in_a_process_pool(fake_zoo, monkeypatch, capsys):
         def __init__(self, max_workers=None, initializer=None):
             pools.append(dict(max_workers=max_workers, initializer=initializer))
 
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
-
         def submit(self, fn, *args):
             future = Future()
             future.set_result(fn(*args))
             return future
 
+        def shutdown(self, wait=True, cancel_futures=False):
+            pools[-1]["shut down"] = True
+
     monkeypatch.setattr(R, "ProcessPoolExecutor", InlinePool)
     calls = fake_zoo({"01_a.ipynb": [901, 902], "02_b.ipynb": [903]})
     assert R.main(["--train-missing", "--fast", "--only", "01", "--jobs", "2"]) == 0
-    assert pools == [dict(max_workers=2, initializer=R._init_worker)] and len(calls()) == 2
+    assert pools == [dict(max_workers=2, initializer=R._init_worker, **{"shut down": True})] and len(calls()) == 2
     assert "training in 2 worker processes" in capsys.readouterr().out
     assert R.main(["--train-missing", "--fast", "--jobs", "4"]) == 0  # 1 missing: no pool, this process
     assert len(pools) == 1 and len(calls()) == 3 and "training in this process" in capsys.readouterr().out
@@ -420,3 +417,53 @@ def test_jobs_must_be_a_positive_integer(capsys, value):
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert f"argument --jobs: expected an integer >= 1; got '{value}'" in err and "Traceback" not in err
+
+
+def test_a_worker_leaves_ctrl_c_to_the_parent():
+    """`train_missing`'s workers ignore SIGINT (no traceback of their own); the parent prints the one line."""
+    import signal
+
+    import torch
+
+    before, threads = signal.getsignal(signal.SIGINT), torch.get_num_threads()
+    try:
+        R._init_worker()
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN and torch.get_num_threads() == 1
+    finally:
+        signal.signal(signal.SIGINT, before)
+        torch.set_num_threads(threads)
+
+
+def test_ctrl_c_during_parallel_training_stops_the_workers_and_propagates(monkeypatch):
+    """Ctrl-C while `train_missing --jobs 2` waits: every worker process is terminated, queued models are
+    cancelled, and the KeyboardInterrupt reaches the command's handler (`hedgekit.commands.run_command`)."""
+    from hedgekit import zoo
+    from hedgekit.zoo import Spec
+
+    calls = []
+
+    class Process:
+        def terminate(self):
+            calls.append("terminate")
+
+    class Pool:
+        def __init__(self, max_workers, initializer):
+            self._processes = {1: Process(), 2: Process()}
+
+        def submit(self, fn, spec):
+            return spec.name
+
+        def shutdown(self, wait=True, cancel_futures=False):
+            calls.append(("shutdown", wait, cancel_futures))
+
+    def interrupted(futures):
+        raise KeyboardInterrupt
+        yield  # a generator, as concurrent.futures.as_completed
+
+    monkeypatch.setattr(R, "ProcessPoolExecutor", Pool)
+    monkeypatch.setattr(R, "as_completed", interrupted)
+    monkeypatch.setattr(zoo, "find_checkpoint", lambda spec: None)
+    specs = [("02", Spec(kind="hib", preset="fast", seed=s)) for s in (0, 1)]
+    with pytest.raises(KeyboardInterrupt):
+        R.train_missing(specs, jobs=2, echo=lambda line: None)
+    assert calls == ["terminate", "terminate", ("shutdown", False, True)]
