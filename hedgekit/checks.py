@@ -19,6 +19,8 @@ Each raises :class:`hedgekit.errors.InputError` with a message that says what wa
   label or value per row, a margin > 0).
 * `check_device`; `count_arg`, `number_arg`, `device_arg`: the same checks as argparse types for the
   command line, whose errors name the flag.
+* `deferred_value_checks`, `values_checked`: inside a training step the checks that read tensor values (NaN,
+  signs, label ranges) wait for the next log step, because on a GPU each one makes the host wait for the device.
 * `MAX_SEED`, `MAX_STEPS`, `MAX_THREADS`, `check_seed`: the bounds every seed, step count and thread count is
   checked against (the network's size: `hedgekit.nets.embedder.check_model_size`).
 """
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import contextvars
 import errno
 import hashlib
 import io
@@ -43,6 +46,31 @@ from torch import Tensor
 from hedgekit.errors import InputError, StorageError
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+_VALUE_CHECKS = contextvars.ContextVar("hedgekit_value_checks", default=True)
+
+
+@contextlib.contextmanager
+def deferred_value_checks(defer: bool = True) -> Iterator[None]:
+    """Within the block (if ``defer``), skip the checks that read tensor values; shapes and dtypes are still checked.
+
+    A value check (``torch.isfinite(t).all()``, ``(var < 0).any()``, ``int(labels.max())``) turns a tensor into a
+    Python bool, which on a GPU makes the host wait until the device has computed it: a training step with a
+    dozen of them cannot queue the next step's work while this one runs. `hedgekit.training.fit.optimise` runs
+    every step but the log steps (step 0, every ``log_every``-th, the last) inside this block; at the log steps
+    every check runs, and a non-finite loss or weight is caught there. The checked functions ask
+    `values_checked`. Public entry points outside training always check.
+    """
+    token = _VALUE_CHECKS.set(not defer and _VALUE_CHECKS.get())
+    try:
+        yield
+    finally:
+        _VALUE_CHECKS.reset(token)
+
+
+def values_checked() -> bool:
+    """False inside `deferred_value_checks`: the caller skips its checks of tensor values."""
+    return _VALUE_CHECKS.get()
 
 
 def check_images(x, shape: tuple[int, ...] | None = None, name: str = "images", convert: bool = True) -> Tensor:
@@ -68,6 +96,8 @@ def check_images(x, shape: tuple[int, ...] | None = None, name: str = "images", 
         raise InputError(f"{name} is an empty batch (0 images); pass at least one image of shape {want}")
     if x.dtype == torch.uint8:
         return x.float().div_(255.0) if convert else x
+    if not values_checked():
+        return x.float() if convert else x
     lo, hi = torch.aminmax(x.detach().float() if x.dtype in (torch.float16, torch.bfloat16) else x.detach())
     if not (lo >= 0 and hi <= 1):  # also False for NaN
         if not torch.isfinite(x).all():
@@ -146,8 +176,8 @@ def check_distance_matrix(dist) -> Tensor:
     if not isinstance(dist, Tensor) or dist.ndim != 2:
         raise InputError(f"expected a (B, B) distance matrix; got {_shape(dist)}; use pairwise_distances(z)")
     check_finite(dist, "distances")
-    if not (dist.shape[0] == dist.shape[1] and bool((dist.diagonal() == 0).all()) and bool((dist >= 0).all())
-            and torch.allclose(dist, dist.T)):
+    if not (dist.shape[0] == dist.shape[1] and (not values_checked() or (
+            bool((dist.diagonal() == 0).all()) and bool((dist >= 0).all()) and torch.allclose(dist, dist.T)))):
         raise InputError(f"expected a (B, B) distance matrix (symmetric, non-negative, zero diagonal); "
                          f"got shape {tuple(dist.shape)}; use pairwise_distances(z)")
     return dist
@@ -182,8 +212,8 @@ def check_same_shape(a, b, name_a: str, name_b: str) -> None:
 
 
 def check_finite(t: Tensor, name: str) -> Tensor:
-    """``t`` if it holds no NaN or inf."""
-    if not torch.isfinite(t).all():
+    """``t`` if it holds no NaN or inf (not read inside `deferred_value_checks`)."""
+    if values_checked() and not torch.isfinite(t).all():
         raise InputError(f"{name} contains NaN or inf values")
     return t
 

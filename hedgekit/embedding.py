@@ -16,13 +16,13 @@ Losses, uncertainty measures, metrics and plots all take an :class:`Embedding`.
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 import torch
 from torch import Tensor
 
-from hedgekit.checks import check_count, check_memory
+from hedgekit.checks import check_count, check_memory, values_checked
 from hedgekit.errors import InputError
 
 
@@ -40,12 +40,17 @@ class Embedding:
         var: (B, C, D) component variances (diagonal covariance); zeros for point embeddings.
         weights: (B, C) mixture weights, non-negative, summing to one per row.
         uncertainty: optional (B,) scalar uncertainty predicted directly by the model.
+        stochastic: what the maker knows without reading the values: True if every variance is > 0 by
+            construction (a softplus plus a floor), False for point embeddings (all zero), None if unknown.
+            `is_point` answers from it without making a GPU wait (`hedgekit.checks.deferred_value_checks`);
+            it is verified with the other value checks.
     """
 
     mean: Tensor
     var: Tensor
     weights: Tensor
     uncertainty: Tensor | None = None
+    stochastic: bool | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.mean.ndim != 3:
@@ -57,6 +62,10 @@ class Embedding:
             raise InputError(f"Embedding.weights must have shape ({b}, {c}); got {tuple(self.weights.shape)}")
         if self.uncertainty is not None and self.uncertainty.shape != (b,):
             raise InputError(f"Embedding.uncertainty must have shape ({b},); got {tuple(self.uncertainty.shape)}")
+        if self.stochastic not in (None, True, False):
+            raise InputError(f"Embedding.stochastic must be True, False or None; got {self.stochastic!r}")
+        if not values_checked():
+            return
         _check_finite("Embedding.mean", self.mean)
         _check_finite("Embedding.var", self.var)
         _check_finite("Embedding.weights", self.weights)
@@ -64,6 +73,9 @@ class Embedding:
             raise InputError("Embedding.var must be non-negative")
         if (self.weights < 0).any() or ((self.weights.sum(1) - 1).abs() > 1e-5).any():
             raise InputError("Embedding.weights must be non-negative and sum to 1 per row")
+        if self.stochastic is not None and self.stochastic != bool((self.var > 0).all()):
+            raise InputError("Embedding.stochastic=True needs every variance > 0" if self.stochastic else
+                             "Embedding.stochastic=False (a point embedding) needs every variance = 0")
 
     # ------------------------------------------------------------------ builders
     @classmethod
@@ -72,7 +84,7 @@ class Embedding:
         if z.ndim != 2:
             raise InputError(f"point embeddings must have shape (B, D); got {tuple(z.shape)}")
         mean = z.unsqueeze(1)
-        return cls(mean, torch.zeros_like(mean), z.new_ones(z.shape[0], 1), uncertainty)
+        return cls(mean, torch.zeros_like(mean), z.new_ones(z.shape[0], 1), uncertainty, stochastic=False)
 
     @classmethod
     def gaussian(cls, mean: Tensor, var: Tensor, uncertainty: Tensor | None = None) -> "Embedding":
@@ -83,11 +95,13 @@ class Embedding:
         return cls(mean.unsqueeze(1), var.unsqueeze(1), mean.new_ones(mean.shape[0], 1), uncertainty)
 
     @classmethod
-    def mixture(cls, mean: Tensor, var: Tensor, weights: Tensor | None = None) -> "Embedding":
-        """Mixtures: mean and var (B, C, D); weights (B, C), default equal (HIB sec. 2.2)."""
+    def mixture(cls, mean: Tensor, var: Tensor, weights: Tensor | None = None,
+                stochastic: bool | None = None) -> "Embedding":
+        """Mixtures: mean and var (B, C, D); weights (B, C), default equal (HIB sec. 2.2); ``stochastic`` as
+        the class says."""
         if weights is None:
             weights = mean.new_full(mean.shape[:2], 1.0 / mean.shape[1])
-        return cls(mean, var, weights)
+        return cls(mean, var, weights, stochastic=stochastic)
 
     @classmethod
     def cat(cls, parts: Sequence["Embedding"]) -> "Embedding":
@@ -95,11 +109,13 @@ class Embedding:
         if not parts:
             raise InputError("Embedding.cat needs at least one part")
         unc = [p.uncertainty for p in parts]
+        kinds = {p.stochastic for p in parts}
         return cls(
             torch.cat([p.mean for p in parts]),
             torch.cat([p.var for p in parts]),
             torch.cat([p.weights for p in parts]),
             None if any(u is None for u in unc) else torch.cat(unc),
+            stochastic=kinds.pop() if len(kinds) == 1 else None,
         )
 
     # ---------------------------------------------------------------- properties
@@ -117,7 +133,8 @@ class Embedding:
 
     @property
     def is_point(self) -> bool:
-        return bool((self.var == 0).all())
+        """True if every variance is 0; from ``stochastic`` where the maker declared it."""
+        return not self.stochastic if self.stochastic is not None else bool((self.var == 0).all())
 
     def __len__(self) -> int:
         return self.batch_size
@@ -136,12 +153,13 @@ class Embedding:
             i %= self.batch_size
             idx = slice(i, i + 1)
         unc = None if self.uncertainty is None else self.uncertainty[idx]
-        return Embedding(self.mean[idx], self.var[idx], self.weights[idx], unc)
+        return Embedding(self.mean[idx], self.var[idx], self.weights[idx], unc, stochastic=self.stochastic)
 
     def map(self, fn) -> "Embedding":
-        """Apply ``fn`` to every tensor (e.g. ``lambda t: t.to('cuda')``)."""
+        """Apply ``fn`` to every tensor (e.g. ``lambda t: t.to('cuda')``); ``stochastic`` is kept, and checked
+        against the new values with the other checks."""
         unc = None if self.uncertainty is None else fn(self.uncertainty)
-        return Embedding(fn(self.mean), fn(self.var), fn(self.weights), unc)
+        return Embedding(fn(self.mean), fn(self.var), fn(self.weights), unc, stochastic=self.stochastic)
 
     def detach(self) -> "Embedding":
         return self.map(torch.Tensor.detach)

@@ -125,22 +125,28 @@ def occlude(images, boxes):
     if (top < 0).any() or (left < 0).any() or (top + h > height).any() or (left + w > width).any():
         raise InputError(f"boxes must lie fully inside the {height}x{width} image (use clip_box).")
 
-    mask = _box_mask(boxes if boxes.ndim == 3 else boxes[None], height, width).reshape(images.shape)
+    mask = box_mask(torch.from_numpy(boxes if boxes.ndim == 3 else boxes[None]), height, width)
+    mask = mask.reshape(images.shape)
     if is_tensor:
-        return images.masked_fill(torch.from_numpy(mask).to(images.device), 0)
+        return images.masked_fill(mask.to(images.device), 0)
     out = images.copy()
-    out[mask] = 0
+    out[mask.numpy()] = 0
     return out
 
 
-def _box_mask(boxes: np.ndarray, height: int, width: int) -> np.ndarray:
-    """Boolean (B, H, W) mask of the pixels covered by any of the (B, n, 4) boxes."""
-    rows, cols = np.arange(height), np.arange(width)
+def box_mask(boxes: torch.Tensor, height: int, width: int) -> torch.Tensor:
+    """Boolean (B, H, W) mask of the pixels covered by any of the (B, n, 4) integer boxes, on the boxes' device.
+
+    Vectorised over the batch: row and column tests (B, n, H) and (B, n, W) are combined per box slot (n is
+    the number of digits, 1-3), so a training batch's mask is a handful of kernels on the device that trains.
+    """
+    rows = torch.arange(height, device=boxes.device)
+    cols = torch.arange(width, device=boxes.device)
     top, left, h, w = (boxes[..., i, None] for i in range(4))  # each (B, n, 1)
     in_rows = (rows >= top) & (rows < top + h)  # (B, n, H)
     in_cols = (cols >= left) & (cols < left + w)  # (B, n, W)
-    mask = np.zeros((boxes.shape[0], height, width), dtype=bool)
-    for k in range(boxes.shape[1]):
+    mask = in_rows[:, 0, :, None] & in_cols[:, 0, None, :]
+    for k in range(1, boxes.shape[1]):
         mask |= in_rows[:, k, :, None] & in_cols[:, k, None, :]
     return mask
 
@@ -169,21 +175,37 @@ def clip_box(box, image_shape) -> np.ndarray | None:
     return np.array([y0, x0, y1 - y0, x1 - x0], dtype=np.int64)
 
 
-def random_occlusion(p_occlude: float = 0.2, sides: str = "inclusive"):
-    """An augmentation ``fn(x, rng) -> x`` re-drawing App. A's training occlusion for a batch.
+class RandomOcclusion:
+    """App. A's training occlusion, re-drawn for every batch: ``fn(x, rng) -> x``.
 
-    ``x`` is a float tensor (B, 1, 28, 28N); each digit is occluded independently
-    with probability ``p_occlude`` using `sample_digit_boxes` with box ``sides``
-    ("inclusive", the papers' and the default, or "positive"; see `SIDES`). Used by
-    `hedgekit.training.fit.fit` so every step sees freshly occluded digits.
+    ``x`` is a batch (B, 1, 28, 28N) of uint8 or float pixels on any device; each digit is occluded
+    independently with probability ``p_occlude`` using `sample_digit_boxes` with box ``sides``
+    ("inclusive", the papers' and the default, or "positive"; see `SIDES`). The boxes are drawn on the host
+    from ``rng`` (the random stream every shipped and cached checkpoint was trained with: a few microseconds
+    for 256 images, and no wait for the device) and applied as a `box_mask` on ``x``'s device. The result
+    keeps ``x``'s dtype, so the trainers occlude uint8 batches before their conversion to float
+    (`hedgekit.training.batches`). Used by `hedgekit.training.fit.fit` so every step sees freshly occluded
+    digits.
     """
-    if not 0.0 <= p_occlude <= 1.0:
-        raise InputError(f"p_occlude must be in [0, 1], got {p_occlude}.")
-    _shortest_side(sides)
 
-    def augment(x, rng: np.random.Generator):
-        n_digits = x.shape[-1] // DIGIT_SIZE
-        boxes = sample_digit_boxes(rng, x.shape[0], n_digits, p_occlude, sides)
-        return occlude(x[:, 0], boxes).unsqueeze(1)
+    def __init__(self, p_occlude: float = 0.2, sides: str = "inclusive"):
+        if not 0.0 <= p_occlude <= 1.0:
+            raise InputError(f"p_occlude must be in [0, 1], got {p_occlude}.")
+        _shortest_side(sides)
+        self.p_occlude, self.sides = p_occlude, sides
 
-    return augment
+    def __repr__(self) -> str:
+        return f"RandomOcclusion(p_occlude={self.p_occlude}, sides={self.sides!r})"
+
+    def __call__(self, x: torch.Tensor, rng: np.random.Generator) -> torch.Tensor:
+        if x.ndim != 4 or x.shape[1] != 1 or x.shape[-2] != DIGIT_SIZE or x.shape[-1] % DIGIT_SIZE:
+            raise InputError(f"occlusion needs one-channel 28 x 28N digit batches (B, 1, 28, 28N); "
+                             f"got {tuple(x.shape)}")
+        boxes = sample_digit_boxes(rng, x.shape[0], x.shape[-1] // DIGIT_SIZE, self.p_occlude, self.sides)
+        mask = box_mask(torch.from_numpy(boxes).to(x.device, non_blocking=True), x.shape[-2], x.shape[-1])
+        return x.masked_fill(mask[:, None], 0)
+
+
+def random_occlusion(p_occlude: float = 0.2, sides: str = "inclusive") -> RandomOcclusion:
+    """`RandomOcclusion` (``p_occlude``, ``sides``): the augmentation every trainer re-draws at every step."""
+    return RandomOcclusion(p_occlude, sides)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from hedgekit.checks import values_checked
 from hedgekit.errors import InputError
 from hedgekit.methods.contrastive import TINY
 
@@ -107,10 +108,10 @@ def all_pairs_nll(samples: Tensor, a: Tensor, b: Tensor, same: Tensor, chunks: i
         raise InputError(f"same must be a ({n}, {n}) bool tensor; got {tuple(same.shape)} {same.dtype}")
     if a.ndim or b.ndim:
         raise InputError("a and b must be 0-d tensors (HIB eq. 2's scalars)")
-    upper = same.triu(1)
-    n_pos, n_pairs = int(upper.sum()), n * (n - 1) // 2
-    if n_pos == 0 or n_pos == n_pairs:
-        raise InputError("a batch needs both matching and non-matching pairs (use a class-balanced sampler)")
+    if values_checked():  # reads the labels: not inside a training step (`hedgekit.checks.deferred_value_checks`)
+        n_pos = int(same.triu(1).sum())
+        if n_pos == 0 or n_pos == n * (n - 1) // 2:
+            raise InputError("a batch needs both matching and non-matching pairs (use a class-balanced sampler)")
     if not isinstance(chunks, int) or chunks < 1:
         raise InputError(f"chunks must be an int >= 1; got {chunks!r}")
     return _AllPairsNLL.apply(samples, a.to(samples.dtype), b.to(samples.dtype), same, chunks)

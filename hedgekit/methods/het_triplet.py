@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from hedgekit.checks import (check_distance_matrix, check_embeddings, check_labels, check_margin, check_per_row,
+from hedgekit.checks import (values_checked, check_distance_matrix, check_embeddings, check_labels, check_margin, check_per_row,
                              check_same_shape)
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
@@ -43,7 +43,7 @@ def heteroscedastic_triplet_loss(z: Tensor, s: Tensor, labels: Tensor, mining: s
     (a, p, n), l_tri, stats = _mined_triplet_losses(z, labels, mining, margin, semi_hard_margin)
     weight = (-s[a]).exp() + (-s[p]).exp() + (-s[n]).exp()
     per_triplet = 0.5 * weight * l_tri + 0.5 * (s[a] + s[p] + s[n])  # eq. 11
-    stats["sigma2"] = float(s.detach().exp().mean())
+    stats["sigma2"] = s.detach().exp().mean()  # 0-d tensors in stats are read at log steps only
     return _mean_or_zero(per_triplet, z, s), stats
 
 
@@ -202,7 +202,7 @@ def _mined_triplet_losses(z: Tensor, labels, mining: str, margin: float | None, 
 def _mine(dist: Tensor, labels, mining: str, margin: float | None,
           semi_hard_margin: float | None) -> tuple[Tensor, Tensor, Tensor]:
     pos, neg = _masks(check_labels(labels, dist))
-    if not (pos.any(1) & neg.any(1)).any():
+    if values_checked() and not (pos.any(1) & neg.any(1)).any():
         raise InputError("a batch needs two images of one class and one image of another class "
                          "(draw batches with hedgekit.data.samplers.PKSampler)")
     if mining == "batch_hard":
@@ -222,8 +222,9 @@ def _masks(labels: Tensor) -> tuple[Tensor, Tensor]:
     return same & ~eye, ~same
 
 
-def _mean(t: Tensor) -> float:
-    return float(t.detach().mean()) if len(t) else 0.0
+def _mean(t: Tensor) -> Tensor:
+    """The mean of ``t`` as a detached 0-d tensor (0 for no triplets): a statistic read at log steps only."""
+    return t.detach().mean() if len(t) else t.new_zeros(())
 
 
 def _mean_or_zero(per_triplet: Tensor, *inputs: Tensor) -> Tensor:
@@ -239,7 +240,7 @@ def _isotropic_variance(emb) -> Tensor:
     if emb.n_components != 1:
         raise InputError(f"expected one Gaussian per input (build_model('het')); got {emb.n_components} components")
     var = emb.var[:, 0]
-    if not (var > 0).all() or not (var == var[:, :1]).all():
+    if values_checked() and (not (var > 0).all() or not (var == var[:, :1]).all()):
         raise InputError("expected an isotropic variance sigma^2 > 0 per input (build_model('het')); "
                          "got zero (point embedding) or per-axis variances")
     return var[:, 0]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from hedgekit.checks import check_count, check_memory
+from hedgekit.checks import check_count, check_memory, values_checked
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 from hedgekit.nets.match import SoftMatch
@@ -61,7 +61,7 @@ def hib_batch_loss(
     nll = all_pairs_nll(s, match.a, match.b, labels[:, None] == labels[None, :])  # upper triangle only
     pos, neg = nll[0], nll[1]
     loss = 0.5 * (pos + neg) + _kl_term(emb, 2 * beta)
-    stats = {"nll_pos": pos.item(), "nll_neg": neg.item()}
+    stats = {"nll_pos": pos.detach(), "nll_neg": neg.detach()}  # 0-d tensors: read at log steps only (`optimise`)
     return loss, stats
 
 
@@ -72,7 +72,7 @@ def kl_to_standard_normal(emb: Embedding) -> Tensor:
     upper bound on the mixture's KL by convexity; exact for C = 1.
     """
     v, mu = emb.var, emb.mean
-    if (v <= 0).any():
+    if emb.stochastic is False or (emb.stochastic is None and values_checked() and (v <= 0).any()):
         raise InputError("the KL term needs strictly positive variances (point embeddings have none)")
     kl_c = 0.5 * (v + mu**2 - 1.0 - v.log()).sum(-1)  # (B, C)
     return (emb.weights * kl_c).sum(-1)

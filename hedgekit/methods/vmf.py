@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from scipy import special
 from torch import Tensor
 
+from hedgekit.checks import values_checked
 from hedgekit.errors import InputError
 from hedgekit.methods.upstream import UpstreamMethod, count, inverse_softplus, mlp, positive
 
@@ -67,7 +68,7 @@ def log_bessel_iv(v: float, x: Tensor) -> Tensor:
     Exact (scipy) for small orders; for v >= :data:`DEBYE_MIN_ORDER` (embeddings with D >= 16) the
     Debye expansion in torch, about 30x faster on ELK's (B, C) kernel matrix and device-agnostic.
     """
-    if (x <= 0).any() or not torch.isfinite(x).all():
+    if values_checked() and ((x <= 0).any() or not torch.isfinite(x).all()):
         raise InputError("log I_v(x) needs finite x > 0 (vMF concentrations must be positive)")
     return _log_iv_debye(float(v), x) if v >= DEBYE_MIN_ORDER else _LogBesselI.apply(x, float(v))
 
@@ -93,7 +94,7 @@ def sample_vmf(mu: Tensor, kappa: Tensor, n: int, generator: torch.Generator | N
     """(n, B, D) samples of vMF(mu_b, kappa_b) for unit mu (B, D) and kappa (B,); differentiable in both."""
     if mu.ndim != 2 or kappa.shape != mu.shape[:1] or mu.shape[1] < 2:
         raise InputError(f"sample_vmf needs mu (B, D>=2) and kappa (B,); got {tuple(mu.shape)} and {tuple(kappa.shape)}")
-    if (kappa <= 0).any():
+    if values_checked() and (kappa <= 0).any():
         raise InputError("vMF concentrations must be > 0")
     d1 = mu.shape[1] - 1  # D - 1
     k = kappa.expand(n, -1)

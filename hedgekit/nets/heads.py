@@ -65,7 +65,7 @@ class GaussianHead(nn.Module):
     def forward(self, h: Tensor) -> Embedding:
         out = torch.stack([b(h) for b in self.branches], dim=1)  # (B, C, 2D)
         mean, raw = out[..., : self.dim], out[..., self.dim :]
-        return Embedding.mixture(mean, F.softplus(raw) + VAR_FLOOR)
+        return Embedding.mixture(mean, F.softplus(raw) + VAR_FLOOR, stochastic=True)  # every variance >= VAR_FLOOR
 
 
 class HeteroscedasticHead(nn.Module):

@@ -22,9 +22,9 @@ import torch
 from torch import Tensor
 
 from hedgekit.data.samplers import EpisodeSampler
-from hedgekit.evaluation.embedded import images_to_tensor
 from hedgekit.checks import check_batch, check_fields, check_training_set
 from hedgekit.methods.prototypes import PN, SAMPLERS, SPE
+from hedgekit.training.batches import DeviceImages
 from hedgekit.training.fit import (PRECISIONS, History, body_autocast, memory_format, optimise, resolve_device,
                                    seed_everything)
 
@@ -73,8 +73,8 @@ def fit_episodic(
         head: an `SPE` (its gamma is trained too) or None / `PN` for a Prototypical Network, which uses
             the embedding means (``Embedding.mixture_mean``).
         images: float in [0, 1] or uint8.
-        augment: ``augment(batch, rng) -> batch`` on every float batch (CPU, before the forward pass),
-            e.g. ``hedgekit.data.occlusion.random_occlusion(0.2)``.
+        augment: ``augment(batch, rng) -> batch`` on every batch on the training device, before the forward
+            pass, e.g. ``hedgekit.data.occlusion.random_occlusion(0.2)`` (as `hedgekit.training.fit.fit`).
         callback: ``callback(step, row)`` at every log step.
     Returns:
         `History`; rows hold step, loss, acc (training-query accuracy with the training sampler), lr,
@@ -93,21 +93,18 @@ def fit_episodic(
     fmt = memory_format(dev)
     model.to(dev, memory_format=fmt).train()
     head.to(dev).train()
+    data = DeviceImages(images, dev, fmt)
     dev_gen = gen if dev.type == "cpu" else None
     n_support = cfg.n_classes * cfg.k_support
     sampler_kw = dict(sampler=cfg.sampler, n_samples=cfg.samples, generator=dev_gen)
 
     def step_loss(step: int):
         ep = episodes.sample()
-        idx = torch.as_tensor(np.concatenate([ep.support, ep.query]))
-        x = images_to_tensor(images[idx])
-        if augment is not None:
-            x = augment(x, rng)
+        x = data.batch(np.concatenate([ep.support, ep.query]), augment, rng)
         with body_autocast(cfg.precision, dev):
-            emb = model(x.to(dev, memory_format=fmt))
+            emb = model(x)
         support, query = emb[:n_support], emb[n_support:]
-        s_lab = torch.as_tensor(ep.support_labels, device=dev)
-        q_lab = torch.as_tensor(ep.query_labels, device=dev)
+        s_lab, q_lab = data.indices(ep.support_labels), data.indices(ep.query_labels)
         loss = head.loss(query, q_lab, support, s_lab, ep.n_classes, **sampler_kw)
         return loss, dict(emb=emb, query=query, support=support, s_lab=s_lab, q_lab=q_lab, n=ep.n_classes)
 

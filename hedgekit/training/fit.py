@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from hedgekit.checks import check_batch, check_fields, check_training_set, resolve_device
+from hedgekit.checks import check_batch, check_fields, check_training_set, deferred_value_checks, resolve_device
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 from hedgekit.data.samplers import ClassBalancedSampler, two_stream_pairs
@@ -30,6 +30,7 @@ from hedgekit.methods import contrastive_from_distance, hard_contrastive_all_pai
 from hedgekit.nets import EmbeddingNet
 from hedgekit.nets.match import SoftMatch
 from hedgekit.training import distributed
+from hedgekit.training.batches import DeviceImages
 
 
 PRECISIONS = ("float32", "bfloat16")
@@ -141,9 +142,11 @@ def optimise(params: list, cfg, step_loss: Callable[[int], tuple[Tensor, dict]],
     Under torch.distributed (`hedgekit.training.distributed`) rows are averaged over the ranks
     and only rank 0 shows the progress bar and calls ``callback``.
     A non-finite loss or weight, or an `InputError` raised by the model's output checks after
-    step 0, stops training with a `FloatingPointError` naming the step. Loss and weights are checked at the
-    log steps only (step 0, every ``cfg.log_every``-th and the last), because each check makes the host wait
-    for the device; a divergence is reported at the first log step that sees it.
+    step 0, stops training with a `FloatingPointError` naming the step. Loss, weights and every check of tensor
+    values (`hedgekit.checks.deferred_value_checks`) run at the log steps only (step 0, every
+    ``cfg.log_every``-th and the last), because each check makes the host wait for the device; a divergence is
+    reported at the first log step that sees it. ``stats`` may hold 0-d tensors: they are read (as floats) only
+    at the log steps, for the same reason.
     """
     from tqdm.auto import tqdm
 
@@ -155,13 +158,14 @@ def optimise(params: list, cfg, step_loss: Callable[[int], tuple[Tensor, dict]],
     hist, t0 = History(), time.perf_counter()
     bar = tqdm(range(cfg.steps), desc=desc, disable=not (progress and ctx.is_main), leave=False)
     for step in bar:
+        log = step % cfg.log_every == 0 or step == cfg.steps - 1
         try:
-            loss, stats = step_loss(step)
+            with deferred_value_checks(not log):
+                loss, stats = step_loss(step)
         except InputError as exc:  # the inputs were checked by the caller: the model blew up
             if step == 0:
                 raise
             raise FloatingPointError(f"training diverged at step {step} ({exc}); lower the learning rate") from exc
-        log = step % cfg.log_every == 0 or step == cfg.steps - 1
         if log and not torch.isfinite(loss):
             raise FloatingPointError(f"training diverged at step {step} (loss {loss.item()}); lower the learning rate")
         opt.zero_grad(set_to_none=True)
@@ -171,7 +175,8 @@ def optimise(params: list, cfg, step_loss: Callable[[int], tuple[Tensor, dict]],
         if log and not bool(torch.stack([torch.isfinite(p).all() for p in params]).all()):
             raise FloatingPointError(f"training diverged at step {step} (non-finite weights); lower the learning rate")
         if log:
-            row = ctx.mean({"step": step, "loss": loss.item(), "lr": sched.get_last_lr()[0], **log_row(stats)})
+            row = {"step": step, "loss": loss, "lr": sched.get_last_lr()[0], **log_row(stats)}
+            row = ctx.mean({k: v.item() if isinstance(v, Tensor) else v for k, v in row.items()})
             hist.rows.append(row)
             bar.set_postfix({k: f"{row[k]:.3f}" for k in ("loss", "acc") if k in row})
             if callback is not None and ctx.is_main:
@@ -194,9 +199,10 @@ def fit(
     """Train ``model`` in place on images (N, [C,] H, W) in [0, 1] (float or uint8) and labels (N,).
 
     Args:
-        augment: ``augment(batch, rng) -> batch`` applied to every float batch on the
-            CPU before the forward pass (e.g. fresh occlusion,
-            `hedgekit.data.occlusion.random_occlusion`).
+        augment: ``augment(batch, rng) -> batch`` applied to every batch on the training device
+            before the forward pass: `hedgekit.data.occlusion.random_occlusion` (fresh occlusion) gets
+            the batch as stored (uint8 or float), any other function a float batch in [0, 1]
+            (`hedgekit.training.batches`).
         callback: called as ``callback(step, row)`` at every log step.
 
     Under ``torchrun`` (after `hedgekit.training.distributed.init_from_env`) every rank draws the
@@ -214,6 +220,8 @@ def fit(
     fmt = memory_format(dev)
     model.to(dev, memory_format=fmt).train()
     labels_np = labels.cpu().numpy()
+    data = DeviceImages(images, dev, fmt)
+    labels_dev = labels.to(dev)
     sampler = ClassBalancedSampler(labels_np, cfg.classes_per_batch, cfg.per_class, seed) if cfg.pairing == "all" else None
     dev_gen = gen if dev.type == "cpu" else None
     ctx = distributed.context()
@@ -226,17 +234,12 @@ def fit(
             i, j, same = two_stream_pairs(labels_np, cfg.pairs_per_batch, rng)
             idx, inv = np.unique(np.concatenate([i, j]), return_inverse=True)
             n = len(i)
-            pair_idx = (torch.as_tensor(inv[:n], device=dev), torch.as_tensor(inv[n:], device=dev),
-                        torch.as_tensor(same, device=dev))
-        x = images[torch.as_tensor(idx)]
-        x = x.float() / 255.0 if x.dtype == torch.uint8 else x.float()
-        if x.ndim == 3:
-            x = x.unsqueeze(1)
-        if augment is not None:
-            x = augment(x, rng)
-        y = labels[torch.as_tensor(idx)].to(dev)
+            pair_idx = (data.indices(inv[:n]), data.indices(inv[n:]),
+                        torch.from_numpy(same).to(dev, non_blocking=True))
+        x = data.batch(idx, augment, rng)
+        y = labels_dev[data.indices(idx)]
         with body_autocast(cfg.precision, dev):
-            emb = distributed.embed_share(net, x.to(dev, memory_format=fmt), ctx)
+            emb = distributed.embed_share(net, x, ctx)
         return _step_loss(emb, model.match, y, cfg, dev_gen, pair_idx)
 
     def log_row(stats: dict) -> dict:

@@ -23,9 +23,9 @@ from hedgekit.data.occlusion import DIGIT_SIZE, random_occlusion
 from hedgekit.data.samplers import PKSampler
 from hedgekit.checks import check_batch, check_training_set
 from hedgekit.errors import InputError
-from hedgekit.evaluation.embedded import images_to_tensor
 from hedgekit.methods.het_triplet import MININGS, heteroscedastic_triplet_loss, triplet_batch_loss, z_and_log_var
 from hedgekit.training import distributed
+from hedgekit.training.batches import DeviceImages
 from hedgekit.training.fit import (PRECISIONS, History, body_autocast, memory_format, optimise, resolve_device,
                                    seed_everything)
 
@@ -136,8 +136,8 @@ def fit_triplets(
             any kind otherwise (its means are trained with the vanilla triplet loss).
         images: float in [0, 1] or uint8, finite.
         labels: (N,) class labels (tensor or array); every class needs K images (`PKSampler`).
-        augment: ``augment(batch, rng) -> batch`` on every float batch (CPU, before the forward pass);
-            None applies ``random_occlusion(cfg.occlusion_p)`` when ``cfg.occlusion_p > 0``.
+        augment: ``augment(batch, rng) -> batch`` on every batch on the training device, before the forward
+            pass (as `hedgekit.training.fit.fit`); None applies ``random_occlusion(cfg.occlusion_p)`` when ``cfg.occlusion_p > 0``.
         callback: ``callback(step, row)`` at every log step.
     Returns:
         `History`; rows hold step, loss, lr, triplet (mean L_tri), active (fraction of violated
@@ -153,17 +153,16 @@ def fit_triplets(
     all_labels = torch.as_tensor(np.unique(labels_np, return_inverse=True)[1])  # any label dtype -> int codes
     fmt = memory_format(dev)
     model.to(dev, memory_format=fmt).train()
+    data, all_labels = DeviceImages(images, dev, fmt), all_labels.to(dev)
     ctx = distributed.context()  # under torchrun: each rank embeds its share of the batch (training.distributed)
     net = distributed.wrap(model, ctx, find_unused_parameters=True)  # the triplet losses leave a, b unused
 
     def step_loss(step: int):
-        idx = torch.as_tensor(next(sampler))
-        x = images_to_tensor(images[idx])
-        if augment is not None:
-            x = augment(x, rng)
+        idx = next(sampler)
+        x = data.batch(idx, augment, rng)
         with body_autocast(cfg.precision, dev):
-            emb = distributed.embed_share(net, x.to(dev, memory_format=fmt), ctx)
-        y = all_labels[idx].to(dev)
+            emb = distributed.embed_share(net, x, ctx)
+        y = all_labels[data.indices(idx)]
         if cfg.heteroscedastic:
             return heteroscedastic_triplet_loss(*z_and_log_var(emb), y, cfg.mining, cfg.margin, cfg.semi_hard_margin)
         return triplet_batch_loss(emb.mixture_mean(), y, cfg.mining, cfg.margin, cfg.semi_hard_margin)

@@ -27,8 +27,9 @@ import torch
 from torch import Tensor, nn
 
 from hedgekit.data.samplers import ClassBalancedSampler
-from hedgekit.checks import check_batch
+from hedgekit.checks import check_batch, resolve_device
 from hedgekit.errors import InputError
+from hedgekit.training.batches import DeviceImages, to_float
 from hedgekit.training.fit import History, optimise, seed_everything
 
 __all__ = ["UpstreamConfig", "UpstreamModel", "fit_upstream", "predict", "random_shift", "uniform_batches"]
@@ -94,33 +95,38 @@ def uniform_batches(n: int, batch: int, seed: int):
 
 
 def fit_upstream(model: UpstreamModel, x: Tensor, y: Tensor, cfg: UpstreamConfig, seed: int = 0,
-                 augment=None, progress: bool = True, desc: str = "upstream") -> History:
-    """Train ``model`` on images ``x`` (N, 1, H, W) with class indices ``y`` (N,) in 0..C-1.
+                 augment=None, progress: bool = True, desc: str = "upstream",
+                 device: str | torch.device | None = "cpu") -> History:
+    """Train ``model`` on images ``x`` (N, 1, H, W) with class indices ``y`` (N,) in 0..C-1, on ``device``.
 
     ``augment(x_batch, rng) -> x_batch`` (e.g. `hedgekit.data.random_occlusion`) is applied afresh at every
-    step (twice, one draw per view, for an unsupervised head; ``y`` is then never read). Returns the `History` (loss every ``cfg.log_every`` steps, seconds).
+    step on the device (twice, one draw per view, for an unsupervised head; ``y`` is then never read), with
+    `hedgekit.training.fit.fit`'s contract (`hedgekit.training.batches`): `RandomOcclusion` gets the batch as
+    stored, any other function a float batch in [0, 1]. The model stays on ``device``. Returns the `History`
+    (loss every ``cfg.log_every`` steps, seconds).
     """
     if x.ndim != 4 or len(x) != len(y):
         raise InputError(f"x must be (N, C, H, W) with one label per image; got {tuple(x.shape)} and {len(y)} labels")
+    dev = resolve_device(device)
     seed_everything(seed)
     rng = np.random.default_rng(seed)
     supervised = getattr(model.head, "supervised", True)
     sampler = (ClassBalancedSampler(y.numpy(), cfg.classes_per_batch, cfg.per_class, seed=seed) if supervised else
                uniform_batches(len(x), cfg.classes_per_batch * cfg.per_class, seed))
-    model.train()
+    model.to(dev).train()
+    data, y_dev = DeviceImages(x, dev), y.to(dev)
     hook = getattr(model.head, "on_step", None)
     last: list = []  # the previous step's (features, out, labels), handed to the hook once its update is done
 
     def step_loss(step: int):
         if hook is not None and last:
             hook(*last.pop())  # step_loss(step) starts after step - 1's optimiser step
-        idx = torch.from_numpy(next(sampler))
-        xb, yb = x[idx], (y[idx] if supervised else None)
-        if not supervised:  # two independently augmented views of every image, no labels
-            xb = torch.cat([xb, xb]) if augment is None else torch.cat([augment(xb, rng), augment(xb, rng)])
-        elif augment is not None:
-            xb = augment(xb, rng)
-        features = model.backbone(xb)
+        idx = next(sampler)
+        if supervised:
+            xb, yb = data.batch(idx, augment, rng), y_dev[data.indices(idx)]
+        else:  # two independently augmented views of every image, no labels
+            xb, yb = torch.cat([to_float(data.batch(idx, augment, rng)), to_float(data.batch(idx, augment, rng))]), None
+        features = model.backbone(to_float(xb))
         out = model.head(features)
         loss = model.head.loss(out, yb)
         if hook is not None:
@@ -136,13 +142,14 @@ def fit_upstream(model: UpstreamModel, x: Tensor, y: Tensor, cfg: UpstreamConfig
 @torch.no_grad()
 def predict(model: UpstreamModel, x: Tensor, batch: int = 1000) -> dict[str, np.ndarray]:
     """e(x) as ``"embedding"`` (N, D), u(x) as ``"uncertainty"`` (N,) and, for heads that classify, ``"logits"``
-    (N, C): float64 numpy arrays computed in eval mode, ``batch`` images at a time."""
+    (N, C): float64 numpy arrays computed in eval mode on the model's device, ``batch`` images at a time."""
     model.eval()
+    device = next(model.parameters()).device
     parts: dict[str, list] = {"embedding": [], "uncertainty": [], "logits": []}
     for i in range(0, len(x), batch):
-        out = model(x[i:i + batch])
+        out = model(x[i:i + batch].to(device))
         parts["embedding"].append(out["embedding"].double())
         parts["uncertainty"].append(out["uncertainty"].double().reshape(-1))
         if "logits" in out:
             parts["logits"].append(out["logits"].double())
-    return {k: torch.cat(v).numpy() for k, v in parts.items() if v}
+    return {k: torch.cat(v).cpu().numpy() for k, v in parts.items() if v}

@@ -378,20 +378,18 @@ TWO_VIEW_SHIFT = 2  # pixels: the second augmentation of the unsupervised heads'
 
 
 def augmentation(method: str, cfg: UpstreamConfig):
-    """The training augmentation ``fn(x_uint8, rng) -> x_float`` of ``method``: to [0, 1], then the per-digit
-    occlusion of ``cfg.occlusion_p``; for an unsupervised head (two views, App. B.2) also a random shift of up to
-    `TWO_VIEW_SHIFT` pixels, so the two views of an image differ in occlusion and position."""
+    """The training augmentation ``fn(x, rng) -> x`` of ``method``: the per-digit occlusion of
+    ``cfg.occlusion_p`` (`RandomOcclusion`, applied to the stored uint8 batch on the device); for an unsupervised
+    head (two views, App. B.2) then a random shift of up to `TWO_VIEW_SHIFT` pixels on the float batch, so the two
+    views of an image differ in occlusion and position."""
     from hedgekit.data import random_occlusion
     from hedgekit.training.upstream import random_shift
 
     occlude = random_occlusion(cfg.occlusion_p)
-    shift = None if getattr(method_registry()[method], "supervised", True) else random_shift(TWO_VIEW_SHIFT)
-
-    def augment(xb, rng):
-        out = occlude(xb.float().div_(255.0), rng)
-        return out if shift is None else shift(out, rng)
-
-    return augment
+    if getattr(method_registry()[method], "supervised", True):
+        return occlude
+    shift = random_shift(TWO_VIEW_SHIFT)
+    return lambda xb, rng: shift(occlude(xb, rng), rng)
 
 
 def run_one(method: str, seed: int, budget="fast", retrain: bool = False, progress: bool = False) -> dict:
