@@ -363,8 +363,8 @@ def test_jobs_trains_in_a_process_pool(fake_zoo, monkeypatch, capsys):
 
     class InlinePool:
         """ProcessPoolExecutor stand-in: records how it was built and runs each task at once, in this process."""
-        def __init__(self, max_workers=None, initializer=None):
-            pools.append(dict(max_workers=max_workers, initializer=initializer))
+        def __init__(self, max_workers=None, initializer=None, mp_context=None):
+            pools.append(dict(max_workers=max_workers, initializer=initializer, mp_context=mp_context))
 
         def submit(self, fn, *args):
             future = Future()
@@ -377,7 +377,8 @@ def test_jobs_trains_in_a_process_pool(fake_zoo, monkeypatch, capsys):
     monkeypatch.setattr(R, "ProcessPoolExecutor", InlinePool)
     calls = fake_zoo({"01_a.ipynb": [901, 902], "02_b.ipynb": [903]})
     assert R.main(["--train-missing", "--fast", "--only", "01", "--jobs", "2"]) == 0
-    assert pools == [dict(max_workers=2, initializer=R._init_worker, **{"shut down": True})] and len(calls()) == 2
+    assert pools == [dict(max_workers=2, initializer=R._init_worker, mp_context=None, **{"shut down": True})]
+    assert len(calls()) == 2  # on the CPU: the platform's default start method (fork on Linux)
     assert "training in 2 worker processes" in capsys.readouterr().out
     assert R.main(["--train-missing", "--fast", "--jobs", "4"]) == 0  # 1 missing: no pool, this process
     assert len(pools) == 1 and len(calls()) == 3 and "training in this process" in capsys.readouterr().out
@@ -447,10 +448,10 @@ def test_ctrl_c_during_parallel_training_stops_the_workers_and_propagates(monkey
             calls.append("terminate")
 
     class Pool:
-        def __init__(self, max_workers, initializer):
+        def __init__(self, max_workers, initializer, mp_context):
             self._processes = {1: Process(), 2: Process()}
 
-        def submit(self, fn, spec):
+        def submit(self, fn, spec, device):
             return spec.name
 
         def shutdown(self, wait=True, cancel_futures=False):
