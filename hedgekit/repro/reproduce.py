@@ -380,7 +380,8 @@ def write_summary(runs: Sequence[dict], out_dir: str | Path, fast: bool, total_s
         if meta.get("checkpoints"):
             lines += ["", "<details><summary>checkpoints that produced these outputs</summary>", ""]
             lines += [f"- `{c['name']}` — {c['source']}, {c['steps']} steps"
-                      f"{precision_note(c.get('precision', 'float32'))}, trained {c['train_seconds']:.0f} s, "
+                      f"{precision_note(c.get('precision', 'float32'))}, trained {c['train_seconds']:.0f} s"
+                      f"{' on ' + c['device'] if c.get('device') else ''}, "
                       f"sha256 {c['sha256']}" for c in meta["checkpoints"]]
             lines += ["", "</details>"]
         base = Path(r["assets"])
@@ -452,7 +453,8 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                         "(no notebook runs; respects --only and --fast)")
     p.add_argument("--jobs", type=count_arg(1), default=1,
                    help="with --train-missing: models trained side by side, in worker processes of one torch "
-                        "thread each (default: 1, in this process); on cuda the N processes share the one GPU")
+                        "thread each (default: 1, in this process); on cuda the N processes share the one GPU, "
+                        "each with a CUDA context of its own")
     p.add_argument("--device", type=device_arg, default="auto",
                    help="where missing models train, with --train-missing and in the notebooks (their DEVICE "
                         "parameter): cpu, cuda, cuda:N, mps or auto (default: cuda if available, else mps, else cpu)")

@@ -81,6 +81,7 @@ class CheckpointRecord:
     train_seconds: float
     k: int | None = None  # HIB's samples per input (eq. 5) the model trained with; None for other kinds
     precision: str = "float32"  # the trainer's precision (`hedgekit.training.fit.body_autocast`)
+    device: str = ""  # where it trained (meta["device"], `hedgekit.zoo.train_spec`); "" where not recorded
 
 
 def measured_full_mode(notebook: str, record: str | Path | None = None) -> str:
@@ -228,7 +229,7 @@ class Session:
             spec.name, meta["source"], _short_path(path or None), file_hash(path) if path else "—", spec.preset,
             int(meta.get("train_config", {}).get("steps", spec.steps or 0)), float(meta.get("train_seconds", 0.0)),
             meta.get("train_config", {}).get("k") if spec.kind == "hib" else None,
-            meta.get("train_config", {}).get("precision", "float32")))
+            meta.get("train_config", {}).get("precision", "float32"), meta.get("device", "")))
         self._models[spec.name] = (model, meta)
         self._show()
         return model

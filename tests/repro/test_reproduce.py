@@ -117,8 +117,9 @@ def test_helpers():
 def test_write_summary_without_running(tmp_path):
     r = Report(tmp_path / "assets" / "01_x", "01_x")
     r.table("T", pd.DataFrame({"ours": [1.0]}))
-    r.meta(runtime_s=2.0, checkpoints=[dict(name="m", source="cache", steps=5, train_seconds=1.0, sha256="abc")],
-           versions={"torch": "x"})
+    r.meta(runtime_s=2.0, checkpoints=[dict(name="m", source="cache", steps=5, train_seconds=1.0, sha256="abc"),
+                                       dict(name="g", source="trained now", steps=5, train_seconds=1.0, sha256="d",
+                                            device="cuda:0 (Card)")], versions={"torch": "x"})
     runs = [dict(notebook="01_x.ipynb", output="notebooks/01_x.ipynb", status="ok", error="", seconds=3.0,
                  assets="assets/01_x"),
             dict(notebook="02_y.ipynb", output="notebooks/02_y.ipynb", status="failed", error="ValueError: boom",
@@ -126,8 +127,9 @@ def test_write_summary_without_running(tmp_path):
     path = R.write_summary(runs, tmp_path, fast=True, total_seconds=4.0)
     md = path.read_text()
     today = time.strftime("%Y-%m-%d")
-    assert "FAST" in md and f"| [01_x.ipynb](notebooks/01_x.ipynb) | ok | 3 s | {today}" in md and " | 1 | 1 |" in md
-    assert "ValueError: boom" in md and "`m` — cache, 5 steps" in md and "torch x" in md
+    assert "FAST" in md and f"| [01_x.ipynb](notebooks/01_x.ipynb) | ok | 3 s | {today}" in md and " | 2 | 1 |" in md
+    assert "ValueError: boom" in md and "`m` — cache, 5 steps, trained 1 s, sha256 abc" in md and "torch x" in md
+    assert "`g` — trained now, 5 steps, trained 1 s on cuda:0 (Card), sha256 d" in md  # where it trained, if recorded
     assert (tmp_path / "summary.html").read_text().count("<table>") >= 2
     assert json.loads((tmp_path / "run.json").read_text())["runs"][1]["status"] == "failed"
 

@@ -64,7 +64,8 @@ def test_the_device_parameter_is_where_a_missing_model_trains_and_the_model_come
         asked.append(kwargs.get("device"))
         model = OnDevice(1, 1)
         model.where = kwargs.get("device")
-        return model, {"source": "trained now", "path": "", "train_config": {"steps": 3}, "train_seconds": 1.0}
+        return model, {"source": "trained now", "path": "", "train_config": {"steps": 3}, "train_seconds": 1.0,
+                       "device": f"{model.where} (as train_spec records it)"}
 
     monkeypatch.setattr(models, "load_model", fake_load_model)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # a GPU machine, as far as auto can tell
@@ -77,7 +78,9 @@ def test_the_device_parameter_is_where_a_missing_model_trains_and_the_model_come
     s.model(Spec(kind="point", preset="fast", seed=1), progress=False)
     assert asked == ["cuda", "cpu"]
     s.finish()
-    assert [e["info"]["device"] for e in read_manifest(tmp_path) if e["kind"] == "meta"] == ["cpu"]
+    assert [c.device for c in s.checkpoints] == ["cuda (as train_spec records it)", "cpu (as train_spec records it)"]
+    meta = [e["info"] for e in read_manifest(tmp_path) if e["kind"] == "meta"]
+    assert [m["device"] for m in meta] == ["cpu"] and meta[0]["checkpoints"][0]["device"].startswith("cuda")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(InputError, match="CUDA is not available"):
         s.configure(fast=True, device="cuda")
