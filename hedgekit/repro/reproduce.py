@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import platform
 import sys
 import time
 import traceback
-import multiprocessing
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
@@ -134,7 +134,7 @@ def _train_one(spec: Spec, device: str = "cpu") -> dict:
     return {"name": spec.name, "seconds": time.perf_counter() - t0, "source": meta.get("source", "")}
 
 
-def train_missing(pairs: Sequence[tuple[str, Spec]], jobs: int = 1, echo=print, device: str = "cpu") -> dict:
+def train_missing(pairs: Sequence[tuple[str, Spec]], jobs: int = 1, echo=print, device: str = "auto") -> dict:
     """Train every checkpoint of ``pairs`` (from `notebook_models`) that `find_checkpoint` does not find, on
     ``device`` ("auto": `hedgekit.checks.resolve_device`, resolved once here).
 

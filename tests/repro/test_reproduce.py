@@ -312,11 +312,14 @@ def fake_zoo(tmp_path, monkeypatch):
     ``fake_zoo({"01_a.ipynb": [seed, ...], ...})`` registers them (point models, fast preset, those seeds)
     and returns ``calls()``, the names the fake trained, in order (``calls("pid")``: the processes, ``calls("device")``
     the devices)."""
+    import torch
+
     from hedgekit import zoo
     from hedgekit.papers import hib, spe, taha
 
     monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path))
     monkeypatch.setattr(zoo, "load_or_train", _fake_load_or_train)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # --device auto: cpu, forked workers, even on a GPU
     log = tmp_path / "calls.log"
 
     def setup(seeds_per_notebook: dict):
@@ -492,10 +495,7 @@ class _RecordingPool:
         pass
 
 
-def test_the_device_reaches_every_model_trained_and_auto_is_resolved(fake_zoo, monkeypatch, capsys):
-    import torch
-
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+def test_the_device_reaches_every_model_trained_and_auto_is_resolved(fake_zoo, capsys):
     calls = fake_zoo({"01_a.ipynb": [901, 902], "02_b.ipynb": [903]})
     assert R.main(["--train-missing", "--fast", "--only", "01", "--device", "cpu"]) == 0
     assert calls("device") == ["cpu", "cpu"] and "training in this process, on cpu" in capsys.readouterr().out
