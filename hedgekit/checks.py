@@ -450,7 +450,9 @@ def device_arg(text: str) -> str:
 
 
 def resolve_device(device: str | torch.device | None = None) -> torch.device:
-    """'auto'/None picks cuda, then mps, then cpu; anything else must exist here (`hedgekit.checks.check_device`)."""
+    """The one place a device name becomes a device: "auto" (or None) picks cuda if available, else Apple's mps if
+    available (it counts: an Apple laptop trains there rather than on its CPU), else cpu; any other name must
+    exist here (`check_device`: "cuda" without CUDA, or an unknown name, is an InputError saying what is expected)."""
     if device in (None, "auto"):
         if torch.cuda.is_available():
             return torch.device("cuda")

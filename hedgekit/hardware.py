@@ -1,4 +1,5 @@
-"""What the machine offers that changes how hedgekit trains: native bfloat16, and the CPU features behind it.
+"""What the machine offers that changes how hedgekit trains: native bfloat16, the CPU features behind it, and the
+device a model trained on, as its checkpoint records it (`device_description`).
 
 A bfloat16 body (`hedgekit.training.fit.body_autocast`) pays only where the hardware computes in bfloat16:
 CPUs with AVX512-BF16 or AMX, and CUDA GPUs of compute capability 8.0 or later. Elsewhere PyTorch emulates
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["BF16_FLAGS", "cpu_flags", "cpu_summary", "native_bfloat16", "resolve_precision"]
+__all__ = ["BF16_FLAGS", "cpu_flags", "cpu_summary", "device_description", "native_bfloat16", "resolve_precision"]
 
 BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # the x86 flags of a CPU that computes bfloat16 natively
 _SHOWN = ("avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16")  # what `bench` prints beside its figures
@@ -73,3 +74,13 @@ def resolve_precision(precision: str, device: str | torch.device = "cpu") -> str
                       stacklevel=2)
         return "float32"
     return precision
+
+
+def device_description(device: str | torch.device) -> str:
+    """``device`` (resolved: `hedgekit.checks.resolve_device`) as a checkpoint records it: its type ("cpu", "mps"),
+    or for CUDA its index and card, e.g. "cuda:0 (NVIDIA H100 80GB HBM3)" (a bare "cuda" is the current device)."""
+    dev = torch.device(device)
+    if dev.type != "cuda":
+        return dev.type
+    index = torch.cuda.current_device() if dev.index is None else dev.index
+    return f"cuda:{index} ({torch.cuda.get_device_name(index)})"

@@ -45,12 +45,12 @@ import numpy as np
 import torch
 
 from hedgekit.checks import (MAX_STEPS, check_count, check_margin, check_number, check_seed, check_writable,
-                             write_bytes_atomic)
+                             resolve_device, write_bytes_atomic)
 from hedgekit.data import load_ndigit, make_lshapes, random_occlusion
 from hedgekit.data.ndigit import per_class_subset
 from hedgekit.data.provenance import Source, matches
 from hedgekit.errors import CheckpointError, DataNotFoundError, InputError
-from hedgekit.hardware import resolve_precision
+from hedgekit.hardware import device_description, resolve_precision
 from hedgekit.evaluation.episodes import evaluate_episodes
 from hedgekit.methods.prototypes import PN, SAMPLERS, SPE, gamma_init
 from hedgekit.nets import EmbeddingNet, model_from_config
@@ -786,7 +786,8 @@ def is_stale(path: str | Path, spec: ModelSpec) -> bool:
     """True if the checkpoint at ``path`` records a training config other than ``spec.train_config()``.
 
     Fields the checkpoint does not record (added to the config later) count as their defaults; ``precision``
-    is not compared (it says how the model was trained, like the device; `train_spec`).
+    is not compared, nor is the device (``meta["device"]``, outside the config): they say how the model was
+    trained, not what it is (`train_spec`).
     An unreadable file is not stale: loading it raises the `CheckpointError` that says what is wrong.
     The recorded config is read once per file version (the app asks on every rerun).
     """
@@ -1015,12 +1016,16 @@ def train_spec(spec: ModelSpec, progress: bool = True, device: str = "cpu", call
     ``callback(step, row)`` is forwarded to the trainer (e.g. the app's progress bar). ``precision`` is the
     trainer's (`hedgekit.training.fit.body_autocast`): like ``device`` it says how to train, not what, so it is
     not part of the name; the checkpoint records it in ``meta["train_config"]``. ``"bfloat16"`` on a device that
-    only emulates it trains in float32, with a warning (`hedgekit.hardware.resolve_precision`).
+    only emulates it trains in float32, with a warning (`hedgekit.hardware.resolve_precision`). ``device`` ("auto":
+    `hedgekit.checks.resolve_device`) is recorded in ``meta["device"]`` (`hedgekit.hardware.device_description`,
+    e.g. "cpu" or "cuda:0 (NVIDIA H100 80GB HBM3)"); `is_stale` never reads it.
     """
     t0 = time.perf_counter()
-    cfg = replace(spec.train_config(), precision=resolve_precision(precision, device))
-    model, _head, hist, extra = TRAINERS[spec.family](spec, cfg, progress, device, callback)
-    meta = {"spec": asdict(spec), "name": spec.name, "train_config": asdict(cfg), "seed": spec.seed,
+    dev = resolve_device(device)
+    cfg = replace(spec.train_config(), precision=resolve_precision(precision, dev))
+    model, _head, hist, extra = TRAINERS[spec.family](spec, cfg, progress, str(dev), callback)
+    meta = {"spec": asdict(spec), "name": spec.name, "train_config": asdict(cfg), "device": device_description(dev),
+            "seed": spec.seed,
             "train_seconds": round(hist.seconds, 1), "total_seconds": round(time.perf_counter() - t0, 1),
             **extra, "history": hist.rows, "versions": versions(), "data": _data_record(spec)}
     return model, meta
@@ -1040,7 +1045,8 @@ def load_or_train(spec: ModelSpec, progress: bool = True, device: str = "cpu", r
     """The model named by ``spec``: loaded if a checkpoint exists, else trained (and cached).
 
     ``device`` and ``precision`` say how a missing model is trained (`train_spec`); a checkpoint trained on
-    another device or in another precision serves the name all the same (`is_stale` ignores both).
+    another device or in another precision serves the name all the same (`is_stale` ignores both). The model is
+    returned on ``device`` ("auto": `hedgekit.checks.resolve_device`).
 
     Loading needs no write access. A model that has to be trained and saved needs a writable cache with room
     for it: a read-only or full one is refused before training (`hedgekit.errors.StorageError` naming the
@@ -1050,6 +1056,7 @@ def load_or_train(spec: ModelSpec, progress: bool = True, device: str = "cpu", r
     where the checkpoint is ("" if not saved). Prototype models carry their head in ``meta["head"]``
     (`prototype_head`).
     """
+    device = resolve_device(device)
     path = None if retrain else find_checkpoint(spec)
     if path is not None:
         model, meta = load_checkpoint(path, device)

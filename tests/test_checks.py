@@ -107,3 +107,22 @@ def test_checked_npz_roundtrip_and_tamper_detection(tmp_path):
     np.savez(path, images=arrays["images"], labels=arrays["labels"])  # no checksum at all
     with pytest.raises(InputError, match="no checksum"):
         load_checked_npz(path, ("images", "labels"))
+
+
+@pytest.mark.parametrize("cuda, mps, expected", [(True, True, "cuda"), (False, True, "mps"), (False, False, "cpu"),
+                                                 (True, False, "cuda")])
+def test_auto_picks_cuda_then_mps_then_cpu(monkeypatch, cuda, mps, expected):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: mps)
+    assert checks.resolve_device("auto") == checks.resolve_device(None) == torch.device(expected)
+    assert checks.resolve_device("cpu") == torch.device("cpu")  # a named device is taken as named
+
+
+def test_a_device_this_machine_lacks_or_an_unknown_name_is_an_input_error(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    for device, match in (("cuda", "CUDA is not available on this machine"), ("cuda:0", "CUDA is not available"),
+                          ("mps", "MPS is not available"), ("gpu", "'gpu' is not a device; use cpu, cuda"),
+                          ("xla", "not supported; use cpu, cuda"), ("", "is not a device")):
+        with pytest.raises(InputError, match=match):
+            checks.resolve_device(device)

@@ -88,3 +88,13 @@ def test_train_spec_records_the_precision_it_trained_in(monkeypatch):
 def test_cpu_summary_says_when_the_environment_decided(tmp_path, monkeypatch):
     monkeypatch.setenv("HEDGEKIT_NATIVE_BF16", "0")
     assert "emulated (slower than float32) (set by HEDGEKIT_NATIVE_BF16)" in hardware.cpu_summary(_info(tmp_path, X86_NATIVE))
+
+
+def test_device_description_names_the_cuda_card_and_index(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda index: f"Card {index}")
+    assert hardware.device_description("cuda") == "cuda:0 (Card 0)"  # a bare "cuda": the current device
+    assert hardware.device_description(torch.device("cuda:1")) == "cuda:1 (Card 1)"
+    assert hardware.device_description("cpu") == "cpu" and hardware.device_description("mps") == "mps"

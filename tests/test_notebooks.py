@@ -62,4 +62,6 @@ def test_notebooks_are_thin_and_well_formed():
         for node in ast.parse(tagged[0].source).body:
             assert isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant), (name, ast.dump(node))
         names = {t.id for node in ast.parse(tagged[0].source).body for t in node.targets}
-        assert {"FAST", "SEED", "REPORT_DIR"} <= names, name
+        assert {"FAST", "SEED", "REPORT_DIR", "DEVICE"} <= names, name
+        configure = [c.source for c in nb.cells if "S.configure(" in c.source]  # where missing models train
+        assert len(configure) == 1 and "device=DEVICE" in configure[0], name

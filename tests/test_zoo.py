@@ -822,3 +822,44 @@ def test_training_a_zoo_model_shows_progress_for_training_and_evaluation(sandbox
     assert "train hib" in err and re.search(r"evaluate \(\d+ images\): embed", err) and "KNN corrupt" in err
     load_or_train(spec, progress=False, save=False)
     assert capsys.readouterr().err == ""
+
+
+# --------------------------------------------------------------------------- device
+def test_a_checkpoint_records_its_device_which_never_makes_it_stale(sandbox, monkeypatch):
+    """meta["device"] says where the model trained (like precision, how, not what): a checkpoint trained on
+    another device, or shipped before the field existed, serves its name without retraining."""
+    devices = []
+    real_fit = zoo.fit
+    monkeypatch.setattr(zoo, "fit", lambda *a, **kw: devices.append(kw["device"]) or real_fit(*a, **kw))
+    spec = Spec(kind="hib", n_digits=1, dim=2, preset="fast", seed=11)
+    _, meta = load_or_train(spec, progress=False, device="auto")
+    assert devices == [str(zoo.resolve_device("auto"))]  # "auto" reaches the trainer resolved
+    path = zoo.find_checkpoint(spec)
+    model, saved = zoo.load_checkpoint(path)
+    assert meta["device"] == saved["device"] == zoo.device_description(devices[0])
+    for recorded in ("cuda:0 (NVIDIA H100 80GB HBM3)", None):  # another device; a checkpoint without the field
+        edited = dict(saved, device=recorded) if recorded else {k: v for k, v in saved.items() if k != "device"}
+        save_checkpoint(path, model, edited)
+        assert not zoo.is_stale(path, spec) and zoo.find_checkpoint(spec) == path
+        _, loaded = load_or_train(spec, progress=False, device="cpu")
+        assert loaded["source"] == "cache" and loaded.get("device") == recorded
+    assert len(devices) == 1  # trained once
+
+
+def test_a_device_that_is_not_here_is_refused_before_training(sandbox, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    spec = Spec(kind="point", n_digits=1, dim=2, preset="fast", seed=12)
+    for device, match in (("cuda", "CUDA is not available"), ("gpu", "not a device"), ("xla", "not supported")):
+        with pytest.raises(InputError, match=match):
+            load_or_train(spec, progress=False, device=device)
+    assert not sandbox["fits"] and zoo.find_checkpoint(spec) is None
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_a_model_trained_on_cuda_records_the_card(sandbox):
+    spec = Spec(kind="hib", n_digits=1, dim=2, preset="fast", seed=13)
+    model, meta = load_or_train(spec, progress=False, device="cuda")
+    assert meta["device"].startswith("cuda:") and torch.cuda.get_device_name() in meta["device"]
+    assert next(model.parameters()).is_cuda and meta["train_config"]["steps"] == 25
+    assert zoo.load_checkpoint(zoo.find_checkpoint(spec))[1]["device"] == meta["device"]

@@ -1,7 +1,7 @@
 """``python -m hedgekit reproduce``: run the reproduction notebooks and write one report.
 
-Every registered notebook is executed with papermill (parameters ``FAST`` and
-``REPORT_DIR``); each hands its tables, figures and computed verdict to the report
+Every registered notebook is executed with papermill (parameters ``FAST``, ``REPORT_DIR`` and ``DEVICE``, where
+its missing models train); each hands its tables, figures and computed verdict to the report
 through `hedgekit.repro.report`. The result is
 
     reports/summary.md         every reproduced table beside the paper's, the figures, run times;
@@ -19,6 +19,8 @@ Usage::
     python -m hedgekit reproduce --only hib --inplace   # ... and write outputs back into notebooks/
     python -m hedgekit reproduce --list-models       # the checkpoints a full run needs
     python -m hedgekit reproduce --only 08 --train-missing --jobs 2   # train them, two at a time, and exit
+    python -m hedgekit reproduce --device cuda --train-missing        # every full-mode checkpoint on the GPU
+    python -m hedgekit reproduce --device cuda                        # then the notebooks, DEVICE = "cuda"
 
 Notebooks register by group in `NOTEBOOKS` (or with `register`); ``--only`` takes
 group names or notebook names.
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import platform
 import sys
@@ -36,7 +39,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
 
-from hedgekit.checks import check_count, count_arg
+from hedgekit.checks import check_count, count_arg, device_arg, resolve_device
 from hedgekit.errors import InputError
 from hedgekit.paths import REPO_DIR
 from hedgekit.repro.report import read_manifest
@@ -121,27 +124,31 @@ def _init_worker() -> None:
     torch.set_num_threads(1)
 
 
-def _train_one(spec: Spec) -> dict:
-    """Train (and cache) one checkpoint with `hedgekit.zoo.load_or_train`; runs in a worker or in this process."""
+def _train_one(spec: Spec, device: str = "cpu") -> dict:
+    """Train (and cache) one checkpoint on ``device`` with `hedgekit.zoo.load_or_train`; runs in a worker or in this
+    process."""
     from hedgekit import zoo
 
     t0 = time.perf_counter()
-    _model, meta = zoo.load_or_train(spec, progress=False)
+    _model, meta = zoo.load_or_train(spec, progress=False, device=device)
     return {"name": spec.name, "seconds": time.perf_counter() - t0, "source": meta.get("source", "")}
 
 
-def train_missing(pairs: Sequence[tuple[str, Spec]], jobs: int = 1, echo=print) -> dict:
-    """Train every checkpoint of ``pairs`` (from `notebook_models`) that `find_checkpoint` does not find.
+def train_missing(pairs: Sequence[tuple[str, Spec]], jobs: int = 1, echo=print, device: str = "auto") -> dict:
+    """Train every checkpoint of ``pairs`` (from `notebook_models`) that `find_checkpoint` does not find, on
+    ``device`` ("auto": `hedgekit.checks.resolve_device`, resolved once here).
 
     Specs are deduplicated by name (in listing order) before anything is dispatched, so none trains twice.
     With ``jobs`` > 1 (and more than one model missing) the models train in ``min(jobs, missing)`` worker
-    processes of one torch thread each; otherwise in this process. A model that fails is reported and
-    the others still train. Returns ``{"trained": [...], "cached": [...], "failed": {name: message},
-    "seconds": wall time}``.
+    processes of one torch thread each; otherwise in this process. On a CUDA device the workers share the one
+    GPU, each with a CUDA context of its own, and are started by "spawn" (CUDA cannot be used in a forked
+    child). A model that fails is reported and the others still train. Returns ``{"trained": [...],
+    "cached": [...], "failed": {name: message}, "seconds": wall time}``.
     """
     from hedgekit.zoo import find_checkpoint
 
     jobs = check_count(jobs, "jobs")
+    dev = str(resolve_device(device))
     distinct: dict[str, Spec] = {}
     for _nb, spec in pairs:
         distinct.setdefault(spec.name, spec)
@@ -152,7 +159,7 @@ def train_missing(pairs: Sequence[tuple[str, Spec]], jobs: int = 1, echo=print) 
     t0 = time.perf_counter()
     if todo:
         echo(f"[train] {len(todo)} of {len(distinct)} checkpoints missing; training "
-             + (f"in {workers} worker processes" if workers > 1 else "in this process"))
+             + (f"in {workers} worker processes" if workers > 1 else "in this process") + f", on {dev}")
 
     def finished(name: str, rec: dict | None, exc: BaseException | None) -> None:
         done = len(result["trained"]) + len(result["failed"]) + 1
@@ -167,9 +174,10 @@ def train_missing(pairs: Sequence[tuple[str, Spec]], jobs: int = 1, echo=print) 
         echo(f"[train] {name}: {rec['seconds']:.0f} s, {rec['source']} ({done}/{len(todo)})")
 
     if workers > 1:
-        pool = ProcessPoolExecutor(max_workers=workers, initializer=_init_worker)
+        spawn = multiprocessing.get_context("spawn") if dev.startswith("cuda") else None
+        pool = ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, mp_context=spawn)
         try:
-            futures = {pool.submit(_train_one, spec): spec.name for spec in todo}
+            futures = {pool.submit(_train_one, spec, dev): spec.name for spec in todo}
             for future in as_completed(futures):
                 exc = future.exception()
                 finished(futures[future], None if exc else future.result(), exc)
@@ -182,7 +190,7 @@ def train_missing(pairs: Sequence[tuple[str, Spec]], jobs: int = 1, echo=print) 
     else:
         for spec in todo:
             try:
-                rec = _train_one(spec)
+                rec = _train_one(spec, dev)
             except Exception as exc:
                 finished(spec.name, None, exc)
             else:
@@ -222,7 +230,7 @@ def run_notebook(src: Path, dst: Path, parameters: dict, kernel: str = "python3"
 def reproduce(fast: bool = False, only: Sequence[str] | str | None = None, out_dir: str | Path = "reports",
               inplace: bool = False, kernel: str = "python3", timeout: int | None = None,
               registry: dict | None = None, notebooks: Path | None = None, progress: bool = True,
-              echo=print) -> Path:
+              echo=print, device: str = "auto") -> Path:
     """Execute the selected notebooks and write ``<out_dir>/summary.md``; returns its path.
 
     Args:
@@ -231,8 +239,11 @@ def reproduce(fast: bool = False, only: Sequence[str] | str | None = None, out_d
         only: group names ("hib", "spe") or notebook names/prefixes ("04"); default all.
         inplace: write executed notebooks back into notebooks/ (outputs kept) instead of
             ``<out_dir>/notebooks``.
+        device: the notebooks' ``DEVICE`` parameter ("auto", "cpu", "cuda", ...): where they train the models
+            they do not find (`hedgekit.repro.session.Session.configure`).
         registry, notebooks: another registry / notebook folder (tests).
     """
+    resolve_device(device)  # "cuda" without CUDA: an InputError now, not a failure in every notebook
     out = Path(out_dir).resolve()
     src_dir = notebook_dir() if notebooks is None else Path(notebooks)
     names = select(only, registry)
@@ -253,7 +264,8 @@ def reproduce(fast: bool = False, only: Sequence[str] | str | None = None, out_d
         # Relative to the notebook's folder (papermill runs it there), so a notebook written back with
         # --inplace carries no machine-specific path in its injected-parameters cell.
         report_dir = os.path.relpath(assets, src.parent.resolve()) if src.parent.exists() else str(assets)
-        rec = run_notebook(src, dst, {"FAST": bool(fast), "REPORT_DIR": report_dir}, kernel, timeout, progress)
+        rec = run_notebook(src, dst, {"FAST": bool(fast), "REPORT_DIR": report_dir, "DEVICE": str(device)}, kernel,
+                           timeout, progress)
         if inplace:
             drop_injected_parameters(dst)
         rec["assets"] = str(assets.relative_to(out))
@@ -368,7 +380,8 @@ def write_summary(runs: Sequence[dict], out_dir: str | Path, fast: bool, total_s
         if meta.get("checkpoints"):
             lines += ["", "<details><summary>checkpoints that produced these outputs</summary>", ""]
             lines += [f"- `{c['name']}` — {c['source']}, {c['steps']} steps"
-                      f"{precision_note(c.get('precision', 'float32'))}, trained {c['train_seconds']:.0f} s, "
+                      f"{precision_note(c.get('precision', 'float32'))}, trained {c['train_seconds']:.0f} s"
+                      f"{' on ' + c['device'] if c.get('device') else ''}, "
                       f"sha256 {c['sha256']}" for c in meta["checkpoints"]]
             lines += ["", "</details>"]
         base = Path(r["assets"])
@@ -440,7 +453,11 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                         "(no notebook runs; respects --only and --fast)")
     p.add_argument("--jobs", type=count_arg(1), default=1,
                    help="with --train-missing: models trained side by side, in worker processes of one torch "
-                        "thread each (default: 1, in this process)")
+                        "thread each (default: 1, in this process); on cuda the N processes share the one GPU, "
+                        "each with a CUDA context of its own")
+    p.add_argument("--device", type=device_arg, default="auto",
+                   help="where missing models train, with --train-missing and in the notebooks (their DEVICE "
+                        "parameter): cpu, cuda, cuda:N, mps or auto (default: cuda if available, else mps, else cpu)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -475,11 +492,11 @@ def _cmd(a) -> int:
         print(f"{len(seen)} distinct checkpoints: {len(seen) - n_missing} cached or shipped, {n_missing} missing"
               + (f" (~{missing_seconds / 60:.0f} min to train on 2 CPU cores, one at a time)" if n_missing else ""))
     if a.train_missing:
-        return 1 if train_missing(pairs, a.jobs)["failed"] else 0
+        return 1 if train_missing(pairs, a.jobs, device=a.device)["failed"] else 0
     if a.list_models:
         return 0
     summary = reproduce(fast=a.fast, only=a.only, out_dir=a.out, inplace=a.inplace, kernel=a.kernel,
-                        timeout=a.timeout)
+                        timeout=a.timeout, device=a.device)
     ran = set(select(a.only))  # carried-over notebooks of earlier calls do not decide this exit code
     runs = json.loads((summary.parent / "run.json").read_text())["runs"]
     return 0 if all(r["status"] == "ok" for r in runs if r["notebook"] in ran) else 1

@@ -9,9 +9,9 @@ where it came from, its training steps and a hash of the file) and how long the
 run took::
 
     S = Session("02_hib_embeddings")            # cell 1: versions, the last measured full-mode run time
-    FAST = False; SEED = 0; REPORT_DIR = ""     # the `parameters` cell (literals only)
-    report = S.configure(fast=FAST, seed=SEED, report_dir=REPORT_DIR)   # derived values
-    model = S.model(Spec(kind="hib", preset=S.preset))            # load-or-train, recorded
+    FAST = False; SEED = 0; REPORT_DIR = ""; DEVICE = "auto"     # the `parameters` cell (literals only)
+    report = S.configure(fast=FAST, seed=SEED, report_dir=REPORT_DIR, device=DEVICE)   # derived values
+    model = S.model(Spec(kind="hib", preset=S.preset))            # load-or-train (on DEVICE), recorded
     ...
     S.finish()                                  # last cell: run time into the header and the report
 
@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from hedgekit.checks import resolve_device
 from hedgekit.repro.report import Report, precision_note
 
 __all__ = ["Session", "CheckpointRecord", "versions_table", "file_hash", "measured_full_mode", "RUN_RECORD"]
@@ -80,6 +81,7 @@ class CheckpointRecord:
     train_seconds: float
     k: int | None = None  # HIB's samples per input (eq. 5) the model trained with; None for other kinds
     precision: str = "float32"  # the trainer's precision (`hedgekit.training.fit.body_autocast`)
+    device: str = ""  # where it trained (meta["device"], `hedgekit.zoo.train_spec`); "" where not recorded
 
 
 def measured_full_mode(notebook: str, record: str | Path | None = None) -> str:
@@ -126,6 +128,7 @@ class Session:
         self.t0 = time.perf_counter()
         self.started = time.strftime("%Y-%m-%d %H:%M:%S")
         self.fast: bool | None = None
+        self.device = "cpu"  # where `model` trains a missing model (`configure`)
         self.params: dict = {}
         self.checkpoints: list[CheckpointRecord] = []
         self.report = Report("", notebook)
@@ -180,9 +183,14 @@ class Session:
             self._shown = True
 
     # ---------------------------------------------------------------- setup
-    def configure(self, fast: bool, report_dir: str = "", threads: int = 1, **params) -> Report:
-        """Record the mode and parameters, set torch threads and plot defaults; returns the `Report`."""
+    def configure(self, fast: bool, report_dir: str = "", threads: int = 1, device: str = "auto", **params) -> Report:
+        """Record the mode and parameters, set torch threads, the device and plot defaults; returns the `Report`.
+
+        ``device`` (the notebook's ``DEVICE``; "auto": `hedgekit.checks.resolve_device`, an InputError for "cuda"
+        without CUDA) is where `model` trains the models it does not find.
+        """
         torch.set_num_threads(int(threads))
+        self.device = str(resolve_device(device))
         self.fast = bool(fast)
         self.params = dict(params)
         self.report = Report(report_dir, self.notebook)
@@ -208,18 +216,20 @@ class Session:
 
     def model(self, spec, progress: bool = True):
         """Load or train the zoo model ``spec`` (`hedgekit.zoo.load_or_train`, cached per session) and record
-        where its checkpoint came from in the header."""
+        where its checkpoint came from in the header. A missing model trains on `device`; the model is returned
+        on the CPU, where the notebooks' cells evaluate it."""
         if spec.name in self._models:
             return self._models[spec.name][0]
         from hedgekit.interactive.models import load_model
 
-        model, meta = load_model(spec, progress=progress)
+        model, meta = load_model(spec, progress=progress, device=self.device)
+        model = model.cpu()
         path = meta.get("path") or ""
         self.checkpoints.append(CheckpointRecord(
             spec.name, meta["source"], _short_path(path or None), file_hash(path) if path else "—", spec.preset,
             int(meta.get("train_config", {}).get("steps", spec.steps or 0)), float(meta.get("train_seconds", 0.0)),
             meta.get("train_config", {}).get("k") if spec.kind == "hib" else None,
-            meta.get("train_config", {}).get("precision", "float32")))
+            meta.get("train_config", {}).get("precision", "float32"), meta.get("device", "")))
         self._models[spec.name] = (model, meta)
         self._show()
         return model
@@ -240,7 +250,8 @@ class Session:
         """Record the run time in the header and the report; returns seconds since the first cell."""
         self.runtime = time.perf_counter() - self.t0
         self._show()
-        self.report.meta(mode="fast" if self.fast else "full", params=self.params, runtime_s=round(self.runtime, 1),
+        self.report.meta(mode="fast" if self.fast else "full", params=self.params, device=self.device,
+                         runtime_s=round(self.runtime, 1),
                          checkpoints=[asdict(c) for c in self.checkpoints], versions=versions_table())
         return self.runtime
 

@@ -117,8 +117,9 @@ def test_helpers():
 def test_write_summary_without_running(tmp_path):
     r = Report(tmp_path / "assets" / "01_x", "01_x")
     r.table("T", pd.DataFrame({"ours": [1.0]}))
-    r.meta(runtime_s=2.0, checkpoints=[dict(name="m", source="cache", steps=5, train_seconds=1.0, sha256="abc")],
-           versions={"torch": "x"})
+    r.meta(runtime_s=2.0, checkpoints=[dict(name="m", source="cache", steps=5, train_seconds=1.0, sha256="abc"),
+                                       dict(name="g", source="trained now", steps=5, train_seconds=1.0, sha256="d",
+                                            device="cuda:0 (Card)")], versions={"torch": "x"})
     runs = [dict(notebook="01_x.ipynb", output="notebooks/01_x.ipynb", status="ok", error="", seconds=3.0,
                  assets="assets/01_x"),
             dict(notebook="02_y.ipynb", output="notebooks/02_y.ipynb", status="failed", error="ValueError: boom",
@@ -126,8 +127,9 @@ def test_write_summary_without_running(tmp_path):
     path = R.write_summary(runs, tmp_path, fast=True, total_seconds=4.0)
     md = path.read_text()
     today = time.strftime("%Y-%m-%d")
-    assert "FAST" in md and f"| [01_x.ipynb](notebooks/01_x.ipynb) | ok | 3 s | {today}" in md and " | 1 | 1 |" in md
-    assert "ValueError: boom" in md and "`m` — cache, 5 steps" in md and "torch x" in md
+    assert "FAST" in md and f"| [01_x.ipynb](notebooks/01_x.ipynb) | ok | 3 s | {today}" in md and " | 2 | 1 |" in md
+    assert "ValueError: boom" in md and "`m` — cache, 5 steps, trained 1 s, sha256 abc" in md and "torch x" in md
+    assert "`g` — trained now, 5 steps, trained 1 s on cuda:0 (Card), sha256 d" in md  # where it trained, if recorded
     assert (tmp_path / "summary.html").read_text().count("<table>") >= 2
     assert json.loads((tmp_path / "run.json").read_text())["runs"][1]["status"] == "failed"
 
@@ -285,7 +287,7 @@ def test_cli_output_into_a_closed_pipe_is_quiet():
 
 
 # ----------------------------------------------------------- --train-missing [--jobs N]
-def _fake_load_or_train(spec, progress=True, **_):
+def _fake_load_or_train(spec, progress=True, device="cpu", **_):
     """Stand-in for `hedgekit.zoo.load_or_train` (module level: forked workers inherit it): appends the name to
     HEDGEKIT_DATA/calls.log, fails for seed 13, else writes a stub checkpoint that `find_checkpoint` then finds."""
     import os
@@ -295,7 +297,7 @@ def _fake_load_or_train(spec, progress=True, **_):
 
     assert progress is False  # no progress bars from workers
     with open(Path(os.environ["HEDGEKIT_DATA"]) / "calls.log", "a") as f:
-        f.write(f"{spec.name} {os.getpid()}\n")
+        f.write(f"{spec.name} {os.getpid()} {device}\n")
     if spec.seed == 13:
         raise RuntimeError(f"boom while training {spec.name}")
     path = cache_path("checkpoints", f"{spec.name}.pt")
@@ -308,12 +310,16 @@ def _fake_load_or_train(spec, progress=True, **_):
 def fake_zoo(tmp_path, monkeypatch):
     """An empty cache in tmp_path, fake training, and notebooks whose specs the test names:
     ``fake_zoo({"01_a.ipynb": [seed, ...], ...})`` registers them (point models, fast preset, those seeds)
-    and returns ``calls()``, the names the fake trained, in order (``calls(pids=True)``: the processes)."""
+    and returns ``calls()``, the names the fake trained, in order (``calls("pid")``: the processes, ``calls("device")``
+    the devices)."""
+    import torch
+
     from hedgekit import zoo
     from hedgekit.papers import hib, spe, taha
 
     monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path))
     monkeypatch.setattr(zoo, "load_or_train", _fake_load_or_train)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # --device auto: cpu, forked workers, even on a GPU
     log = tmp_path / "calls.log"
 
     def setup(seeds_per_notebook: dict):
@@ -323,9 +329,9 @@ def fake_zoo(tmp_path, monkeypatch):
         for paper in (spe, taha):
             monkeypatch.setattr(paper.experiments, "notebook_specs", lambda nb, fast: [])
 
-        def calls(pids: bool = False) -> list:
+        def calls(column: str = "name") -> list:
             rows = [line.split() for line in log.read_text().splitlines()] if log.exists() else []
-            return [int(pid) if pids else name for name, pid in rows]
+            return [{"name": name, "pid": int(pid), "device": device}[column] for name, pid, device in rows]
 
         return calls
 
@@ -363,8 +369,8 @@ def test_jobs_trains_in_a_process_pool(fake_zoo, monkeypatch, capsys):
 
     class InlinePool:
         """ProcessPoolExecutor stand-in: records how it was built and runs each task at once, in this process."""
-        def __init__(self, max_workers=None, initializer=None):
-            pools.append(dict(max_workers=max_workers, initializer=initializer))
+        def __init__(self, max_workers=None, initializer=None, mp_context=None):
+            pools.append(dict(max_workers=max_workers, initializer=initializer, mp_context=mp_context))
 
         def submit(self, fn, *args):
             future = Future()
@@ -377,7 +383,8 @@ def test_jobs_trains_in_a_process_pool(fake_zoo, monkeypatch, capsys):
     monkeypatch.setattr(R, "ProcessPoolExecutor", InlinePool)
     calls = fake_zoo({"01_a.ipynb": [901, 902], "02_b.ipynb": [903]})
     assert R.main(["--train-missing", "--fast", "--only", "01", "--jobs", "2"]) == 0
-    assert pools == [dict(max_workers=2, initializer=R._init_worker, **{"shut down": True})] and len(calls()) == 2
+    assert pools == [dict(max_workers=2, initializer=R._init_worker, mp_context=None, **{"shut down": True})]
+    assert len(calls()) == 2  # on the CPU: the platform's default start method (fork on Linux)
     assert "training in 2 worker processes" in capsys.readouterr().out
     assert R.main(["--train-missing", "--fast", "--jobs", "4"]) == 0  # 1 missing: no pool, this process
     assert len(pools) == 1 and len(calls()) == 3 and "training in this process" in capsys.readouterr().out
@@ -405,7 +412,7 @@ def test_a_failing_spec_fails_the_run_and_the_others_still_train(fake_zoo, capsy
     assert "[train] 2 trained, 0 already cached, 1 FAILED (point-n2-d2-fast-s13)" in out
     assert R.main(["--train-missing", "--fast", "--jobs", jobs]) == 1  # only the failed one is tried again
     assert calls()[3:] == ["point-n2-d2-fast-s13"]
-    first = calls(pids=True)[:3]  # the second call had one model to train: this process
+    first = calls("pid")[:3]  # the second call had one model to train: this process
     assert (set(first) == {os.getpid()}) == (jobs == "1")  # --jobs 2: trained in worker processes only
     assert (os.getpid() in first) == (jobs == "1")
 
@@ -447,10 +454,10 @@ def test_ctrl_c_during_parallel_training_stops_the_workers_and_propagates(monkey
             calls.append("terminate")
 
     class Pool:
-        def __init__(self, max_workers, initializer):
+        def __init__(self, max_workers, initializer, mp_context):
             self._processes = {1: Process(), 2: Process()}
 
-        def submit(self, fn, spec):
+        def submit(self, fn, spec, device):
             return spec.name
 
         def shutdown(self, wait=True, cancel_futures=False):
@@ -467,3 +474,83 @@ def test_ctrl_c_during_parallel_training_stops_the_workers_and_propagates(monkey
     with pytest.raises(KeyboardInterrupt):
         R.train_missing(specs, jobs=2, echo=lambda line: None)
     assert calls == ["terminate", "terminate", ("shutdown", False, True)]
+
+
+# ----------------------------------------------------------- --device
+class _RecordingPool:
+    """ProcessPoolExecutor stand-in that records its start method and runs each task at once, in this process."""
+    built: list = []
+
+    def __init__(self, max_workers=None, initializer=None, mp_context=None):
+        _RecordingPool.built.append(mp_context)
+
+    def submit(self, fn, *args):
+        from concurrent.futures import Future
+
+        future = Future()
+        future.set_result(fn(*args))
+        return future
+
+    def shutdown(self, wait=True, cancel_futures=False):
+        pass
+
+
+def test_the_device_reaches_every_model_trained_and_auto_is_resolved(fake_zoo, capsys):
+    calls = fake_zoo({"01_a.ipynb": [901, 902], "02_b.ipynb": [903]})
+    assert R.main(["--train-missing", "--fast", "--only", "01", "--device", "cpu"]) == 0
+    assert calls("device") == ["cpu", "cpu"] and "training in this process, on cpu" in capsys.readouterr().out
+    assert R.main(["--train-missing", "--fast"]) == 0  # the default, auto: cpu on a machine without CUDA
+    assert calls("device") == ["cpu"] * 3
+
+
+def test_jobs_on_cuda_share_the_gpu_in_spawned_processes(fake_zoo, monkeypatch, capsys):
+    """CUDA cannot be used in a forked child: on cuda the N workers are spawned (on the CPU: the default start)."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # what a GPU machine says; nothing touches CUDA
+    monkeypatch.setattr(R, "ProcessPoolExecutor", _RecordingPool)
+    monkeypatch.setattr(_RecordingPool, "built", [])
+    calls = fake_zoo({"01_a.ipynb": [901, 902], "02_b.ipynb": [903, 904]})
+    assert R.main(["--train-missing", "--fast", "--only", "01", "--jobs", "2"]) == 0  # auto: cuda here
+    assert [ctx.get_start_method() for ctx in _RecordingPool.built] == ["spawn"] and calls("device") == ["cuda"] * 2
+    assert "training in 2 worker processes, on cuda" in capsys.readouterr().out
+    assert R.main(["--train-missing", "--fast", "--only", "02", "--jobs", "2", "--device", "cpu"]) == 0
+    assert _RecordingPool.built[1:] == [None] and calls("device")[2:] == ["cpu"] * 2
+
+
+@pytest.mark.parametrize("device, message", [
+    ("tpu", "argument --device: 'tpu' is not a device; use cpu, cuda, cuda:N, mps or auto"),
+    ("cuda", "argument --device: device 'cuda': CUDA is not available on this machine"),
+    ("cuda:0", "argument --device: device 'cuda:0': CUDA is not available on this machine")])
+def test_a_bad_device_or_cuda_without_cuda_is_exit_2_with_a_message(monkeypatch, capsys, device, message):
+    import torch
+
+    from hedgekit import cli
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    for main, argv in ((R.main, ["--train-missing", "--device", device]), (cli.main, ["reproduce", "--device", device])):
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and message in err and "Traceback" not in err
+
+
+def test_reproduce_hands_the_device_to_the_notebooks_as_DEVICE(tmp_path, monkeypatch):
+    import torch
+
+    ran = []
+
+    def fake_run(src, dst, parameters, *args):
+        ran.append(parameters)
+        return {"notebook": src.name, "output": str(dst), "status": "ok", "error": "", "seconds": 0.0}
+
+    monkeypatch.setattr(R, "run_notebook", fake_run)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    reg = {"x": ["01_a.ipynb"]}
+    for device in ("cpu", "auto"):
+        R.reproduce(fast=True, out_dir=tmp_path / "r", registry=reg, notebooks=tmp_path, device=device,
+                    echo=lambda *_: None)
+    assert [p["DEVICE"] for p in ran] == ["cpu", "auto"] and ran[0]["FAST"] is True  # the kernel resolves auto
+    with pytest.raises(InputError, match="CUDA is not available"):  # refused before any notebook runs
+        R.reproduce(fast=True, out_dir=tmp_path / "r", registry=reg, notebooks=tmp_path, device="cuda")
+    assert len(ran) == 2

@@ -41,3 +41,46 @@ def test_a_parameter_left_at_none_reads_as_the_default_not_none(capsys):
     s = Session("08_het_triplet_retrieval")
     s.configure(fast=False, seed=0, runs=None)
     assert "parameters: seed=0, runs=default" in s.markdown() and "None" not in s.markdown()
+
+
+def test_the_device_parameter_is_where_a_missing_model_trains_and_the_model_comes_back_on_the_cpu(monkeypatch,
+                                                                                                     tmp_path):
+    """`Session.configure(device=DEVICE)` resolves "auto" once; `S.model` hands the device to `load_or_train`."""
+    import torch
+
+    from hedgekit.errors import InputError
+    from hedgekit.interactive import models
+    from hedgekit.repro.report import read_manifest
+    from hedgekit.zoo import Spec
+
+    asked = []
+
+    class OnDevice(torch.nn.Linear):  # a model that says where it was sent, without needing that device
+        def cpu(self):
+            self.where = "cpu"
+            return self
+
+    def fake_load_model(spec, progress=False, **kwargs):
+        asked.append(kwargs.get("device"))
+        model = OnDevice(1, 1)
+        model.where = kwargs.get("device")
+        return model, {"source": "trained now", "path": "", "train_config": {"steps": 3}, "train_seconds": 1.0,
+                       "device": f"{model.where} (as train_spec records it)"}
+
+    monkeypatch.setattr(models, "load_model", fake_load_model)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # a GPU machine, as far as auto can tell
+    s = Session("08_het_triplet_retrieval")
+    s.configure(fast=True, device="auto", report_dir=str(tmp_path))
+    assert s.device == "cuda" and "device" not in s.params  # not a notebook parameter of the header
+    model = s.model(Spec(kind="point", preset="fast"), progress=False)
+    assert asked == ["cuda"] and model.where == "cpu"  # trained on the GPU, evaluated by the cells on the CPU
+    s.configure(fast=True, device="cpu", report_dir=str(tmp_path))
+    s.model(Spec(kind="point", preset="fast", seed=1), progress=False)
+    assert asked == ["cuda", "cpu"]
+    s.finish()
+    assert [c.device for c in s.checkpoints] == ["cuda (as train_spec records it)", "cpu (as train_spec records it)"]
+    meta = [e["info"] for e in read_manifest(tmp_path) if e["kind"] == "meta"]
+    assert [m["device"] for m in meta] == ["cpu"] and meta[0]["checkpoints"][0]["device"].startswith("cuda")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(InputError, match="CUDA is not available"):
+        s.configure(fast=True, device="cuda")
