@@ -137,18 +137,19 @@ def occlude(images, boxes):
 def box_mask(boxes: torch.Tensor, height: int, width: int) -> torch.Tensor:
     """Boolean (B, H, W) mask of the pixels covered by any of the (B, n, 4) integer boxes, on the boxes' device.
 
-    Vectorised over the batch: row and column tests (B, n, H) and (B, n, W) are combined per box slot (n is
-    the number of digits, 1-3), so a training batch's mask is a handful of kernels on the device that trains.
+    Vectorised over the batch: a box covers the outer product of its row test (B, H) and column test (B, W);
+    the n box slots (one per digit, 1-3) are combined with a loop over the slots. The products run in uint8,
+    about 3x faster on a CPU than boolean broadcasting (docs/speed.md).
     """
     rows = torch.arange(height, device=boxes.device)
     cols = torch.arange(width, device=boxes.device)
     top, left, h, w = (boxes[..., i, None] for i in range(4))  # each (B, n, 1)
-    in_rows = (rows >= top) & (rows < top + h)  # (B, n, H)
-    in_cols = (cols >= left) & (cols < left + w)  # (B, n, W)
-    mask = in_rows[:, 0, :, None] & in_cols[:, 0, None, :]
+    in_rows = ((rows >= top) & (rows < top + h)).to(torch.uint8)  # (B, n, H)
+    in_cols = ((cols >= left) & (cols < left + w)).to(torch.uint8)  # (B, n, W)
+    mask = in_rows[:, 0, :, None] * in_cols[:, 0, None, :]
     for k in range(1, boxes.shape[1]):
-        mask |= in_rows[:, k, :, None] & in_cols[:, k, None, :]
-    return mask
+        mask |= in_rows[:, k, :, None] * in_cols[:, k, None, :]
+    return mask.bool()
 
 
 def clip_box(box, image_shape) -> np.ndarray | None:
@@ -203,7 +204,7 @@ class RandomOcclusion:
                              f"got {tuple(x.shape)}")
         boxes = sample_digit_boxes(rng, x.shape[0], x.shape[-1] // DIGIT_SIZE, self.p_occlude, self.sides)
         mask = box_mask(torch.from_numpy(boxes).to(x.device, non_blocking=True), x.shape[-2], x.shape[-1])
-        return x.masked_fill(mask[:, None], 0)
+        return x * (~mask).to(x.dtype)[:, None]  # = masked_fill(mask, 0) for pixels >= 0, ~5x faster on a CPU
 
 
 def random_occlusion(p_occlude: float = 0.2, sides: str = "inclusive") -> RandomOcclusion:

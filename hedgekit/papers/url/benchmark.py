@@ -28,7 +28,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from hedgekit.checks import MAX_THREADS, atomic_write, check_count, count_arg
+from hedgekit.checks import MAX_THREADS, atomic_write, check_count, count_arg, device_arg, resolve_device
+from hedgekit.hardware import device_description
 from hedgekit.errors import CheckpointError, InputError
 from hedgekit.papers.url import protocol
 from hedgekit.papers.url.numbers import DISPLAY
@@ -392,12 +393,15 @@ def augmentation(method: str, cfg: UpstreamConfig):
     return lambda xb, rng: shift(occlude(xb, rng), rng)
 
 
-def run_one(method: str, seed: int, budget="fast", retrain: bool = False, progress: bool = False) -> dict:
-    """Train ``method`` upstream with ``seed`` and evaluate it (`protocol.evaluate`), or read the cached result.
+def run_one(method: str, seed: int, budget="fast", retrain: bool = False, progress: bool = False,
+            device: str = "cpu") -> dict:
+    """Train ``method`` upstream with ``seed`` on ``device`` and evaluate it (`protocol.evaluate`), or read the
+    cached result (a run trained on another device serves all the same, as a checkpoint does).
 
     Returns the record: ``method, seed, budget, config, source ("cache" / "trained now")``, every metric of
     `protocol.evaluate`, ``train_seconds`` (wall), ``cpu_seconds`` (process CPU time of training and
-    evaluation, all threads), ``eval_seconds`` and the loss history.
+    evaluation, all threads), ``eval_seconds``, ``device`` (`hedgekit.hardware.device_description`) and the loss
+    history.
     """
     b = _budget(budget)
     path = run_path(method, seed, b)
@@ -405,12 +409,13 @@ def run_one(method: str, seed: int, budget="fast", retrain: bool = False, progre
         rec = _read(path, b, method)
         if rec is not None:
             return {**rec, "source": "cache"}
+    dev = resolve_device(device)
     x, y, classes = _train_data()
     cpu0, t0 = time.process_time(), time.perf_counter()
     model = build_model(method, seed, n_classes=len(classes), **b.hparams(method))
     cfg = b.train_config(method)
     hist = fit_upstream(model, x, y, cfg, seed=seed, augment=augmentation(method, cfg), progress=progress,
-                        desc=f"{label(method)} s{seed}")
+                        desc=f"{label(method)} s{seed}", device=dev)
     train_seconds = time.perf_counter() - t0
     t1 = time.perf_counter()
     metrics = protocol.evaluate(lambda xs: predict(model, xs), eval_sets(b.eval_per_class),
@@ -418,8 +423,8 @@ def run_one(method: str, seed: int, budget="fast", retrain: bool = False, progre
     rec = {"method": method, "seed": seed, "budget": b.name, "config": _config(b, method), **metrics,
            "train_seconds": train_seconds, "eval_seconds": time.perf_counter() - t1,
            "cpu_seconds": time.process_time() - cpu0, "threads": torch.get_num_threads(),
-           "history": [{"step": r["step"], "loss": r["loss"]} for r in hist.rows]}
-    _save_run(path, model, rec)
+           "device": device_description(dev), "history": [{"step": r["step"], "loss": r["loss"]} for r in hist.rows]}
+    _save_run(path, model.cpu(), rec)
     return {**rec, "source": "trained now"}
 
 
@@ -461,8 +466,10 @@ def load_run_model(method: str, seed: int, budget="fast") -> UpstreamModel:
     return model.eval()
 
 
-def run_benchmark(methods, seeds=3, budget="fast", retrain: bool = False, progress: bool = True):
-    """Every (method, seed) run, cached ones read back: a DataFrame with one row per run.
+def run_benchmark(methods, seeds=3, budget="fast", retrain: bool = False, progress: bool = True,
+                  device: str = "cpu"):
+    """Every (method, seed) run, cached ones read back, missing ones trained on ``device``: a DataFrame with one
+    row per run.
 
     ``seeds``: a number n (seeds 0..n-1) or a list of seeds. A progress bar counts runs.
     """
@@ -479,7 +486,7 @@ def run_benchmark(methods, seeds=3, budget="fast", retrain: bool = False, progre
     bar = tqdm(jobs, desc=f"URL benchmark ({b.name})", disable=not progress)
     for m, s in bar:
         bar.set_postfix_str(f"{m} s{s}")
-        rows.append(run_one(m, s, b, retrain=retrain))
+        rows.append(run_one(m, s, b, retrain=retrain, device=device))
     return pd.DataFrame([{k: v for k, v in r.items() if k not in ("config", "history")} for r in rows])
 
 
@@ -541,11 +548,12 @@ def sweep_budgets(base="converged", factors=LR_SWEEP) -> list[Budget]:
     return out
 
 
-def sweep_runs(runs, seed: int = 0, factors=LR_SWEEP, progress: bool = False):
+def sweep_runs(runs, seed: int = 0, factors=LR_SWEEP, progress: bool = False, device: str = "cpu"):
     """``runs``' (one budget's) runs of ``seed`` pooled with the same seed trained at every budget of
     `sweep_budgets` (cached like any run): one run per (method, setting), the paper's way of pooling its Fig. 4
     correlations over hyper-parameters rather than seeds. Methods that did not train in ``runs`` (`method_status`)
-    are not swept; a sweep setting that does not train is left out later by `trained_runs` (per method and budget)."""
+    are not swept; a sweep setting that does not train is left out later by `trained_runs` (per method and budget).
+    Missing runs train on ``device``."""
     import pandas as pd
 
     if runs.empty or runs["budget"].nunique() != 1:
@@ -555,7 +563,7 @@ def sweep_runs(runs, seed: int = 0, factors=LR_SWEEP, progress: bool = False):
     own = runs[runs["seed"] == seed]
     if not methods or own.empty:
         raise InputError(f"no trained method has a run with seed {seed} to sweep")
-    swept = [run_benchmark(methods, [seed], b, progress=progress) for b in sweep_budgets(base, factors)]
+    swept = [run_benchmark(methods, [seed], b, progress=progress, device=device) for b in sweep_budgets(base, factors)]
     return pd.concat([own[own["method"].isin(methods)], *swept], ignore_index=True)
 
 
@@ -715,7 +723,7 @@ def cmd_url_benchmark(a) -> int:
     torch.set_num_threads(a.threads)
     budget = "fast" if a.fast else a.budget
     methods = check_methods(a.methods or list(method_registry()))
-    runs = run_benchmark(methods, a.seeds, budget, retrain=a.retrain, progress=not a.quiet)
+    runs = run_benchmark(methods, a.seeds, budget, retrain=a.retrain, progress=not a.quiet, device=a.device)
     board = leaderboard(runs)
     csv, md = write_leaderboard(board, budget, a.out)
     trained = int((runs["source"] == "trained now").sum())
@@ -739,5 +747,7 @@ def add_subcommand(sub) -> None:
     p.add_argument("--out", default=None, help="folder for leaderboard-<budget>.csv/.md (default: the data cache)")
     p.add_argument("--threads", type=count_arg(1, MAX_THREADS), default=1,
                    help="torch threads (default 1: the cores are shared)")
+    p.add_argument("--device", type=device_arg, default="cpu",
+                   help="where missing runs train: cpu (default), cuda, mps or auto")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(fn=cmd_url_benchmark)

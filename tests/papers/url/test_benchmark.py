@@ -109,6 +109,15 @@ def test_run_records_are_complete(tiny):
     assert 0 <= rec["up_acc"] <= 1 and 0 <= rec["crop"] <= 1
     assert rec["down_r1"] == pytest.approx((rec["r1"] + rec["fashion_r1"]) / 2)
     assert [h["step"] for h in rec["history"]] == [0, 1, 2]
+    assert rec["device"] == "cpu"  # where it trained, as a checkpoint records it
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_run_trains_on_cuda_and_records_it(tiny):
+    rec = benchmark.run_one("standin", 0, "fast", device="cuda")
+    assert rec["device"].startswith("cuda:") and rec["source"] == "trained now"
+    assert benchmark.load_run_model("standin", 0, "fast") is not None  # saved from the CPU, loads anywhere
 
 
 def test_cli_runs_resumes_and_writes_the_leaderboard(tiny, tmp_path, capsys):
@@ -130,6 +139,10 @@ def test_cli_argument_errors(tiny, capsys):
             cli.main(["url-benchmark", "--seeds", bad])
         assert exc.value.code == 2
         assert "--seeds" in capsys.readouterr().err
+    for bad in ("gpu", "cuda:99"):  # an unknown device; a CUDA index this machine does not have
+        with pytest.raises(SystemExit) as exc:
+            cli.main(["url-benchmark", "--device", bad, "--fast"])
+        assert exc.value.code == 2 and "--device" in capsys.readouterr().err
     with pytest.raises(benchmark.InputError, match="budget must be one of"):
         benchmark.run_one("standin", 0, "huge")
     assert len(tiny) == 0
