@@ -198,15 +198,17 @@ def test_main_lists(capsys):
     assert "hib-n2-d2-c2-beta0.0001-paper-s0             shipped" in out and "-n3-d4-" not in out
     assert R.main(["--list-models", "--only", "04"]) == 0  # full mode: Table 4's models, to pre-train them
     out = [line.split()[1] for line in capsys.readouterr().out.splitlines()[1:-1]]
-    assert len(out) == 15 and out[-3:] == ["point-n3-d4-paper-s0", "hib-n3-d4-c1-beta0.0001-k8-paper-s0",
-                                           "hib-n3-d4-c2-beta0.0001-k8-paper-s0"]
+    assert len(out) == 15 + 12 and out[12:15] == ["point-n3-d4-paper-s0", "hib-n3-d4-c1-beta0.0001-k8-paper-s0",
+                                                  "hib-n3-d4-c2-beta0.0001-k8-paper-s0"]
+    assert out[-1] == "hib-n3-d3-c1-beta0.0001-k8-paper18000-s2"  # then the headline seeds
     assert R.main(["--list-models", "--only", "spe"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].split() == ["notebook", "checkpoint", "status"]
-    assert out[-1].startswith("67 distinct checkpoints: ") and "missing" in out[-1]
+    assert out[-1].startswith("71 distinct checkpoints: ") and "missing" in out[-1]
     assert [line.split()[1] for line in out if line.startswith("06")] == ["spe-lshapes-d2-intersection8-paper-s0"]
     seven = [line.split()[1] for line in out if line.startswith("07")]
-    assert len(seven) == 4 * 4 + 50 and len(set(seven)) == len(seven)  # (PN, SPE, HIB, point) x 4 settings + Fig. 4 x 5
+    # (PN, SPE, HIB, point) x 4 settings + Fig. 4 x 5 + seeds 1, 2 of N = 2, D = 2's PN and SPE
+    assert len(seven) == 4 * 4 + 50 + 4 and len(set(seven)) == len(seven)
     assert {"pn-n3-d2-paper12000-s0", "hib-n3-d3-c1-beta0.0001-paper-s0",
             "spe-n2-d2-naive81-fig4-paper-s0"} <= set(seven)
     assert R.main(["--only", "nope"]) == 2
@@ -220,7 +222,8 @@ def test_all_specs_are_consistent():
     shipped = set(shipped_names())  # FAST mode loads a figure's shipped `paper` models (`zoo.shipped_or_fast`)
     assert all(s.preset == "fast" or s.name in shipped for s in fast) and all(s.preset == "paper" for s in full)
     assert len({s.name for s in full}) == len(full) and len(full) > len(fast)
-    assert len(X.notebook_specs("04", False)) == 12 + 3 and X.notebook_specs("01", False) == []  # + Table 4
+    assert len(X.notebook_specs("04", False)) == 12 + 3 + 12 and X.notebook_specs("01", False) == []  # + Table 4,
+    # + 2 more seeds of point and MoG-1 at the three headline settings
     assert [s.seed for s in X.number_line_specs(False)["hib_d1"]] == [0, 1, 2, 3]
 
 

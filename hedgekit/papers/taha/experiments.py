@@ -92,10 +92,12 @@ def longtail_specs(fast: bool, seed: int = 0, n_runs: int | None = None) -> dict
 
 
 def notebook_specs(notebook: str, fast: bool, seed: int = 0, n_runs: int | None = None) -> list[Spec]:
-    """Every model notebook 08 loads, the most telling first (Table 2, Table 1, long tail; run by run). Other
-    notebooks: []. Used by ``python -m hedgekit reproduce --list-models``. The image-dependent-noise study's models
-    (`noise_specs`) are not in notebook 08 yet: `hedgekit.papers.taha.noise_study` trains and measures them."""
+    """Every model notebook 08 needs, the most telling first (Table 2, Table 1, long tail, then in FULL mode the
+    image-dependent-noise study of `hedgekit.papers.taha.noise_study`, listed so that ``reproduce --train-missing``
+    trains it ahead of the notebook's full run; run by run). Other notebooks: []. Used by ``python -m hedgekit
+    reproduce --list-models``."""
     if not notebook.startswith("08"):
         return []
     groups = [f(fast, seed, n_runs) for f in (table2_specs, table1_specs, longtail_specs)]
+    groups += [] if fast else [noise_specs(fast, seed, n_runs)]
     return [specs[r] for r in range(runs(fast, n_runs)) for g in groups for specs in g.values()]

@@ -15,9 +15,10 @@ def test_table4_specs_are_the_papers_three_models_at_n3_d4_in_full_mode_and_none
     assert X.table4_specs(True) == []  # FAST mode skips Table 4 (module docstring)
 
 
-def test_notebook_04_loads_table4_after_the_table1_grid():
+def test_notebook_04_loads_table4_after_the_table1_grid_then_the_headline_seeds():
     full = [s.name for s in X.notebook_specs("04", False)]
-    assert len(full) == 3 * len(X.TABLE1_SETTINGS) + 3 and full[-3:] == TABLE4_NAMES
+    seeds = 2 * 2 * len(X.SEEDED_SETTINGS)  # seeds 1 and 2 of point and MoG-1 (seed 0 is in the grid)
+    assert len(full) == 3 * len(X.TABLE1_SETTINGS) + 3 + seeds and full[-3 - seeds:-seeds] == TABLE4_NAMES
     assert not any("-n3-d4-" in s.name for s in X.notebook_specs("04", True))
     assert set(TABLE4_NAMES) <= {s.name for s in X.all_specs(False)}
 
@@ -95,3 +96,16 @@ def test_fast_mode_trains_fast_models_for_a_whole_figure_when_one_of_its_models_
     assert {s.preset for s in X.table1_specs(2, 2, fast=True)} == {"fast"}  # never paper beside fast in one table
     assert [s.preset for s in X.number_line_specs(True)["d2"]] == ["paper", "paper"]  # both of Figure 10's ship
     assert zoo.shipped_or_fast(X.table1_specs(2, 2, fast=False), ["fallback"]) == ["fallback"]
+
+
+def test_headline_seeds_retrain_the_tables_point_and_mog1_with_seeds_0_to_2_in_full_mode_only():
+    seeded = X.table1_seed_specs(False)
+    assert set(seeded) == {(n, d, label) for n, d in X.SEEDED_SETTINGS for label in ("point", "MoG-1")}
+    for (n, d, label), specs in seeded.items():
+        assert [s.seed for s in specs] == [0, 1, 2]
+        own = X.table1_specs(n, d, False)[0 if label == "point" else 1]
+        assert specs[0] == own  # seed 0 is the table's own model; the others differ in the seed alone
+        assert all(s.name == own.name.replace("-s0", f"-s{s.seed}") for s in specs)
+    assert X.table1_seed_specs(True) == {}
+    names = [s.name for s in X.notebook_specs("04", False)]
+    assert {s.name for group in seeded.values() for s in group} <= set(names) and len(names) == len(set(names))

@@ -26,7 +26,8 @@ def test_fig4_replicates_every_point_five_times_in_full_mode_and_once_in_fast_mo
     fast = X.fig4_specs(True, seed=2)
     assert len(fast) == 2 * len(X.FAST_FIG4_SAMPLES) and {s.seed for s in fast} == {2}
     assert all(s.preset == "fast" for s in fast) and all(s.preset == "paper" for s in full)
-    assert X.notebook_specs("07", False)[-len(full):] == X.fig4_specs(False)
+    seeds = 2 * 2  # then seeds 1 and 2 of Table 2's N = 2, D = 2 PN and SPE (`table2_seed_specs`)
+    assert X.notebook_specs("07", False)[-len(full) - seeds:-seeds] == X.fig4_specs(False)
 
 
 def test_pn_and_spe_train_four_times_the_steps_at_n3_in_full_mode_only():
@@ -75,3 +76,14 @@ def test_fast_table2_trains_four_fast_models_when_one_of_the_four_is_not_shipped
     fast = X.table2_specs(True)[(2, 2)]
     assert [s.name for s in fast.values()] == ["pn-n2-d2-fast-s0", "spe-n2-d2-intersection1-fast-s0",
                                                 "hib-n2-d2-c1-beta0.0001-fast-s0", "point-n2-d2-fast-s0"]
+
+
+def test_headline_seeds_retrain_table2s_n2_d2_pn_and_spe_with_seeds_0_to_2_in_full_mode_only():
+    seeded = X.table2_seed_specs(False)
+    own = X.table2_specs(False)[(2, 2)]
+    for label in ("PN", "SPE"):
+        assert [s.seed for s in seeded[label]] == [0, 1, 2] and seeded[label][0] == own[label]
+        assert all(s.name == own[label].name.replace("-s0", f"-s{s.seed}") for s in seeded[label])
+    assert X.table2_seed_specs(True) == {}
+    names = [s.name for s in X.notebook_specs("07", False)]
+    assert {s.name for group in seeded.values() for s in group} <= set(names) and len(names) == len(set(names))

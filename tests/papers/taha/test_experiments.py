@@ -20,11 +20,15 @@ def test_specs_per_table_and_mode():
 
 def test_notebook_specs_are_distinct_valid_names():
     specs = E.notebook_specs("08_het_triplet_retrieval.ipynb", fast=False, n_runs=3)
-    assert len(specs) == len({s.name for s in specs}) == 27
-    assert len(E.notebook_specs("08", fast=False)) == 9 * E.FULL_RUNS
+    assert len(specs) == len({s.name for s in specs}) == 12 * 3  # 9 rows + the noise study's 3 (FULL mode)
+    assert len(E.notebook_specs("08", fast=False)) == 12 * E.FULL_RUNS
     assert all(spec_from_name(s.name) == s for s in specs)
-    assert [s.seed for s in specs[:9]] == [0] * 9  # run by run: a cut-short cache still has whole runs
-    assert {s.recipe for s in specs} >= {"clean", "noisy"} and not {s.recipe for s in specs} & {"ambclean", "ambnoisy"}
+    assert [s.seed for s in specs[:12]] == [0] * 12  # run by run: a cut-short cache still has whole runs
+    assert {s.recipe for s in specs} >= {"clean", "noisy", "ambclean", "ambnoisy"}
+    noise = [s.name for row in E.noise_specs(False, n_runs=3).values() for s in row]
+    assert set(noise) <= {s.name for s in specs}
+    fast = E.notebook_specs("08", fast=True)  # FAST mode does not run the study: nothing of it to train
+    assert len(fast) == 9 * E.FAST_RUNS and not {s.recipe for s in fast} & {"ambclean", "ambnoisy"}
     assert E.notebook_specs("07_spe_ndigit.ipynb", fast=True) == []
 
 
