@@ -236,8 +236,8 @@ def fit(
             n = len(i)
             pair_idx = (data.indices(inv[:n]), data.indices(inv[n:]),
                         torch.from_numpy(same).to(dev, non_blocking=True))
-        x = data.batch(idx, augment, rng)
-        y = labels_dev[data.indices(idx)]
+        idx = data.indices(idx)  # one copy to the device for images and labels
+        x, y = data.batch(idx, augment, rng), labels_dev[idx]
         with body_autocast(cfg.precision, dev):
             emb = distributed.embed_share(net, x, ctx)
         return _step_loss(emb, model.match, y, cfg, dev_gen, pair_idx)

@@ -158,11 +158,11 @@ def fit_triplets(
     net = distributed.wrap(model, ctx, find_unused_parameters=True)  # the triplet losses leave a, b unused
 
     def step_loss(step: int):
-        idx = next(sampler)
+        idx = data.indices(next(sampler))  # one copy to the device for images and labels
         x = data.batch(idx, augment, rng)
         with body_autocast(cfg.precision, dev):
             emb = distributed.embed_share(net, x, ctx)
-        y = all_labels[data.indices(idx)]
+        y = all_labels[idx]
         if cfg.heteroscedastic:
             return heteroscedastic_triplet_loss(*z_and_log_var(emb), y, cfg.mining, cfg.margin, cfg.semi_hard_margin)
         return triplet_batch_loss(emb.mixture_mean(), y, cfg.mining, cfg.margin, cfg.semi_hard_margin)

@@ -121,9 +121,9 @@ def fit_upstream(model: UpstreamModel, x: Tensor, y: Tensor, cfg: UpstreamConfig
     def step_loss(step: int):
         if hook is not None and last:
             hook(*last.pop())  # step_loss(step) starts after step - 1's optimiser step
-        idx = next(sampler)
+        idx = data.indices(next(sampler))  # one copy to the device for images and labels
         if supervised:
-            xb, yb = data.batch(idx, augment, rng), y_dev[data.indices(idx)]
+            xb, yb = data.batch(idx, augment, rng), y_dev[idx]
         else:  # two independently augmented views of every image, no labels
             xb, yb = torch.cat([to_float(data.batch(idx, augment, rng)), to_float(data.batch(idx, augment, rng))]), None
         features = model.backbone(to_float(xb))
