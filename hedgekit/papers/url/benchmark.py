@@ -180,7 +180,8 @@ def _budget(budget) -> Budget:
         if sweep and sweep[0].name == budget:
             return sweep[0]
     if budget not in BUDGETS:
-        raise InputError(f"budget must be one of {', '.join(BUDGETS)}; got {budget!r}")
+        raise InputError(f"budget must be one of {', '.join(BUDGETS)}, or a learning-rate sweep of one named as "
+                         f"`sweep_budgets` names it (e.g. converged-lr0.5x); got {budget!r}")
     return BUDGETS[budget]
 
 
