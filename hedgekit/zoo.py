@@ -42,7 +42,7 @@ import time
 import warnings
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import ClassVar, Mapping
+from typing import Callable, ClassVar, Mapping
 
 import numpy as np
 import torch
@@ -496,15 +496,46 @@ URL_KIND = "url"  # the kind of `URLSpec`: not in `KINDS`, which are the `Embedd
 
 
 @dataclass(frozen=True)
+class URLBenchmark:
+    """What defines a URL run, passed in by the paper that has them: `hedgekit.papers.url.benchmark` registers
+    one when it is imported (`register_url_benchmark`), since the store imports no paper (tests/test_imports.py).
+
+    ``check_method(method)``: InputError for an unknown method; ``budget(name)``: the `Budget` of that name
+    (InputError for an unknown one); ``run_config(budget, method)``: what a run's record must hold to be current
+    (`is_stale`); ``build(method, seed, budget)``: the untrained, seeded model; ``root()``: the folder of the
+    runs; ``train(spec, progress, device)``: (model on the CPU, record), the URL family's trainer."""
+
+    check_method: Callable[[str], object]
+    budget: Callable[[str], object]
+    run_config: Callable[[object, str], dict]
+    build: Callable[[str, int, object], torch.nn.Module]
+    root: Callable[[], Path]
+    train: Callable[..., tuple]
+
+
+_URL_BENCHMARK: list[URLBenchmark] = []  # the registered one (at most one)
+
+
+def register_url_benchmark(benchmark: URLBenchmark) -> None:
+    """Make ``benchmark`` the definition of URL runs (`URLSpec`), replacing any earlier one."""
+    _URL_BENCHMARK[:] = [benchmark]
+
+
+def _url_benchmark() -> URLBenchmark:
+    if not _URL_BENCHMARK:
+        raise InputError("URL runs are defined by hedgekit.papers.url.benchmark: import it before naming one")
+    return _URL_BENCHMARK[0]
+
+
+@dataclass(frozen=True)
 class URLSpec:
-    """One run of the URL benchmark (Kirchhof et al. 2023 at kit scale, `hedgekit.papers.url.benchmark`): the
-    upstream ``method`` (a key of `benchmark.method_registry`) trained with ``seed`` in ``budget`` (a name that
-    `benchmark.Budget` lookup resolves: a key of `benchmark.BUDGETS` or a learning-rate sweep of one,
-    ``converged-lr0.5x``). Name: ``url-<method>-<budget>-s<seed>``, e.g. ``url-nivmf-converged-s2``
-    (`spec_from_name` reads it back).
+    """One run of the URL benchmark (Kirchhof et al. 2023 at kit scale, `hedgekit.papers.url.benchmark`, which
+    defines them: `URLBenchmark`): the upstream ``method`` trained with ``seed`` in ``budget`` (a budget name:
+    ``paper``, ``converged``, or a learning-rate sweep of one, ``converged-lr0.5x``). Name:
+    ``url-<method>-<budget>-s<seed>``, e.g. ``url-nivmf-converged-s2`` (`spec_from_name` reads it back).
 
     What the run is, beyond its name, is `run_config`: the budget's settings for the method and the hash of the
-    code the run executes (`benchmark._config`); `is_stale` compares it with what the run recorded."""
+    code the run executes; `is_stale` compares it with what the run recorded."""
 
     method: str
     budget: str = "paper"
@@ -514,14 +545,13 @@ class URLSpec:
     family: ClassVar[str] = URL_KIND
 
     def __post_init__(self) -> None:
-        from hedgekit.papers.url import benchmark
-
+        bench = _url_benchmark()
         if not isinstance(self.method, str) or "-" in self.method:
             raise InputError(f"URLSpec.method must be a method name; got {self.method!r}")
-        benchmark.check_methods([self.method])  # InputError naming the known methods
+        bench.check_method(self.method)
         if not isinstance(self.budget, str):
             raise InputError(f"URLSpec.budget must be a budget name; got {self.budget!r}")
-        benchmark._budget(self.budget)  # InputError naming the budgets
+        bench.budget(self.budget)
         check_seed(self.seed, "URLSpec.seed")
 
     @property
@@ -529,32 +559,19 @@ class URLSpec:
         """The canonical name, e.g. ``url-ce-converged-s0``."""
         return f"{URL_KIND}-{self.method}-{self.budget}-s{self.seed}"
 
-    @property
-    def label(self) -> str:
-        from hedgekit.papers.url.benchmark import label
-
-        return label(self.method)
-
     def run_budget(self):
-        """The `benchmark.Budget` this run trains and is evaluated in."""
-        from hedgekit.papers.url import benchmark
-
-        return benchmark._budget(self.budget)
+        """The budget this run trains and is evaluated in (`URLBenchmark.budget`)."""
+        return _url_benchmark().budget(self.budget)
 
     def run_config(self) -> dict:
-        """What the run's record must hold to be current (`is_stale`): `benchmark._config` of the budget and method
-        (training config, evaluation images per class, embedding dimension, the method's hyper-parameters and the
-        code key)."""
-        from hedgekit.papers.url import benchmark
+        """What the run's record must hold to be current (`is_stale`, `URLBenchmark.run_config`): the training
+        config for the method, evaluation images per class, embedding dimension, the method's hyper-parameters and
+        the code key."""
+        return _url_benchmark().run_config(self.run_budget(), self.method)
 
-        return benchmark._config(self.run_budget(), self.method)
-
-    def build(self):
-        """The untrained `hedgekit.training.upstream.UpstreamModel` (`benchmark.build_model`, seeded)."""
-        from hedgekit.papers.url import benchmark
-
-        return benchmark.build_model(self.method, self.seed, n_classes=len(benchmark._train_data()[2]),
-                                     **self.run_budget().hparams(self.method))
+    def build(self) -> torch.nn.Module:
+        """The untrained, seeded model (`URLBenchmark.build`)."""
+        return _url_benchmark().build(self.method, self.seed, self.run_budget())
 
 
 SPEC_TYPES: dict[str, type[ModelSpec]] = {"point": PointSpec, "hib": HIBSpec, "pn": PNSpec, "spe": SPESpec,
@@ -843,12 +860,10 @@ def cache_checkpoint_path(spec: ModelSpec | URLSpec, source: Source | None) -> P
 
     A URL run (`URLSpec`) lives where the benchmark has always kept its runs, so that every run cached before the
     benchmark joined the store is found where it is, in its format (`URL_FORMAT`): its record
-    ``<cache>/url/<budget>/<method>-s<seed>.json`` (`benchmark.cache_root`), its weights beside it (``.pt``).
+    ``<cache>/url/<budget>/<method>-s<seed>.json`` (`URLBenchmark.root`), its weights beside it (``.pt``).
     ``source`` is not used: the data's code is in the run's code key (`URLSpec.run_config`)."""
     if isinstance(spec, URLSpec):
-        from hedgekit.papers.url import benchmark
-
-        return benchmark.cache_root() / spec.budget / f"{spec.method}-s{spec.seed}.json"
+        return _url_benchmark().root() / spec.budget / f"{spec.method}-s{spec.seed}.json"
     other = "" if source is None or source.real else f".{source.dataset}-{source.fingerprint}"
     return cache_path("checkpoints", f"{spec.name}{other}.pt")
 
@@ -1265,9 +1280,7 @@ def load_or_train(spec: ModelSpec, progress: bool = True, device: str = "cpu", r
 def _load_or_train_url(spec: URLSpec, progress: bool, device: str, retrain: bool,
                        save: bool) -> tuple[torch.nn.Module, dict]:
     """`load_or_train` for a URL run: its cached pair if `find_checkpoint` finds it, else trained by
-    `hedgekit.papers.url.benchmark.train_run` and saved by `save_url_run`."""
-    from hedgekit.papers.url import benchmark
-
+    `URLBenchmark.train` and saved by `save_url_run`."""
     dev = resolve_device(device)
     path = None if retrain else find_checkpoint(spec)
     if path is not None:
@@ -1277,7 +1290,7 @@ def _load_or_train_url(spec: URLSpec, progress: bool, device: str, retrain: bool
     out = cache_checkpoint_path(spec, None)
     if save:  # a read-only or full cache is refused before the training, not after
         check_writable(out, need=2**20)  # a URL run's weights and record: ~0.3 MB
-    model, rec = benchmark.train_run(spec, progress=progress, device=device)
+    model, rec = _url_benchmark().train(spec, progress=progress, device=device)
     if save:
         save_url_run(out, model, rec)
     return model.to(dev), dict(rec, source="trained now", path=str(out) if save else "")

@@ -866,12 +866,20 @@ def test_a_model_trained_on_cuda_records_the_card(sandbox):
 
 
 # ------------------------------------------------------------------ URL runs (hedgekit.papers.url.benchmark)
+@pytest.fixture
+def url_defined():
+    """The URL benchmark, which defines URL runs (`zoo.register_url_benchmark`) when it is imported."""
+    from hedgekit.papers.url import benchmark
+
+    return benchmark
+
+
 @pytest.mark.parametrize("method,budget,seed,name", [
     ("ce", "paper", 0, "url-ce-paper-s0"),
     ("infonce_2v", "converged-lr0.5x", 2, "url-infonce_2v-converged-lr0.5x-s2"),
     ("mcinfonce_2v", "converged-lr2x", 17, "url-mcinfonce_2v-converged-lr2x-s17"),
 ])
-def test_url_run_names_round_trip(method, budget, seed, name):
+def test_url_run_names_round_trip(url_defined, method, budget, seed, name):
     spec = zoo.URLSpec(method, budget, seed)
     assert spec.name == name and spec_from_name(name) == spec and type(spec_from_name(name)) is zoo.URLSpec
     assert Spec(kind="url", method=method, budget=budget, seed=seed) == spec
@@ -888,16 +896,16 @@ def test_url_run_names_round_trip(method, budget, seed, name):
     ("url-ce-paper-s01", "did you mean 'url-ce-paper-s1'"),
     ("url-ce-converged-lr0.50x-s0", "budget must be one of"),  # one budget, one name: converged-lr0.5x
 ])
-def test_url_run_bad_names_raise(name, match):
+def test_url_run_bad_names_raise(url_defined, name, match):
     with pytest.raises(InputError, match=match):
         spec_from_name(name)
 
 
 @pytest.fixture
-def url_store(tmp_path, monkeypatch):
+def url_store(url_defined, tmp_path, monkeypatch):
     """URL runs in tmp_path (`benchmark.cache_root`), 70 classes without loading MNIST, and a trainer that fails:
     a test that needs training sets its own."""
-    from hedgekit.papers.url import benchmark
+    benchmark = url_defined
 
     monkeypatch.setattr(benchmark, "cache_root", lambda: tmp_path / "url")
     monkeypatch.setattr(benchmark, "_train_data", lambda: (None, None, np.arange(70)))

@@ -35,8 +35,8 @@ from hedgekit.errors import CheckpointError, InputError
 from hedgekit.papers.url import protocol
 from hedgekit.papers.url.numbers import DISPLAY
 from hedgekit.training.upstream import UpstreamConfig, UpstreamModel, fit_upstream, predict
-from hedgekit.zoo import (URLSpec, cache_checkpoint_path, find_checkpoint, is_stale, load_or_train, load_url_run,
-                          url_record)
+from hedgekit.zoo import (URLBenchmark, URLSpec, cache_checkpoint_path, find_checkpoint, is_stale, load_or_train,
+                          load_url_run, register_url_benchmark, url_record)
 
 __all__ = ["Setting", "Budget", "BUDGETS", "TRAINED_AT", "TRAINED", "NOT_TRAINED", "run_status", "method_status",
            "trained_runs", "ranked", "seed_rank_stability", "augmentation", "settings_table", "LR_SWEEP",
@@ -678,6 +678,16 @@ def write_leaderboard(board, budget="fast", folder: str | os.PathLike | None = N
     with atomic_write(md) as tmp:
         tmp.write_text(f"# URL benchmark at kit scale ({name} budget)\n\n{leaderboard_markdown(board)}\n")
     return csv, md
+
+
+# This module defines the zoo's URL runs (`hedgekit.zoo.URLSpec`). Each entry looks its function up when called,
+# so that what replaces one of them here (a test's stand-in method or data) is what the store uses.
+register_url_benchmark(URLBenchmark(
+    check_method=lambda method: check_methods([method]), budget=lambda name: _budget(name),
+    run_config=lambda budget, method: _config(budget, method),
+    build=lambda method, seed, budget: build_model(method, seed, n_classes=len(_train_data()[2]),
+                                                   **budget.hparams(method)),
+    root=lambda: cache_root(), train=lambda spec, progress, device: train_run(spec, progress, device)))
 
 
 MAX_SEEDS = 1000  # seeds per method: 3 in the paper's protocol; 1000 x 11 methods would train for days
