@@ -531,14 +531,16 @@ def _url_benchmark() -> URLBenchmark:
 class URLSpec:
     """One run of the URL benchmark (Kirchhof et al. 2023 at kit scale, `hedgekit.papers.url.benchmark`, which
     defines them: `URLBenchmark`): the upstream ``method`` trained with ``seed`` in ``budget`` (a budget name:
-    ``paper``, ``converged``, or a learning-rate sweep of one, ``converged-lr0.5x``). Name:
-    ``url-<method>-<budget>-s<seed>``, e.g. ``url-nivmf-converged-s2`` (`spec_from_name` reads it back).
+    ``paper``, ``converged``, or a learning-rate sweep of one, ``converged-lr0.5x``; or a budget object that
+    `URLBenchmark.budget` accepts, for an ad-hoc budget no name resolves to). Name:
+    ``url-<method>-<budget>-s<seed>``, e.g. ``url-nivmf-converged-s2`` (`spec_from_name` reads it back; an
+    ad-hoc budget's runs are named by its name, and read back as the registered budget of that name).
 
     What the run is, beyond its name, is `run_config`: the budget's settings for the method and the hash of the
     code the run executes; `is_stale` compares it with what the run recorded."""
 
     method: str
-    budget: str = "paper"
+    budget: object = "paper"
     seed: int = 0
 
     kind: ClassVar[str] = URL_KIND
@@ -549,15 +551,18 @@ class URLSpec:
         if not isinstance(self.method, str) or "-" in self.method:
             raise InputError(f"URLSpec.method must be a method name; got {self.method!r}")
         bench.check_method(self.method)
-        if not isinstance(self.budget, str):
-            raise InputError(f"URLSpec.budget must be a budget name; got {self.budget!r}")
-        bench.budget(self.budget)
+        bench.budget(self.budget)  # InputError naming the budgets
         check_seed(self.seed, "URLSpec.seed")
+
+    @property
+    def budget_name(self) -> str:
+        """The budget's name: the folder of its runs (`cache_checkpoint_path`) and part of `name`."""
+        return self.budget if isinstance(self.budget, str) else self.run_budget().name
 
     @property
     def name(self) -> str:
         """The canonical name, e.g. ``url-ce-converged-s0``."""
-        return f"{URL_KIND}-{self.method}-{self.budget}-s{self.seed}"
+        return f"{URL_KIND}-{self.method}-{self.budget_name}-s{self.seed}"
 
     def run_budget(self):
         """The budget this run trains and is evaluated in (`URLBenchmark.budget`)."""
@@ -863,7 +868,7 @@ def cache_checkpoint_path(spec: ModelSpec | URLSpec, source: Source | None) -> P
     ``<cache>/url/<budget>/<method>-s<seed>.json`` (`URLBenchmark.root`), its weights beside it (``.pt``).
     ``source`` is not used: the data's code is in the run's code key (`URLSpec.run_config`)."""
     if isinstance(spec, URLSpec):
-        return _url_benchmark().root() / spec.budget / f"{spec.method}-s{spec.seed}.json"
+        return _url_benchmark().root() / spec.budget_name / f"{spec.method}-s{spec.seed}.json"
     other = "" if source is None or source.real else f".{source.dataset}-{source.fingerprint}"
     return cache_path("checkpoints", f"{spec.name}{other}.pt")
 

@@ -225,13 +225,15 @@ def cache_root() -> Path:
 
 
 def run_spec(method: str, seed: int, budget) -> URLSpec:
-    """The zoo's name of a run (`hedgekit.zoo.URLSpec`). A `Budget` given as an object must be the one its name
-    resolves to (a key of `BUDGETS` or a sweep of one), since the name is all the store keeps."""
+    """The zoo's spec of a run (`hedgekit.zoo.URLSpec`), by the budget's name when that names this very budget (a
+    key of `BUDGETS` or a sweep of one), else holding the ad-hoc `Budget` itself (its runs share the folder of its
+    name, and a run of the other budget there is stale for it, and the other way round)."""
     b = _budget(budget)
-    if _budget(b.name) != b:
-        raise InputError(f"budget {b.name!r} differs from the registered budget of that name; register it in BUDGETS "
-                         "under its own name")
-    return URLSpec(method, b.name, check_seed(seed, "seed"))
+    try:
+        named = _budget(b.name) == b
+    except InputError:  # a name no budget has
+        named = False
+    return URLSpec(method, b.name if named else b, check_seed(seed, "seed"))
 
 
 def run_path(method: str, seed: int, budget) -> Path:

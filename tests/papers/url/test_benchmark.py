@@ -415,3 +415,16 @@ def test_url_run_interrupted_while_writing_its_weights_keeps_the_old_run(tiny, m
     assert record.with_suffix(".pt").read_bytes() == before
     assert [p.name for p in record.parent.iterdir() if p.name.endswith(".tmp")] == []
     assert benchmark.run_one("standin", 1, "fast")["source"] == "cache"  # the old pair still matches
+
+
+def test_an_ad_hoc_budget_trains_under_its_name_and_the_registered_one_finds_its_run_stale(tiny):
+    own = benchmark.Budget("fast", UpstreamConfig(steps=2, classes_per_batch=4, per_class=2, log_every=1), 4)
+    spec = benchmark.run_spec("standin", 0, own)
+    assert spec.budget == own and spec.name == "url-standin-fast-s0"  # the object: no registered budget is it
+    assert benchmark.run_spec("standin", 0, TINY).budget == "fast"  # the registered one: by its name
+    rec = benchmark.run_one("standin", 0, own)
+    assert rec["source"] == "trained now" and rec["config"]["train"]["steps"] == 2 and len(tiny) == 1
+    assert benchmark.run_one("standin", 0, own)["source"] == "cache" and len(tiny) == 1
+    assert benchmark.cached_runs("fast").empty  # stale for the registered fast budget
+    assert benchmark.run_one("standin", 0, "fast")["source"] == "trained now" and len(tiny) == 2
+    assert benchmark.run_one("standin", 0, own)["source"] == "trained now" and len(tiny) == 3
