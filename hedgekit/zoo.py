@@ -20,7 +20,10 @@ warning that says why, `hedgekit.data.provenance.matches`). The shipped checkpoi
 data was recorded, carry it in a sidecar ``<name>.json`` (`write_provenance`), so their bytes are unchanged.
 
 Each method belongs to a training *family* (`FAMILIES`): pairs (`hedgekit.training.fit`), episodes
-(`hedgekit.training.episodic`) or triplets (`hedgekit.training.triplets`). Adding a method is one file in
+(`hedgekit.training.episodic`) or triplets (`hedgekit.training.triplets`). The runs of the URL benchmark
+(Kirchhof et al. 2023, `hedgekit.papers.url.benchmark`) are models of the store too: a `URLSpec` names one
+(``url-ce-converged-s0``), found by `find_checkpoint`, judged by `is_stale` and loaded or trained by
+`load_or_train` like every other model, in their own format (`URL_FORMAT`). Adding a method is one file in
 `hedgekit.methods`, one preset entry per preset in `PRESETS`, one family entry and a spec type (`SPEC_TYPES`) here.
 """
 from __future__ import annotations
@@ -39,13 +42,13 @@ import time
 import warnings
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import ClassVar, Mapping
+from typing import Callable, ClassVar, Mapping
 
 import numpy as np
 import torch
 
-from hedgekit.checks import (MAX_STEPS, check_count, check_margin, check_number, check_seed, check_writable,
-                             resolve_device, write_bytes_atomic)
+from hedgekit.checks import (MAX_STEPS, atomic_write, check_count, check_margin, check_number, check_seed,
+                             check_writable, resolve_device, write_bytes_atomic)
 from hedgekit.data import load_ndigit, make_lshapes, random_occlusion
 from hedgekit.data.ndigit import per_class_subset
 from hedgekit.data.provenance import Source, matches
@@ -489,6 +492,93 @@ class TripletSpec(ModelSpec):
                              log_every=max(1, min(50, r["steps"] // 20)))
 
 
+URL_KIND = "url"  # the kind of `URLSpec`: not in `KINDS`, which are the `EmbeddingNet` models of `Spec`'s fields
+
+
+@dataclass(frozen=True)
+class URLBenchmark:
+    """What defines a URL run, passed in by the paper that has them: `hedgekit.papers.url.benchmark` registers
+    one when it is imported (`register_url_benchmark`), since the store imports no paper (tests/test_imports.py).
+
+    ``check_method(method)``: InputError for an unknown method; ``budget(name)``: the `Budget` of that name
+    (InputError for an unknown one); ``run_config(budget, method)``: what a run's record must hold to be current
+    (`is_stale`); ``build(method, seed, budget)``: the untrained, seeded model; ``root()``: the folder of the
+    runs; ``train(spec, progress, device)``: (model on the CPU, record), the URL family's trainer."""
+
+    check_method: Callable[[str], object]
+    budget: Callable[[str], object]
+    run_config: Callable[[object, str], dict]
+    build: Callable[[str, int, object], torch.nn.Module]
+    root: Callable[[], Path]
+    train: Callable[..., tuple]
+
+
+_URL_BENCHMARK: list[URLBenchmark] = []  # the registered one (at most one)
+
+
+def register_url_benchmark(benchmark: URLBenchmark) -> None:
+    """Make ``benchmark`` the definition of URL runs (`URLSpec`), replacing any earlier one."""
+    _URL_BENCHMARK[:] = [benchmark]
+
+
+def _url_benchmark() -> URLBenchmark:
+    if not _URL_BENCHMARK:
+        raise InputError("URL runs are defined by hedgekit.papers.url.benchmark: import it before naming one")
+    return _URL_BENCHMARK[0]
+
+
+@dataclass(frozen=True)
+class URLSpec:
+    """One run of the URL benchmark (Kirchhof et al. 2023 at kit scale, `hedgekit.papers.url.benchmark`, which
+    defines them: `URLBenchmark`): the upstream ``method`` trained with ``seed`` in ``budget`` (a budget name:
+    ``paper``, ``converged``, or a learning-rate sweep of one, ``converged-lr0.5x``; or a budget object that
+    `URLBenchmark.budget` accepts, for an ad-hoc budget no name resolves to). Name:
+    ``url-<method>-<budget>-s<seed>``, e.g. ``url-nivmf-converged-s2`` (`spec_from_name` reads it back; an
+    ad-hoc budget's runs are named by its name, and read back as the registered budget of that name).
+
+    What the run is, beyond its name, is `run_config`: the budget's settings for the method and the hash of the
+    code the run executes; `is_stale` compares it with what the run recorded."""
+
+    method: str
+    budget: object = "paper"
+    seed: int = 0
+
+    kind: ClassVar[str] = URL_KIND
+    family: ClassVar[str] = URL_KIND
+
+    def __post_init__(self) -> None:
+        bench = _url_benchmark()
+        if not isinstance(self.method, str) or "-" in self.method:
+            raise InputError(f"URLSpec.method must be a method name; got {self.method!r}")
+        bench.check_method(self.method)
+        bench.budget(self.budget)  # InputError naming the budgets
+        check_seed(self.seed, "URLSpec.seed")
+
+    @property
+    def budget_name(self) -> str:
+        """The budget's name: the folder of its runs (`cache_checkpoint_path`) and part of `name`."""
+        return self.budget if isinstance(self.budget, str) else self.run_budget().name
+
+    @property
+    def name(self) -> str:
+        """The canonical name, e.g. ``url-ce-converged-s0``."""
+        return f"{URL_KIND}-{self.method}-{self.budget_name}-s{self.seed}"
+
+    def run_budget(self):
+        """The budget this run trains and is evaluated in (`URLBenchmark.budget`)."""
+        return _url_benchmark().budget(self.budget)
+
+    def run_config(self) -> dict:
+        """What the run's record must hold to be current (`is_stale`, `URLBenchmark.run_config`): the training
+        config for the method, evaluation images per class, embedding dimension, the method's hyper-parameters and
+        the code key."""
+        return _url_benchmark().run_config(self.run_budget(), self.method)
+
+    def build(self) -> torch.nn.Module:
+        """The untrained, seeded model (`URLBenchmark.build`)."""
+        return _url_benchmark().build(self.method, self.seed, self.run_budget())
+
+
 SPEC_TYPES: dict[str, type[ModelSpec]] = {"point": PointSpec, "hib": HIBSpec, "pn": PNSpec, "spe": SPESpec,
                                           "triplet": TripletSpec, "het": TripletSpec}
 DATA_N_DIGITS = {"lshapes": 2, "fashion": 1}  # n_digits of the data sets that are not N-digit MNIST (lshapes: unused)
@@ -509,8 +599,11 @@ def Spec(kind: str = "hib", **fields) -> ModelSpec:  # noqa: N802 (named like th
     the kind (InputError saying why; ``components=1`` is accepted everywhere, as every other kind has one) and fills
     what depends on other fields, so that one model has one spec and one name: ``n_digits`` of L-shapes and
     Fashion-MNIST (`DATA_N_DIGITS`), SPE's samples per query (`DEFAULT_SAMPLES` of the data set), HIB's K
-    (None when it equals the preset's). The type then checks every field.
+    (None when it equals the preset's). The type then checks every field. ``Spec(kind="url", method=..., budget=...,
+    seed=...)`` is a `URLSpec` (a run of the URL benchmark).
     """
+    if kind == URL_KIND:
+        return URLSpec(**fields)
     if kind not in KINDS:
         raise InputError(f"kind must be one of {KINDS}; got {kind!r}")
     cls = SPEC_TYPES[kind]
@@ -569,9 +662,11 @@ def build_config(head: str, dim: int, n_digits: int = 2, components: int = 1,
                 width=28 * n_digits, init_var=init_var)
 
 
-def spec_from_name(name: str) -> ModelSpec:
-    """Inverse of `Spec.name`; `InputError` for anything that is not a canonical model name."""
+def spec_from_name(name: str) -> ModelSpec | URLSpec:
+    """Inverse of `Spec.name` (and of `URLSpec.name`); `InputError` for anything that is not a canonical name."""
     parts = str(name).split("-")
+    if parts[0] == URL_KIND:
+        return _url_spec_from_name(str(name), parts)
     try:
         kw: dict = {"kind": parts[0]}
         if parts[1] in ("lshapes", "fashion"):
@@ -618,6 +713,16 @@ def spec_from_name(name: str) -> ModelSpec:
     spec = Spec(**kw)  # its own checks name a bad field (unknown preset, sampler, ...)
     if spec.name != name:
         raise InputError(f"{name!r} is not a canonical model name (did you mean {spec.name!r}?)")
+    return spec
+
+
+def _url_spec_from_name(name: str, parts: list[str]) -> URLSpec:
+    """``url-<method>-<budget>-s<seed>`` (the budget may hold dashes: ``converged-lr0.5x``) as a `URLSpec`."""
+    if len(parts) < 4 or not parts[-1][:1] == "s" or not parts[-1][1:].isdigit():
+        raise InputError(f"{name!r} is not a URL run name like 'url-ce-converged-s0'")
+    spec = URLSpec(parts[1], "-".join(parts[2:-1]), int(parts[-1][1:]))
+    if spec.name != name:
+        raise InputError(f"{name!r} is not a canonical URL run name (did you mean {spec.name!r}?)")
     return spec
 
 
@@ -722,7 +827,14 @@ def find_checkpoint(spec: ModelSpec) -> Path | None:
     A checkpoint trained with another recipe than the one the preset now names (`is_stale`) is passed
     over, so a changed preset retrains instead of reusing old weights; so is one trained on other data than
     the current (`data_source`, `hedgekit.data.provenance.matches`), with a warning that says why.
+
+    A URL run (`URLSpec`; none ship) is found in the cache when its record parses, is not stale and names the
+    SHA-256 of the weights beside it (`url_record`); an incomplete pair (an interrupted write) is not found.
     """
+    if isinstance(spec, URLSpec):
+        p = cache_checkpoint_path(spec, None)
+        rec = url_record(p)
+        return p if rec is not None and not is_stale(p, spec) and _url_weights_match(p, rec) else None
     current = data_source(spec)
     for p in (SHIPPED_DIR / f"{spec.name}.pt", cache_checkpoint_path(spec, current)):
         if p.is_file() and not is_stale(p, spec):
@@ -747,9 +859,16 @@ def data_source(spec: ModelSpec) -> Source | None:
         return None
 
 
-def cache_checkpoint_path(spec: ModelSpec, source: Source | None) -> Path:
+def cache_checkpoint_path(spec: ModelSpec | URLSpec, source: Source | None) -> Path:
     """``<cache>/checkpoints/<name>.pt``; for data other than the real MNIST / Fashion-MNIST the name gains its
-    fingerprint (``<name>.mnist-<fingerprint>.pt``), so models of different data never overwrite each other."""
+    fingerprint (``<name>.mnist-<fingerprint>.pt``), so models of different data never overwrite each other.
+
+    A URL run (`URLSpec`) lives where the benchmark has always kept its runs, so that every run cached before the
+    benchmark joined the store is found where it is, in its format (`URL_FORMAT`): its record
+    ``<cache>/url/<budget>/<method>-s<seed>.json`` (`URLBenchmark.root`), its weights beside it (``.pt``).
+    ``source`` is not used: the data's code is in the run's code key (`URLSpec.run_config`)."""
+    if isinstance(spec, URLSpec):
+        return _url_benchmark().root() / spec.budget_name / f"{spec.method}-s{spec.seed}.json"
     other = "" if source is None or source.real else f".{source.dataset}-{source.fingerprint}"
     return cache_path("checkpoints", f"{spec.name}{other}.pt")
 
@@ -782,15 +901,30 @@ def _sidecar_data(path: Path) -> dict:
 _LEGACY_LOSS = {"vib": "soft", "contrastive": "hard"}
 
 
-def is_stale(path: str | Path, spec: ModelSpec) -> bool:
-    """True if the checkpoint at ``path`` records a training config other than ``spec.train_config()``.
+def is_stale(path: str | Path, spec: ModelSpec | URLSpec) -> bool:
+    """True if the checkpoint at ``path`` was trained otherwise than ``spec`` now says: the one staleness rule of
+    the store. What is compared depends on the kind:
 
-    Fields the checkpoint does not record (added to the config later) count as their defaults; ``precision``
-    is not compared, nor is the device (``meta["device"]``, outside the config): they say how the model was
-    trained, not what it is (`train_spec`).
-    An unreadable file is not stale: loading it raises the `CheckpointError` that says what is wrong.
-    The recorded config is read once per file version (the app asks on every rerun).
+    * point, hib, pn, spe, triplet, het (`ModelSpec`): the recorded ``train_config`` against
+      ``spec.train_config()``, the preset's recipe. Fields the checkpoint does not record (added to the config
+      later) count as their defaults. The code is not compared: these checkpoints ship with the package and are
+      retrained only when their recipe changes (their metrics are re-measured by `refresh_metrics`, and
+      tests/test_shipped.py checks them against the current code).
+    * url (`URLSpec`): the record's ``config`` against `URLSpec.run_config`: the budget's training config for
+      the method, evaluation images per class, embedding dimension, the method's hyper-parameters and the code
+      key, a hash of the code the run executes (`hedgekit.papers.url.benchmark._config`). The code counts here
+      because the runs are a leaderboard: its methods are ranked against each other, so a run measured with
+      other code than today's (a fixed loss, a changed metric) must not be ranked beside the rest. The record's
+      other fields (metrics, seconds, history) are what the run measured, not what it is.
+
+    For every kind ``precision`` and the device (``meta["device"]``, the record's ``device``) are not compared:
+    they say how the model was trained, not what it is (`train_spec`). An unreadable file is not stale: loading
+    it raises the `CheckpointError` that says what is wrong (a URL run that does not parse is not found,
+    `find_checkpoint`). The recorded config is read once per file version (the app asks on every rerun).
     """
+    if isinstance(spec, URLSpec):
+        rec = url_record(path)
+        return rec is not None and rec.get("config") != spec.run_config()
     st = Path(path).stat()
     stored = _recorded(str(path), st.st_mtime_ns, st.st_size).get("train_config")
     if not isinstance(stored, dict):
@@ -834,6 +968,80 @@ def check_matches(spec: ModelSpec, model: EmbeddingNet, meta: Mapping, path: str
         said = ", ".join([f"{k}={got!r} (expected {want!r})" for k, (got, want) in diff.items()] + shapes[:3])
         raise CheckpointError(f"{where}network of the checkpoint does not match {spec.name!r} (D={spec.dim}, "
                               f"C={spec.components}): {said}; delete it to retrain")
+
+
+# ------------------------------------------------------------------ URL runs
+# A URL run is two files (`cache_checkpoint_path`): its record ``<method>-s<seed>.json`` (the metrics, config,
+# seconds, device and loss history the benchmark reports, and ``weights_sha256``) and its weights beside it,
+# ``.pt`` (``{"state_dict", "meta"}``). The record names its weights' SHA-256, so the two are one unit: a pair of
+# which one file was rewritten or lost (an interrupt between the two writes) is not a run. Every URL run cached
+# since the benchmark's runs held their weights is in this format; it is read where it is, nothing is migrated.
+URL_FORMAT = "hedgekit-url-run: <method>-s<seed>.json record with weights_sha256 + .pt weights"
+
+
+def url_record(path: str | Path) -> dict | None:
+    """The record (JSON) of the URL run at ``path`` if it parses as an object, else None. Reads only."""
+    try:
+        rec = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+    return rec if isinstance(rec, dict) else None
+
+
+def _url_weights_match(path: Path, rec: Mapping) -> bool:
+    """Whether the weights beside the record ``path`` are the ones the record ``rec`` was written with."""
+    weights = Path(path).with_suffix(".pt")
+    try:
+        st = weights.stat()
+    except OSError:
+        return False
+    return rec.get("weights_sha256") == _file_sha256(str(weights), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _file_sha256(path: str, mtime_ns: int, size: int) -> str:
+    """SHA-256 of a file's bytes, read once per file version (its modification time and size are in the key)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def save_url_run(path: str | Path, model: torch.nn.Module, rec: dict) -> None:
+    """Write a URL run (`URL_FORMAT`): its weights (``.pt``, with the record's method, seed, budget and config),
+    then its record (``path``) holding the weights file's SHA-256 (added to ``rec``), each atomically
+    (`hedgekit.checks.atomic_write`). Interrupted between the two, the new weights do not match the old record
+    and `find_checkpoint` does not find the run, so the next call retrains."""
+    path = Path(path)
+    weights = path.with_suffix(".pt")
+    with atomic_write(weights) as tmp:
+        torch.save({"state_dict": model.state_dict(),
+                    "meta": {k: rec[k] for k in ("method", "seed", "budget", "config")}}, tmp)
+    st = weights.stat()
+    rec["weights_sha256"] = _file_sha256(str(weights), st.st_mtime_ns, st.st_size)
+    with atomic_write(path) as tmp:
+        tmp.write_text(json.dumps(rec, indent=1, allow_nan=True))
+
+
+def load_url_run(path: str | Path, spec: URLSpec) -> tuple[torch.nn.Module, dict]:
+    """The model and record of the URL run at ``path`` (a record, `cache_checkpoint_path`), on the CPU, in eval
+    mode. CheckpointError when there is no readable record, or its weights are not the ones it names (an
+    interrupted run, a replaced file) or do not load into ``spec``'s network."""
+    path = Path(path)
+    rec = url_record(path)
+    if rec is None:
+        raise CheckpointError(f"no readable URL run record at {path}")
+    weights = path.with_suffix(".pt")
+    model = spec.build()
+    try:
+        if not _url_weights_match(path, rec):
+            raise CheckpointError("they are not the weights its metrics were measured on (an interrupted run, "
+                                  "or the file was replaced)")
+        model.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True)["state_dict"])
+    except Exception as exc:  # truncated, corrupt, another run's or another model's weights
+        raise CheckpointError(f"the weights {weights} do not load ({type(exc).__name__}: {exc})") from exc
+    return model.eval(), rec
 
 
 # ------------------------------------------------------------------ load or train
@@ -1054,8 +1262,11 @@ def load_or_train(spec: ModelSpec, progress: bool = True, device: str = "cpu", r
 
     Returns (model, meta); ``meta["source"]`` says "shipped", "cache" or "trained now" and ``meta["path"]``
     where the checkpoint is ("" if not saved). Prototype models carry their head in ``meta["head"]``
-    (`prototype_head`).
+    (`prototype_head`). For a URL run (`URLSpec`; ``callback`` and ``precision`` do not apply) ``meta`` is the
+    run's record (`url_record`) and the model an `hedgekit.training.upstream.UpstreamModel`.
     """
+    if isinstance(spec, URLSpec):
+        return _load_or_train_url(spec, progress, device, retrain, save)
     device = resolve_device(device)
     path = None if retrain else find_checkpoint(spec)
     if path is not None:
@@ -1069,6 +1280,25 @@ def load_or_train(spec: ModelSpec, progress: bool = True, device: str = "cpu", r
     model, meta = train_spec(spec, progress=progress, device=device, callback=callback, precision=precision)
     out = save_checkpoint(out, model, meta) if save else None
     return model.to(device), dict(meta, source="trained now", path=str(out or ""))
+
+
+def _load_or_train_url(spec: URLSpec, progress: bool, device: str, retrain: bool,
+                       save: bool) -> tuple[torch.nn.Module, dict]:
+    """`load_or_train` for a URL run: its cached pair if `find_checkpoint` finds it, else trained by
+    `URLBenchmark.train` and saved by `save_url_run`."""
+    dev = resolve_device(device)
+    path = None if retrain else find_checkpoint(spec)
+    if path is not None:
+        model, rec = load_url_run(path, spec)
+        return model.to(dev), dict(rec, source="cache", path=str(path))
+    save = save and distributed.context().is_main
+    out = cache_checkpoint_path(spec, None)
+    if save:  # a read-only or full cache is refused before the training, not after
+        check_writable(out, need=2**20)  # a URL run's weights and record: ~0.3 MB
+    model, rec = _url_benchmark().train(spec, progress=progress, device=device)
+    if save:
+        save_url_run(out, model, rec)
+    return model.to(dev), dict(rec, source="trained now", path=str(out) if save else "")
 
 
 def _checkpoint_bytes(spec: ModelSpec) -> int:

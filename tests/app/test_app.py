@@ -374,6 +374,7 @@ def url_cache(monkeypatch, tmp_path):
     """The URL benchmark's run cache in tmp_path (empty); ``fake(method, seed, down_rauroc)`` writes a cached fast
     run the loader accepts: untrained weights seeded with ``seed`` and made-up metrics."""
     from hedgekit.papers.url import benchmark
+    from hedgekit.zoo import save_url_run
 
     monkeypatch.setattr(benchmark, "cache_root", lambda: tmp_path / "url")
 
@@ -382,7 +383,7 @@ def url_cache(monkeypatch, tmp_path):
         path = benchmark.run_path(method, seed, b)
         rec = {"method": method, "seed": seed, "budget": "fast", "config": benchmark._config(b, method),
                **{m: 0.5 for m in benchmark.METRICS}, "down_rauroc": down_rauroc}
-        benchmark._save_run(path, benchmark.build_model(method, seed), rec)  # weights + record with their hash
+        save_url_run(path, benchmark.build_model(method, seed), rec)  # weights + record with their hash
 
     return fake
 

@@ -6,18 +6,19 @@ CUB / CARS / SOP. Here (see `hedgekit.papers.url.protocol` for the data and metr
 * one backbone for all methods, `LeNetBody` on 28x56 two-digit images (120 features), with the method's
   head (`hedgekit.methods.upstream.build_method`, embedding dimension 16) on top, trained jointly;
 * one budget for all methods (`BUDGETS`): the same steps, batch, learning rate and schedule;
-* every (method, seed, budget) run is cached as JSON (metrics, seconds, config) with its weights beside it
-  under ``cache_path("url", budget)``, the JSON holding the weights file's SHA-256 so that the two are one unit
-  (a pair that does not match, e.g. after an interrupt between the two writes, is retrained); a cached run
+* every (method, seed, budget) run is a model of the one model store, `hedgekit.zoo`: a `hedgekit.zoo.URLSpec`
+  names it (``url-ce-converged-s0``), `hedgekit.zoo.load_or_train` trains it (`train_run`) or loads it, and the
+  zoo keeps it (`hedgekit.zoo.URL_FORMAT`: the JSON record of metrics, seconds and config with the weights beside
+  it, under ``cache_path("url", budget)``, the record holding the weights file's SHA-256 so that the two are one
+  unit: a pair that does not match, e.g. after an interrupt between the two writes, is retrained); a cached run
   whose config differs from the budget, or whose code hash differs (the method's module, the hedgekit modules it
-  imports and the trainer / evaluation code: `_config`), is retrained, so `run_benchmark` resumes where it
-  stopped and a second call trains nothing;
+  imports and the trainer / evaluation code: `_config`), is stale (`hedgekit.zoo.is_stale`) and retrained, so
+  `run_benchmark` resumes where it stopped and a second call trains nothing;
 * `leaderboard`: mean ± std (sample std, ddof = 1) over seeds per method; `write_leaderboard` writes it as
   CSV and Markdown under the git-ignored data cache.
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import time
@@ -28,17 +29,20 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from hedgekit.checks import MAX_THREADS, atomic_write, check_count, count_arg, device_arg, resolve_device
+from hedgekit.checks import MAX_THREADS, atomic_write, check_count, check_seed, count_arg, device_arg, resolve_device
 from hedgekit.hardware import device_description
 from hedgekit.errors import CheckpointError, InputError
 from hedgekit.papers.url import protocol
 from hedgekit.papers.url.numbers import DISPLAY
 from hedgekit.training.upstream import UpstreamConfig, UpstreamModel, fit_upstream, predict
+from hedgekit.zoo import (URLBenchmark, URLSpec, cache_checkpoint_path, find_checkpoint, is_stale, load_or_train,
+                          load_url_run, register_url_benchmark, url_record)
 
 __all__ = ["Setting", "Budget", "BUDGETS", "TRAINED_AT", "TRAINED", "NOT_TRAINED", "run_status", "method_status",
            "trained_runs", "ranked", "seed_rank_stability", "augmentation", "settings_table", "LR_SWEEP",
            "sweep_budgets", "sweep_runs", "METRICS", "method_registry", "check_methods", "eval_sets", "build_model",
-           "cache_root", "run_path", "RUN_MODULES", "module_closure", "run_one", "load_run_model", "run_benchmark",
+           "cache_root", "run_spec", "run_path", "RUN_MODULES", "module_closure", "run_one", "train_run",
+           "load_run_model", "run_benchmark",
            "cached_runs", "uncertainty_extremes", "leaderboard", "leaderboard_markdown", "write_leaderboard",
            "add_subcommand", "LABELS", "label"]
 
@@ -162,13 +166,22 @@ def check_methods(methods) -> list[str]:
 
 
 def _budget(budget) -> Budget:
+    """The `Budget` named ``budget`` (a key of `BUDGETS`, or ``<key>-lr<factor>x``: a sweep budget of
+    `sweep_budgets`), or ``budget`` itself if it is one."""
     if isinstance(budget, Budget):
         return budget
-    sweep = {b.name: b for b in sweep_budgets()} if isinstance(budget, str) and "-lr" in budget else {}
-    if budget in sweep:
-        return sweep[budget]
+    base, _, factor = budget.rpartition("-lr") if isinstance(budget, str) else ("", "", "")
+    if base in BUDGETS and factor.endswith("x"):
+        try:
+            f = float(factor[:-1])
+        except ValueError:
+            f = math.nan
+        sweep = sweep_budgets(base, (f,)) if math.isfinite(f) and f > 0 else []
+        if sweep and sweep[0].name == budget:
+            return sweep[0]
     if budget not in BUDGETS:
-        raise InputError(f"budget must be one of {', '.join(BUDGETS)}; got {budget!r}")
+        raise InputError(f"budget must be one of {', '.join(BUDGETS)}, or a learning-rate sweep of one named as "
+                         f"`sweep_budgets` names it (e.g. converged-lr0.5x); got {budget!r}")
     return BUDGETS[budget]
 
 
@@ -211,9 +224,22 @@ def cache_root() -> Path:
     return data_dir() / "url"
 
 
+def run_spec(method: str, seed: int, budget) -> URLSpec:
+    """The zoo's spec of a run (`hedgekit.zoo.URLSpec`), by the budget's name when that names this very budget (a
+    key of `BUDGETS` or a sweep of one), else holding the ad-hoc `Budget` itself (its runs share the folder of its
+    name, and a run of the other budget there is stale for it, and the other way round)."""
+    b = _budget(budget)
+    try:
+        named = _budget(b.name) == b
+    except InputError:  # a name no budget has
+        named = False
+    return URLSpec(method, b.name if named else b, check_seed(seed, "seed"))
+
+
 def run_path(method: str, seed: int, budget) -> Path:
-    """Where the run's JSON lives (its weights: the same path with ``.pt``)."""
-    path = cache_root() / _budget(budget).name / f"{method}-s{seed}.json"
+    """Where the run's JSON record lives (`hedgekit.zoo.cache_checkpoint_path`; its weights: the same path with
+    ``.pt``); the folder is created."""
+    path = cache_checkpoint_path(run_spec(method, seed, budget), None)
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -321,6 +347,7 @@ def _config(budget: Budget, method: str) -> dict:
     run (the budget, ``EMBED_DIM``) is in the config explicitly, and its leaderboard and app helpers do not change
     results. Comments and docstrings count as edits too (the text is hashed, not the compiled code).
     Records written before this key existed (``method_source``: the method's file only) no longer match: stale.
+    This is what `hedgekit.zoo.is_stale` compares for a URL run (`hedgekit.zoo.URLSpec.run_config`).
     """
     import hashlib
 
@@ -334,45 +361,6 @@ def _config(budget: Budget, method: str) -> dict:
     if not getattr(cls, "supervised", True):
         out["two_view_shift"] = TWO_VIEW_SHIFT
     return {**out, "hparams": hparams} if hparams else out
-
-
-def _read(path: Path, budget: Budget, method: str) -> dict | None:
-    """The record of a complete, up-to-date run, else None (retrain): its JSON must parse, its config match
-    (`_config`) and its ``weights_sha256`` be the SHA-256 of the weights file beside it (`_file_sha256`), so weights
-    and metrics are one unit: a pair of which one file was rewritten or lost (an interrupted run) is not a run."""
-    rec = _record(path, budget, method)
-    return rec if rec is not None and _weights_match(path, rec) else None
-
-
-def _record(path: Path, budget: Budget, method: str) -> dict | None:
-    """The JSON record at ``path`` if it parses and its config is up to date (`_config`), else None."""
-    try:
-        rec = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return rec if isinstance(rec, dict) and rec.get("config") == _config(budget, method) else None
-
-
-def _weights_match(path: Path, rec: dict) -> bool:
-    """Whether the weights file beside the record ``path`` is the one the record ``rec`` was written with."""
-    weights = path.with_suffix(".pt")
-    try:
-        st = weights.stat()
-    except OSError:
-        return False
-    return rec.get("weights_sha256") == _file_sha256(str(weights), st.st_mtime_ns, st.st_size)
-
-
-@lru_cache(maxsize=256)
-def _file_sha256(path: str, mtime_ns: int, size: int) -> str:
-    """SHA-256 of a file's bytes, read once per file version (its modification time and size are in the key)."""
-    import hashlib
-
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 TWO_VIEW_SHIFT = 2  # pixels: the second augmentation of the unsupervised heads' views (kit-scale random crop)
@@ -395,20 +383,29 @@ def augmentation(method: str, cfg: UpstreamConfig):
 
 def run_one(method: str, seed: int, budget="fast", retrain: bool = False, progress: bool = False,
             device: str = "cpu") -> dict:
-    """Train ``method`` upstream with ``seed`` on ``device`` and evaluate it (`protocol.evaluate`), or read the
-    cached result (a run trained on another device serves all the same, as a checkpoint does).
+    """Train ``method`` upstream with ``seed`` on ``device`` and evaluate it (`train_run`), or read the cached
+    result (a run trained on another device serves all the same, as a checkpoint does): the run is the zoo's
+    model `run_spec`, found by `hedgekit.zoo.find_checkpoint` or trained and saved by `hedgekit.zoo.load_or_train`.
 
     Returns the record: ``method, seed, budget, config, source ("cache" / "trained now")``, every metric of
     `protocol.evaluate`, ``train_seconds`` (wall), ``cpu_seconds`` (process CPU time of training and
-    evaluation, all threads), ``eval_seconds``, ``device`` (`hedgekit.hardware.device_description`) and the loss
-    history.
+    evaluation, all threads), ``eval_seconds``, ``device`` (`hedgekit.hardware.device_description`), the loss
+    history and ``weights_sha256``.
     """
-    b = _budget(budget)
-    path = run_path(method, seed, b)
-    if not retrain and path.is_file():
-        rec = _read(path, b, method)
-        if rec is not None:
-            return {**rec, "source": "cache"}
+    spec = run_spec(method, seed, budget)
+    path = None if retrain else find_checkpoint(spec)
+    if path is not None:  # the record is all a cached run needs: its weights are not loaded
+        return {**url_record(path), "source": "cache"}
+    _, rec = load_or_train(spec, progress=progress, device=device, retrain=True)
+    return {k: v for k, v in rec.items() if k != "path"}
+
+
+def train_run(spec: URLSpec, progress: bool = False, device: str = "cpu") -> tuple[UpstreamModel, dict]:
+    """Train the run ``spec`` names (`build_model`, `fit_upstream` with the budget's config for the method and its
+    `augmentation`) on ``device`` and evaluate it by the zero-shot protocol (`protocol.evaluate` on `eval_sets`):
+    the URL family's trainer of `hedgekit.zoo.load_or_train`. Returns (model on the CPU, record without
+    ``source``; `run_one` lists its fields)."""
+    method, seed, b = spec.method, spec.seed, spec.run_budget()
     dev = resolve_device(device)
     x, y, classes = _train_data()
     cpu0, t0 = time.process_time(), time.perf_counter()
@@ -424,46 +421,26 @@ def run_one(method: str, seed: int, budget="fast", retrain: bool = False, progre
            "train_seconds": train_seconds, "eval_seconds": time.perf_counter() - t1,
            "cpu_seconds": time.process_time() - cpu0, "threads": torch.get_num_threads(),
            "device": device_description(dev), "history": [{"step": r["step"], "loss": r["loss"]} for r in hist.rows]}
-    _save_run(path, model.cpu(), rec)
-    return {**rec, "source": "trained now"}
-
-
-def _save_run(path: Path, model: UpstreamModel, rec: dict) -> None:
-    """Write a run's weights (``.pt``), then its record (``.json``) holding the weights file's SHA-256, each
-    atomically (`atomic_write`). Only the pair is a run (`_read`): interrupted between the two, the new weights
-    do not match the old record, and the next call retrains."""
-    weights = path.with_suffix(".pt")
-    with atomic_write(weights) as tmp:
-        torch.save({"state_dict": model.state_dict(),
-                    "meta": {k: rec[k] for k in ("method", "seed", "budget", "config")}}, tmp)
-    st = weights.stat()
-    rec["weights_sha256"] = _file_sha256(str(weights), st.st_mtime_ns, st.st_size)
-    with atomic_write(path) as tmp:
-        tmp.write_text(json.dumps(rec, indent=1, allow_nan=True))
+    return model.cpu(), rec
 
 
 def load_run_model(method: str, seed: int, budget="fast") -> UpstreamModel:
-    """The trained model of a cached run (InputError with the command that trains it if there is none,
-    CheckpointError with the one that retrains it if its weights do not load)."""
+    """The trained model of a cached run (InputError with the command that trains it if there is none or it is
+    stale, CheckpointError with the one that retrains it if its weights do not load: `hedgekit.zoo.load_url_run`)."""
     b = _budget(budget)
-    record = run_path(method, seed, b)
-    path = record.with_suffix(".pt")
-    rec = _record(record, b, method)
-    if not path.is_file() or rec is None:
+    spec = run_spec(method, seed, b)
+    record = cache_checkpoint_path(spec, None)
+    rec = url_record(record)
+    if not record.with_suffix(".pt").is_file() or rec is None or is_stale(record, spec):
         raise InputError(f"no {b.name} run of {method} with seed {seed} yet; train it with "
                          f"`python -m hedgekit url-benchmark --methods {method} --seeds {seed + 1}"
                          f"{'' if b.name == 'paper' else ' --budget ' + b.name}`")
-    model = build_model(method, seed, n_classes=len(_train_data()[2]), **b.hparams(method))
     try:
-        if not _weights_match(record, rec):
-            raise CheckpointError("they are not the weights its metrics were measured on (an interrupted run, "
-                                  "or the file was replaced)")
-        model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True)["state_dict"])
-    except Exception as exc:  # truncated, corrupt, another run's or another model's weights
-        raise CheckpointError(f"the weights {path} do not load ({type(exc).__name__}: {exc}); retrain with "
-                              f"`python -m hedgekit url-benchmark --methods {method} --seeds {seed + 1} --retrain"
-                              f"{'' if b.name == 'paper' else ' --budget ' + b.name}`") from exc
-    return model.eval()
+        model, _ = load_url_run(record, spec)
+    except CheckpointError as exc:
+        raise CheckpointError(f"{exc}; retrain with `python -m hedgekit url-benchmark --methods {method} --seeds "
+                              f"{seed + 1} --retrain{'' if b.name == 'paper' else ' --budget ' + b.name}`") from exc
+    return model
 
 
 def run_benchmark(methods, seeds=3, budget="fast", retrain: bool = False, progress: bool = True,
@@ -491,8 +468,9 @@ def run_benchmark(methods, seeds=3, budget="fast", retrain: bool = False, progre
 
 
 def cached_runs(budget="fast"):
-    """Every complete, up-to-date cached run of ``budget`` (nothing is trained): a DataFrame like `run_benchmark`'s,
-    one row per run sorted by method and seed, empty when there are none. Runs of unknown methods are skipped."""
+    """Every complete, up-to-date cached run of ``budget`` (nothing is trained; what `hedgekit.zoo.find_checkpoint`
+    finds): a DataFrame like `run_benchmark`'s, one row per run sorted by method and seed, empty when there are
+    none. Runs of unknown methods are skipped."""
     import pandas as pd
 
     b = _budget(budget)
@@ -501,9 +479,10 @@ def cached_runs(budget="fast"):
     rows = []
     for path in sorted(folder.glob("*-s*.json")) if folder.is_dir() else []:
         method, _, seed = path.stem.rpartition("-s")
-        if method not in known or not seed.isdigit() or not path.with_suffix(".pt").is_file():
+        if method not in known or not seed.isdigit():
             continue
-        rec = _read(path, b, method)
+        found = find_checkpoint(run_spec(method, int(seed), b))
+        rec = url_record(found) if found is not None else None
         if rec is not None:
             rows.append({k: v for k, v in rec.items() if k not in ("config", "history")} | {"source": "cache"})
     return pd.DataFrame(rows)
@@ -543,7 +522,7 @@ def sweep_budgets(base="converged", factors=LR_SWEEP) -> list[Budget]:
         if not f > 0:
             raise InputError(f"learning-rate factors must be > 0; got {f!r}")
         settings = {m: replace(b.settings.get(m, Setting()), lr=b.train_config(m).lr * f,
-                               why=f"{base} x {f:g} learning rate (sweep)") for m in method_registry()}
+                               why=f"{b.name} x {f:g} learning rate (sweep)") for m in method_registry()}
         out.append(replace(b, name=f"{b.name}-lr{f:g}x", settings=settings))
     return out
 
@@ -701,6 +680,16 @@ def write_leaderboard(board, budget="fast", folder: str | os.PathLike | None = N
     with atomic_write(md) as tmp:
         tmp.write_text(f"# URL benchmark at kit scale ({name} budget)\n\n{leaderboard_markdown(board)}\n")
     return csv, md
+
+
+# This module defines the zoo's URL runs (`hedgekit.zoo.URLSpec`). Each entry looks its function up when called,
+# so that what replaces one of them here (a test's stand-in method or data) is what the store uses.
+register_url_benchmark(URLBenchmark(
+    check_method=lambda method: check_methods([method]), budget=lambda name: _budget(name),
+    run_config=lambda budget, method: _config(budget, method),
+    build=lambda method, seed, budget: build_model(method, seed, n_classes=len(_train_data()[2]),
+                                                   **budget.hparams(method)),
+    root=lambda: cache_root(), train=lambda spec, progress, device: train_run(spec, progress, device)))
 
 
 MAX_SEEDS = 1000  # seeds per method: 3 in the paper's protocol; 1000 x 11 methods would train for days

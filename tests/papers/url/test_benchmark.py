@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from hedgekit import cli
+from hedgekit import cli, zoo
 from hedgekit.papers.url import benchmark
 from hedgekit.training.upstream import UpstreamConfig
 
@@ -366,14 +366,14 @@ def test_url_run_interrupted_between_weights_and_metrics_is_retrained(tiny, monk
     record = benchmark.run_path("standin", 0, "fast")
     weights = record.with_suffix(".pt")
     old_record, old_weights = record.read_text(), weights.read_bytes()
-    real_write = benchmark.atomic_write
+    real_write = zoo.atomic_write  # the zoo writes URL runs (`hedgekit.zoo.save_url_run`)
 
     def metrics_interrupted(path):
         if str(path).endswith(".json"):
             raise KeyboardInterrupt  # after the new weights, before the metrics
         return real_write(path)
 
-    monkeypatch.setattr(benchmark, "atomic_write", metrics_interrupted)
+    monkeypatch.setattr(zoo, "atomic_write", metrics_interrupted)
     real_build = benchmark.build_model  # other initial weights, so that the retrained weights differ
     monkeypatch.setattr(benchmark, "build_model", lambda method, seed, n_classes=70: real_build(method, seed + 7,
                                                                                                  n_classes))
@@ -381,7 +381,7 @@ def test_url_run_interrupted_between_weights_and_metrics_is_retrained(tiny, monk
         benchmark.run_one("standin", 0, "fast", retrain=True)
     assert record.read_text() == old_record and weights.read_bytes() != old_weights  # new weights, old metrics
     assert [p.name for p in record.parent.iterdir() if p.name.endswith(".tmp")] == []
-    monkeypatch.setattr(benchmark, "atomic_write", real_write)
+    monkeypatch.setattr(zoo, "atomic_write", real_write)
     assert benchmark.cached_runs("fast").empty  # the mismatched pair is not a run
     with pytest.raises(benchmark.CheckpointError, match="not the weights its metrics were measured on"):
         benchmark.load_run_model("standin", 0, "fast")
@@ -415,3 +415,16 @@ def test_url_run_interrupted_while_writing_its_weights_keeps_the_old_run(tiny, m
     assert record.with_suffix(".pt").read_bytes() == before
     assert [p.name for p in record.parent.iterdir() if p.name.endswith(".tmp")] == []
     assert benchmark.run_one("standin", 1, "fast")["source"] == "cache"  # the old pair still matches
+
+
+def test_an_ad_hoc_budget_trains_under_its_name_and_the_registered_one_finds_its_run_stale(tiny):
+    own = benchmark.Budget("fast", UpstreamConfig(steps=2, classes_per_batch=4, per_class=2, log_every=1), 4)
+    spec = benchmark.run_spec("standin", 0, own)
+    assert spec.budget == own and spec.name == "url-standin-fast-s0"  # the object: no registered budget is it
+    assert benchmark.run_spec("standin", 0, TINY).budget == "fast"  # the registered one: by its name
+    rec = benchmark.run_one("standin", 0, own)
+    assert rec["source"] == "trained now" and rec["config"]["train"]["steps"] == 2 and len(tiny) == 1
+    assert benchmark.run_one("standin", 0, own)["source"] == "cache" and len(tiny) == 1
+    assert benchmark.cached_runs("fast").empty  # stale for the registered fast budget
+    assert benchmark.run_one("standin", 0, "fast")["source"] == "trained now" and len(tiny) == 2
+    assert benchmark.run_one("standin", 0, own)["source"] == "trained now" and len(tiny) == 3
