@@ -42,6 +42,7 @@ from hedgekit.nets.heads import VAR_FLOOR
 
 DIGIT = 28  # pixels per side of one digit cell
 MATMUL_N = {"cuda": 8192}  # matrix side of the ceiling's products per device type; 512 elsewhere
+WARMUP_STEPS = 5  # steps of `compare`'s untimed first repeat (at most ``steps``)
 
 
 def synchronize(device: torch.device) -> None:
@@ -287,7 +288,7 @@ def compare(kind: str, k: int, images: Tensor, labels: Tensor, steps: int = 30, 
             classes_per_batch: int = 32, per_class: int = 8, precision: str = "float32",
             device: str | torch.device = "cpu") -> Throughput:
     """hedgekit's `fit`, `plain_step` and `matmul_gflops` on the same network, batch and ``device``, interleaved
-    ``repeats`` times (a warm-up of both loops comes first). ``precision`` is `fit`'s
+    ``repeats`` times after an untimed warm-up of both loops (`WARMUP_STEPS` steps each). ``precision`` is `fit`'s
     (`hedgekit.training.fit.TrainConfig.precision`); the plain loop and the ceiling stay float32.
 
     ``images``: uint8 (N, 28, 28N) training digits; ``labels`` (N,), on the CPU: `fit` gets them as
@@ -304,13 +305,14 @@ def compare(kind: str, k: int, images: Tensor, labels: Tensor, steps: int = 30, 
     batch = classes_per_batch * per_class
     n_digits = images.shape[-1] // DIGIT
     on_device = images.to(dev), labels.to(dev)  # the plain loop's data, moved once
-    cfg = TrainConfig(steps=steps, classes_per_batch=classes_per_batch, per_class=per_class, k=k,
-                      log_every=10**9, precision=precision)
     ours, plain, rates = [], [], []
     for r in range(repeats + 1):  # repeat 0 is the warm-up
+        n = steps if r else min(steps, WARMUP_STEPS)
+        cfg = TrainConfig(steps=n, classes_per_batch=classes_per_batch, per_class=per_class, k=k, log_every=10**9,
+                          precision=precision)
         model = build_model(kind, n_digits, 2)
         hist = fit(model, images, labels, cfg, seed=r, device=dev, progress=False, augment=random_occlusion(0.2))
-        s_plain = plain_step(build_model(kind, n_digits, 2).train(), *on_device, batch, k, steps, seed=r)
+        s_plain = plain_step(build_model(kind, n_digits, 2).train(), *on_device, batch, k, n, seed=r)
         if r:
             ours.append(batch * steps / hist.seconds)
             plain.append(batch / s_plain)

@@ -293,3 +293,20 @@ def test_bench_prints_rates_and_ratios(capsys, monkeypatch, tiny_ndigit, device)
         assert vs_plain == pytest.approx(ours / plain, rel=0.02, abs=0.01)
         assert vs_ceiling == pytest.approx(ours / ceiling, rel=0.02, abs=0.01)
         assert plain_vs_ceiling == pytest.approx(plain / ceiling, rel=0.02, abs=0.01)
+
+
+def test_compare_warms_up_briefly_then_times_every_repeat_in_full(monkeypatch):
+    """The untimed first repeat runs min(steps, WARMUP_STEPS) steps of both loops; each timed repeat runs ``steps``,
+    and the rates count only the timed repeats."""
+    from hedgekit.training import fit as fit_module
+
+    fit_steps, plain_steps, real_fit, real_plain = [], [], fit_module.fit, bench.plain_step
+    monkeypatch.setattr(fit_module, "fit", lambda model, x, y, cfg, **kw: fit_steps.append(cfg.steps) or
+                        real_fit(model, x, y, cfg, **kw))
+    monkeypatch.setattr(bench, "plain_step", lambda *args, **kw: plain_steps.append(args[5]) or real_plain(*args, **kw))
+    images, labels = _digits()
+    r = bench.compare("point", 1, images, labels, steps=7, repeats=2, classes_per_batch=2, per_class=3)
+    assert fit_steps == plain_steps == [bench.WARMUP_STEPS, 7, 7] and len(r.hedgekit_all) == 2
+    fit_steps.clear(), plain_steps.clear()
+    bench.compare("point", 1, images, labels, steps=2, repeats=1, classes_per_batch=2, per_class=3)
+    assert fit_steps == plain_steps == [2, 2]
