@@ -229,8 +229,9 @@ def cmd_bench(a) -> int:
         for precision in precisions:
             rows = layer_times(build_model("point", 2, 2), repeats=a.repeats, precision=precision, device=dev)
             total = sum(r["seconds"] for r in rows)
-            print(f"layers of the point model alone on the {dev.type}, {precision}, forward + backward of 256 images (medians of "
-                  f"{a.repeats}): sum {total * 1000:.1f} ms = {256 / total:.0f} images/s at most from these layers")
+            print(f"layers of the point model alone on the {dev.type}, {precision}, forward + backward of 256 images "
+                  f"(medians of {a.repeats}): sum {total * 1000:.1f} ms = {256 / total:.0f} images/s at most from "
+                  "these layers")
             for r in rows:
                 print(f"  {r['name']:<32} {r['seconds'] * 1000:7.2f} ms  {r['seconds'] / total:4.0%}  "
                       f"{r['flops'] / 256 / 1e6:5.2f} MFLOP/image  {r['gflops']:6.1f} GFLOP/s")

@@ -105,8 +105,8 @@ say "gpu tests: passed: $(grep -E '^[0-9]+ passed' "$RESULTS/pytest.log" | tail 
 
 # ---------------------------------------------------------------- 2. bench --device cuda
 run "bench" 150 "$RESULTS/bench.txt" "$PY" -m hedgekit bench --device cuda
-ratios=$(sed -nE 's/^train ([a-z]+) +\((K=[0-9]+), batch 256, all pairs, ([a-z0-9]+)\).*hedgekit\/plain ([0-9.]+),.*/\1 \2 \3 \4/p' \
-    "$RESULTS/bench.txt" | paste -sd';' - | sed 's/;/; /g')
+line='^train ([a-z]+) +\((K=[0-9]+), batch 256, all pairs, ([a-z0-9]+)\).*hedgekit/plain ([0-9.]+),.*'
+ratios=$(sed -nE "s#$line#\\1 \\2 \\3 \\4#p" "$RESULTS/bench.txt" | paste -sd';' - | sed 's/;/; /g')
 [[ $(grep -c 'hedgekit/plain' "$RESULTS/bench.txt") -ge 3 ]] || fail "bench: FAILED, fewer than 3 training lines"
 say "bench: passed: hedgekit/plain $ratios (target >= 0.9; rates and ceilings in $RESULTS/bench.txt)"
 
