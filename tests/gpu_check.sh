@@ -108,7 +108,7 @@ mapfile -t gpu_tests < <(grep -rl --include='test_*.py' 'pytest\.mark\.gpu' test
 run "gpu tests" 150 "$RESULTS/pytest.log" "$PY" -m pytest -q -m gpu -p no:cacheprovider -rs "${gpu_tests[@]}"
 grep -q " skipped" "$RESULTS/pytest.log" && fail "gpu tests: FAILED, some were skipped on a GPU machine \
 (see $RESULTS/pytest.log)"
-say "gpu tests: passed: $(grep -E '^[0-9]+ passed' "$RESULTS/pytest.log" | tail -1)"
+say "gpu tests: passed: $(tail -n 1 "$RESULTS/pytest.log")"
 
 # ---------------------------------------------------------------- 2. bench --device cuda
 run "bench" 150 "$RESULTS/bench.txt" "$PY" -m hedgekit bench --device cuda
