@@ -176,7 +176,8 @@ def cmd_table1(a) -> int:
 
 
 def cmd_bench(a) -> int:
-    from hedgekit.bench import compare, train_flops_per_image
+    from hedgekit.bench import MATMUL_N, compare, train_flops_per_image
+    from hedgekit.checks import resolve_device
     from hedgekit.hardware import cpu_summary, native_bfloat16
     from hedgekit.data import load_ndigit
     from hedgekit.nets import build_model
@@ -185,24 +186,31 @@ def cmd_bench(a) -> int:
     from hedgekit.zoo import Spec
 
     torch.set_num_threads(a.threads)
+    dev = resolve_device(a.device)
     test = load_ndigit(2, "test_seen")
     x, y = test.tensors()
-    print(f"hedgekit bench — torch {torch.__version__}, {torch.get_num_threads()} thread(s), N=2 (28x56 images)")
+    print(f"hedgekit bench — torch {torch.__version__}, {torch.get_num_threads()} thread(s), N=2 (28x56 images), "
+          f"device {dev}")
     print(cpu_summary())
+    if dev.type == "cuda":
+        print(f"GPU {torch.cuda.get_device_name(dev)}; CUDA {torch.version.cuda}; the ceiling's matmuls are "
+              f"{MATMUL_N['cuda']}x{MATMUL_N['cuda']} in IEEE float32 with TF32 off; the loops keep PyTorch's "
+              f"defaults (cuDNN TF32 convolutions {'on' if torch.backends.cudnn.allow_tf32 else 'off'})")
     print(f"LeNet training FLOPs per image: point {train_flops_per_image(build_model('point', 2, 2)) / 1e6:.2f} M, "
           f"MoG-1 {train_flops_per_image(build_model('hib', 2, 2)) / 1e6:.2f} M; medians of {a.repeats} interleaved "
-          f"runs of {a.steps} steps; plain = the same network and loss in a minimal torch loop; ceiling = the "
-          "machine's float32 matmul GFLOP/s (measured between the runs) / FLOPs per image")
+          f"runs of {a.steps} steps; plain = the same network and loss in a minimal torch loop (data, batch indices "
+          f"and occlusion on the {dev.type}); ceiling = the {dev.type}'s float32 matmul GFLOP/s (measured between "
+          "the runs) / FLOPs per image")
     images = torch.from_numpy(test.images)
     paper = {kind: Spec(kind=kind, preset="paper").train_config() for kind in ("point", "hib")}
     precisions = PRECISIONS if a.precision == "both" else (a.precision,)
-    if a.precision == "both" and not native_bfloat16("cpu"):
+    if a.precision == "both" and not native_bfloat16(dev):
         precisions = ("float32",)  # emulated bfloat16 runs ~7x slower: timing it would take most of the run
-        print("bfloat16 not timed: this CPU emulates it (ask for it with --precision bfloat16)")
+        print(f"bfloat16 not timed: this {dev.type} emulates it (ask for it with --precision bfloat16)")
     for kind, k in (("point", 1), ("hib", paper["hib"].k), ("hib", 8)):  # the preset's K, then the paper's K = 8
         rates = {}
         for precision in precisions:
-            r = compare(kind, k, images, y, steps=a.steps, repeats=a.repeats, precision=precision)
+            r = compare(kind, k, images, y, steps=a.steps, repeats=a.repeats, precision=precision, device=dev)
             rates[precision] = r.hedgekit
             ms = 256 / r.hedgekit * 1000
             line = (f"train {kind:<5} (K={k}, batch 256, all pairs, {precision}): {ms:7.1f} ms/step  "
@@ -219,10 +227,11 @@ def cmd_bench(a) -> int:
         from hedgekit.bench import layer_times
 
         for precision in precisions:
-            rows = layer_times(build_model("point", 2, 2), repeats=a.repeats, precision=precision)
+            rows = layer_times(build_model("point", 2, 2), repeats=a.repeats, precision=precision, device=dev)
             total = sum(r["seconds"] for r in rows)
-            print(f"layers of the point model alone, {precision}, forward + backward of 256 images (medians of "
-                  f"{a.repeats}): sum {total * 1000:.1f} ms = {256 / total:.0f} images/s at most from these layers")
+            print(f"layers of the point model alone on the {dev.type}, {precision}, forward + backward of 256 images "
+                  f"(medians of {a.repeats}): sum {total * 1000:.1f} ms = {256 / total:.0f} images/s at most from "
+                  "these layers")
             for r in rows:
                 print(f"  {r['name']:<32} {r['seconds'] * 1000:7.2f} ms  {r['seconds'] / total:4.0%}  "
                       f"{r['flops'] / 256 / 1e6:5.2f} MFLOP/image  {r['gflops']:6.1f} GFLOP/s")
@@ -234,7 +243,8 @@ def cmd_bench(a) -> int:
     self_mismatch(emb, model.match)
     t_eta = time.perf_counter() - t0
     n = len(x)
-    print(f"inference: embeddings {n / t_embed:9.0f} /s; eta {n / t_eta:9.0f} /s; both {n / (t_embed + t_eta):9.0f} /s")
+    print(f"inference{' (on the CPU)' if dev.type != 'cpu' else ''}: embeddings {n / t_embed:9.0f} /s; "
+          f"eta {n / t_eta:9.0f} /s; both {n / (t_embed + t_eta):9.0f} /s")
     if a.app:
         from hedgekit.interactive.latency import benchmark_update
         from hedgekit.zoo import Spec
@@ -280,6 +290,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--preset", choices=("fast", "paper"), default="paper")
     b.add_argument("--precision", choices=PRECISIONS + ("both",), default="both",
                    help="training precision of hedgekit's step (TrainConfig.precision); the plain loop is float32")
+    b.add_argument("--device", type=device_arg, default="cpu",
+                   help="where both loops and the matmul ceiling run: cpu (default), cuda, cuda:N or auto (the best "
+                        "available); inference and --app stay on the CPU")
     b.set_defaults(fn=cmd_bench)
     from hedgekit.repro.reproduce import add_subcommand
 

@@ -1,5 +1,7 @@
-"""Shared test setup: one torch thread (the CI machine has 2 shared cores), and the app's fast-preset models
-(trained once, then loaded from data/checkpoints; about 45 s per model on first use)."""
+"""Shared test setup: one torch thread (the CI machine has 2 shared cores), the app's fast-preset models
+(trained once, then loaded from data/checkpoints; about 45 s per model on first use), and tests marked ``gpu``
+skipped, with the reason, where ``torch.cuda.is_available()`` is False (`pytest_collection_modifyitems`;
+tests/gpu_check.sh runs them on a GPU machine)."""
 import pytest
 import torch
 
@@ -10,6 +12,18 @@ from hedgekit.data import NDigitSet, load_ndigit, occlude, sample_digit_boxes
 from hedgekit.data.ndigit import spelled_number
 
 HIB, MOG2, POINT = pg.DEFAULT_MODEL, "MoG-2, D=2", pg.POINT_MODEL
+NO_CUDA = "needs a CUDA GPU: torch.cuda.is_available() is False here (tests/gpu_check.sh runs the gpu tests on one)"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test marked ``gpu`` (on itself, its class or its module) is skipped with `NO_CUDA` when CUDA is not
+    available; with CUDA every test runs. Asked at collection time, so a monkeypatched check in a test changes
+    nothing here."""
+    if torch.cuda.is_available():
+        return
+    for item in items:
+        if item.get_closest_marker("gpu") is not None:
+            item.add_marker(pytest.mark.skip(reason=NO_CUDA))
 
 
 @pytest.fixture(scope="session", autouse=True)

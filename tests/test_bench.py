@@ -28,9 +28,41 @@ def test_training_flops_are_three_forward_passes_minus_the_image_gradient(n_digi
     assert bench.train_flops_per_image(build_model("point", n_digits, 2), batch=4) == flops
 
 
-def test_matmul_rate_is_positive_and_finite():
-    rate = bench.matmul_gflops(n=64, seconds=0.01)
+@pytest.mark.parametrize("device", ["cpu", torch.device("cpu"), "auto"])
+def test_matmul_rate_is_positive_and_finite(device):
+    if device == "auto" and torch.cuda.is_available():
+        pytest.skip("auto picks the GPU here: test_bench_prints_rates_and_ratios[cuda] covers it")
+    rate = bench.matmul_gflops(n=64, seconds=0.01, device=device)
     assert np.isfinite(rate) and rate > 0
+
+
+def test_matmul_ceiling_refuses_bad_devices_and_sizes():
+    with pytest.raises(InputError, match="is not a device"):
+        bench.matmul_gflops(device="banana")
+    with pytest.raises(InputError, match="need n >= 1"):
+        bench.matmul_gflops(n=-4)
+    if not torch.cuda.is_available():
+        with pytest.raises(InputError, match="CUDA is not available"):
+            bench.matmul_gflops(device="cuda")
+
+
+def test_the_ceiling_computes_in_ieee_float32_and_restores_the_setting():
+    """Inside `ieee_float32` CUDA matmuls may not use TF32, whatever the user set; the user's setting is back after
+    the block, also after an error."""
+    matmul = torch.backends.cuda.matmul
+    name, ieee, other = ("fp32_precision", "ieee", "tf32") if hasattr(matmul, "fp32_precision") else \
+        ("allow_tf32", False, True)
+    before = getattr(matmul, name)
+    try:
+        setattr(matmul, name, other)
+        with bench.ieee_float32():
+            assert getattr(matmul, name) == ieee
+        assert getattr(matmul, name) == other
+        with pytest.raises(ZeroDivisionError), bench.ieee_float32():
+            1 / 0
+        assert getattr(matmul, name) == other
+    finally:
+        setattr(matmul, name, before)
 
 
 def _digits(n_classes=4, per_class=6):
@@ -39,12 +71,12 @@ def _digits(n_classes=4, per_class=6):
         torch.arange(n_classes).repeat_interleave(per_class)
 
 
-@pytest.mark.parametrize("kind, k", [("point", 1), ("hib", 3)])
-def test_plain_step_trains_the_same_network(kind, k):
+@pytest.mark.parametrize("kind, k, p_occlude", [("point", 1, 0.2), ("hib", 3, 1.0), ("hib", 3, 0.0)])
+def test_plain_step_trains_the_same_network(kind, k, p_occlude):
     images, labels = _digits()
     model = build_model(kind, 2, 2)
     before = [p.detach().clone() for p in model.parameters()]
-    seconds = bench.plain_step(model, images.unsqueeze(1).float() / 255, labels, batch=8, k=k, steps=2)
+    seconds = bench.plain_step(model, images, labels, batch=8, k=k, steps=2, p_occlude=p_occlude)
     assert seconds > 0
     body_changed = [not torch.equal(b, p) for b, p in zip(before, model.parameters())]
     assert all(body_changed[:4])  # both convolutions were updated
@@ -53,7 +85,89 @@ def test_plain_step_trains_the_same_network(kind, k):
 def test_plain_step_refuses_mixtures():
     images, labels = _digits()
     with pytest.raises(InputError, match="point and MoG-1"):
-        bench.plain_step(build_model("hib", 2, 2, components=2), images.unsqueeze(1).float(), labels, 8, 2, 1)
+        bench.plain_step(build_model("hib", 2, 2, components=2), images, labels, 8, 2, 1)
+
+
+@pytest.mark.parametrize("images, labels, said", [
+    (_digits()[0].float() / 255, _digits()[1], "uint8 images"),  # floats: the loop converts uint8 itself
+    (_digits()[0].unsqueeze(1), _digits()[1], "uint8 images"),  # (N, 1, H, W)
+    (_digits()[0][:, :, :50], _digits()[1], "uint8 images"),  # not whole digit cells
+    (_digits()[0][:0], _digits()[1][:0], "uint8 images"),  # empty
+    (_digits()[0].numpy(), _digits()[1], "uint8 images"),
+    (_digits()[0], _digits()[1][:-1], "labels must be an integer tensor"),
+    (_digits()[0], _digits()[1].float(), "labels must be an integer tensor"),
+    (_digits()[0], _digits()[1].tolist(), "labels must be an integer tensor"),
+])
+def test_plain_step_refuses_data_it_cannot_train_on(images, labels, said):
+    with pytest.raises(InputError, match=said):
+        bench.plain_step(build_model("point", 2, 2), images, labels, 8, 1, 1)
+
+
+def _brute_force_mask(boxes, height, width):
+    """Pixel by pixel: covered iff some box (top, left, h, w) has top <= r < top + h and left <= c < left + w."""
+    mask = torch.zeros(len(boxes), height, width, dtype=torch.bool)
+    for b, image_boxes in enumerate(boxes.tolist()):
+        for r in range(height):
+            for c in range(width):
+                mask[b, r, c] = any(t <= r < t + h and lft <= c < lft + w for t, lft, h, w in image_boxes)
+    return mask
+
+
+def test_box_mask_is_the_brute_force_mask_of_its_boxes():
+    """Drawn boxes (empty, full-cell and partial ones, p = 0.7) and hand-made edge cases: the whole image, boxes
+    touching every border, overlapping boxes, a 1-pixel box, zero height with nonzero width."""
+    gen = torch.Generator().manual_seed(3)
+    drawn = bench.occlusion_boxes(40, 2, 0.7, gen)
+    hand = torch.tensor([[[0, 0, 28, 28], [0, 28, 28, 28]], [[27, 55, 1, 1], [0, 0, 0, 5]],
+                         [[3, 4, 10, 20], [5, 10, 10, 30]], [[0, 27, 28, 2], [14, 0, 14, 56]]])
+    for boxes in (drawn, hand):
+        assert torch.equal(bench.box_mask(boxes, 28, 56), _brute_force_mask(boxes, 28, 56))
+    assert bench.box_mask(hand, 28, 56)[0].all() and bench.box_mask(hand, 28, 56)[1].sum() == 1
+
+
+def test_occlusion_boxes_follow_hib_appendix_a():
+    """The plain loop's boxes have `sample_digit_boxes`'s distribution: each box inside its digit's cell, sides in
+    {0..28} (all 29 values drawn), p = 0 gives only the empty boxes (0, 28 j, 0, 0), and the share of digits that
+    lose pixels is p (28/29)^2 (within 4 standard errors)."""
+    n, p = 20000, 0.3
+    boxes = bench.occlusion_boxes(n, 3, p, torch.Generator().manual_seed(0))
+    assert boxes.shape == (n, 3, 4) and boxes.dtype == torch.int64
+    top, left, h, w = boxes.unbind(-1)
+    cell = 28 * torch.arange(3)
+    assert (top >= 0).all() and (top + h <= 28).all() and (left >= cell).all() and (left + w <= cell + 28).all()
+    assert set(h[h > 0].tolist()) == set(range(1, 29)) and set(w[w > 0].tolist()) == set(range(1, 29))
+    share, expected = ((h > 0) & (w > 0)).float().mean().item(), p * (28 / 29) ** 2
+    assert abs(share - expected) < 4 * (expected * (1 - expected) / (3 * n)) ** 0.5
+    corner = top[(h == 5) & (w > 0)]  # given its height, the corner is uniform on 0..23
+    assert set(corner.tolist()) == set(range(24))
+    empty = bench.occlusion_boxes(5, 3, 0.0, torch.Generator().manual_seed(0))
+    assert torch.equal(empty, torch.stack([torch.zeros(5, 3), cell.expand(5, 3), torch.zeros(5, 3),
+                                           torch.zeros(5, 3)], -1).long())
+
+
+def test_plain_batch_blacks_out_exactly_its_boxes():
+    """Image i is the constant labels[i] + 1: the batch is that constant / 255 outside the brute-force mask of the
+    boxes it returns and 0 inside, so indices, labels, boxes and mask all belong together."""
+    labels = torch.arange(30) * 7 % 250
+    images = (labels + 1).to(torch.uint8)[:, None, None].expand(30, 28, 56).contiguous()
+    x, y, boxes = bench.plain_batch(images, labels, 64, 0.8, torch.Generator().manual_seed(1))
+    assert x.shape == (64, 1, 28, 56) and x.dtype == torch.float32
+    expected = torch.where(_brute_force_mask(boxes, 28, 56), 0.0, (y + 1).float()[:, None, None] / 255.0)
+    assert torch.equal(x[:, 0], expected)
+    assert _brute_force_mask(boxes, 28, 56).any()  # p = 0.8: some pixels were blacked out
+
+
+def test_plain_step_and_the_ceiling_synchronise_around_every_clock_read(monkeypatch):
+    """The loops' clocks are read after `synchronize` (a no-op on the CPU, `torch.cuda.synchronize` on CUDA):
+    plain_step before its first and after its last step, matmul_gflops after every product."""
+    calls = []
+    monkeypatch.setattr(bench, "synchronize", lambda dev: calls.append(dev))
+    images, labels = _digits()
+    bench.plain_step(build_model("point", 2, 2), images, labels, 8, 1, steps=3)
+    assert calls == [torch.device("cpu")] * 2
+    calls.clear()
+    bench.matmul_gflops(n=8, seconds=0.0)
+    assert calls == [torch.device("cpu")] * 4  # the warm-up, then 3 products (the minimum)
 
 
 def test_compare_reports_medians_and_ratios():
@@ -109,3 +223,90 @@ def test_compare_times_the_precision_it_is_given(monkeypatch):
                       precision="bfloat16")
     assert used == ["bfloat16", "bfloat16"]  # the warm-up and the timed repeat
     assert r.precision == "bfloat16" and r.hedgekit > 0
+
+
+def test_compare_runs_fit_on_the_device_it_is_given(monkeypatch):
+    """compare hands its device (resolved: "auto" is the best available) to `fit` and reports it."""
+    from hedgekit.checks import resolve_device
+    from hedgekit.training import fit as fit_module
+
+    used, real_fit = [], fit_module.fit
+    monkeypatch.setattr(fit_module, "fit", lambda model, x, y, cfg, **kw: used.append(kw["device"]) or
+                        real_fit(model, x, y, cfg, **kw))
+    images, labels = _digits()
+    r = bench.compare("point", 1, images, labels, steps=1, repeats=1, classes_per_batch=2, per_class=3, device="auto")
+    assert used == [resolve_device("auto")] * 2 and r.device == str(resolve_device("auto"))
+
+
+@pytest.mark.parametrize("argv", [["--device", "banana"], ["--device", "cuda:x"], ["--device", "tpu"]])
+def test_bench_refuses_unknown_devices_without_a_traceback(capsys, argv):
+    from hedgekit.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", *argv])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "argument --device" in err and "is not a device" in err and "Traceback" not in err
+
+
+def test_bench_on_cuda_without_cuda_says_so(capsys, monkeypatch):
+    from hedgekit.cli import main
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "--device", "cuda"])
+    assert exc.value.code == 2
+    assert "argument --device: device 'cuda': CUDA is not available on this machine" in capsys.readouterr().err
+
+
+_LINE = (r"train (point|hib  ) \(K=(\d), batch 256, all pairs, float32\): +([\d.]+) ms/step +(\d+) images/s \| "
+         r"plain +(\d+) /s, ceiling +(\d+) /s \(([\d.]+) GFLOP/s\) \| hedgekit/plain ([\d.]+), "
+         r"hedgekit/ceiling ([\d.]+), plain/ceiling ([\d.]+)")
+
+
+def _bench_lines(out: str) -> list[tuple]:
+    """The training lines of `bench`'s output, parsed: (kind, K, ms/step, hedgekit, plain, ceiling, GFLOP/s,
+    hedgekit/plain, hedgekit/ceiling, plain/ceiling)."""
+    import re
+
+    return [(m[1].strip(), int(m[2]), *map(float, m.groups()[2:])) for m in re.finditer(_LINE, out)]
+
+
+@pytest.mark.parametrize("device", [pytest.param("cpu", marks=pytest.mark.slow),
+                                    pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_bench_prints_rates_and_ratios(capsys, monkeypatch, tiny_ndigit, device):
+    """`bench --device D` prints, for point, HIB MoG-1 K = 4 (the paper preset's) and K = 8: hedgekit's rate, the
+    plain loop's and the ceiling, and ratios that are their quotients (of the printed, rounded rates); ms/step is
+    256 images over hedgekit's rate. Small synthetic data, 1 step, 1 repeat: the format and the arithmetic."""
+    import hedgekit.data
+    from hedgekit.cli import main
+
+    monkeypatch.setattr(hedgekit.data, "load_ndigit", lambda n, split: tiny_ndigit(n, split, 400))
+    assert main(["bench", "--device", device, "--steps", "1", "--repeats", "1", "--precision", "float32",
+                 "--threads", "1"]) == 0
+    out = capsys.readouterr().out
+    assert f"device {device}" in out and ("GPU " in out) == (device == "cuda")
+    rows = _bench_lines(out)
+    assert [(kind, k) for kind, k, *_ in rows] == [("point", 1), ("hib", 4), ("hib", 8)]
+    for _, _, ms, ours, plain, ceiling, gflops, vs_plain, vs_ceiling, plain_vs_ceiling in rows:
+        assert min(ours, plain, ceiling, gflops) > 0
+        assert ms == pytest.approx(256e3 / ours, rel=0.01, abs=0.1)
+        assert vs_plain == pytest.approx(ours / plain, rel=0.02, abs=0.01)
+        assert vs_ceiling == pytest.approx(ours / ceiling, rel=0.02, abs=0.01)
+        assert plain_vs_ceiling == pytest.approx(plain / ceiling, rel=0.02, abs=0.01)
+
+
+def test_compare_warms_up_briefly_then_times_every_repeat_in_full(monkeypatch):
+    """The untimed first repeat runs min(steps, WARMUP_STEPS) steps of both loops; each timed repeat runs ``steps``,
+    and the rates count only the timed repeats."""
+    from hedgekit.training import fit as fit_module
+
+    fit_steps, plain_steps, real_fit, real_plain = [], [], fit_module.fit, bench.plain_step
+    monkeypatch.setattr(fit_module, "fit", lambda model, x, y, cfg, **kw: fit_steps.append(cfg.steps) or
+                        real_fit(model, x, y, cfg, **kw))
+    monkeypatch.setattr(bench, "plain_step", lambda *args, **kw: plain_steps.append(args[5]) or real_plain(*args, **kw))
+    images, labels = _digits()
+    r = bench.compare("point", 1, images, labels, steps=7, repeats=2, classes_per_batch=2, per_class=3)
+    assert fit_steps == plain_steps == [bench.WARMUP_STEPS, 7, 7] and len(r.hedgekit_all) == 2
+    fit_steps.clear(), plain_steps.clear()
+    bench.compare("point", 1, images, labels, steps=2, repeats=1, classes_per_batch=2, per_class=3)
+    assert fit_steps == plain_steps == [2, 2]
