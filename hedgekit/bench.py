@@ -132,7 +132,9 @@ def occlusion_boxes(batch: int, n_digits: int, p_occlude: float, gen: torch.Gene
 
 def box_mask(boxes: Tensor, height: int, width: int) -> Tensor:
     """(B, height, width) bool mask of the pixels covered by any of the (B, n, 4) boxes, in one vectorised
-    expression on the boxes' device: pixel (r, c) is in box (t, l, h, w) iff t <= r < t + h and l <= c < l + w."""
+    expression on the boxes' device: pixel (r, c) is in box (t, l, h, w) iff t <= r < t + h and l <= c < l + w.
+    The plain loop's own line, as anyone would write it; the kit's tuned version is
+    `hedgekit.data.occlusion.box_mask`."""
     top, left, h, w = (v.unsqueeze(-1) for v in boxes.unbind(-1))  # each (B, n, 1)
     rows = torch.arange(height, device=boxes.device)
     cols = torch.arange(width, device=boxes.device)
