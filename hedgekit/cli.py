@@ -4,12 +4,13 @@
 * ``evaluate`` — print a HIB Table-1-style block: our numbers beside the paper's.
 * ``table1``   — HIB Tables 1, 2 and 4 from the metrics recorded in every trained paper checkpoint.
 * ``bench``    — training throughput (point; HIB with the preset's K and the paper's K = 8; in float32 and
-                 with a bfloat16 body, `hedgekit.training.fit.TrainConfig.precision`) and inference
+                 with a bfloat16 body, `hedgekit.training.fit.TrainConfig.precision`) beside a plain loop and the
+                 matmul ceiling, on ``--device`` cpu or cuda (`hedgekit.bench`), and inference
                  throughput (embeddings + eta per second); ``--app`` adds the
                  playground's per-update latency.
-* ``reproduce`` — run the reproduction notebooks into ``reports/`` with one summary
-                 (`hedgekit.repro.reproduce`).
-* ``url-benchmark`` — the URL benchmark at kit scale, cached and resumable (`hedgekit.papers.url.benchmark`).
+* ``reproduce`` — run the reproduction notebooks into ``reports/`` with one summary; ``--device cuda
+                 --train-missing`` trains their checkpoints on a GPU first (`hedgekit.repro.reproduce`).
+* ``url-benchmark`` — the URL benchmark at kit scale, cached and resumable, on ``--device`` (`hedgekit.papers.url.benchmark`).
 * ``students``  — the student versions of the notebooks, solutions removed (`hedgekit.repro.students`).
 * ``results``   — docs/results.md from the notebooks' recorded verdicts and tables (`hedgekit.repro.results`).
 * ``site``      — the notebooks with their committed outputs as a static HTML site (`hedgekit.repro.site`).
