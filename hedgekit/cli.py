@@ -10,7 +10,8 @@
                  playground's per-update latency.
 * ``reproduce`` — run the reproduction notebooks into ``reports/`` with one summary; ``--device cuda
                  --train-missing`` trains their checkpoints on a GPU first (`hedgekit.repro.reproduce`).
-* ``url-benchmark`` — the URL benchmark at kit scale, cached and resumable, on ``--device`` (`hedgekit.papers.url.benchmark`).
+* ``url-benchmark`` — the URL benchmark at kit scale, cached and resumable, on ``--device``
+                 (`hedgekit.papers.url.benchmark`).
 * ``students``  — the student versions of the notebooks, solutions removed (`hedgekit.repro.students`).
 * ``results``   — docs/results.md from the notebooks' recorded verdicts and tables (`hedgekit.repro.results`).
 * ``site``      — the notebooks with their committed outputs as a static HTML site (`hedgekit.repro.site`).
