@@ -100,10 +100,10 @@ def fit_upstream(model: UpstreamModel, x: Tensor, y: Tensor, cfg: UpstreamConfig
     """Train ``model`` on images ``x`` (N, 1, H, W) with class indices ``y`` (N,) in 0..C-1, on ``device``.
 
     ``augment(x_batch, rng) -> x_batch`` (e.g. `hedgekit.data.random_occlusion`) is applied afresh at every
-    step on the device (twice, one draw per view, for an unsupervised head; ``y`` is then never read), with
-    `hedgekit.training.fit.fit`'s contract (`hedgekit.training.batches`): `RandomOcclusion` gets the batch as
-    stored, any other function a float batch in [0, 1]. The model stays on ``device``. Returns the `History`
-    (loss every ``cfg.log_every`` steps, seconds).
+    step on the device (twice, one draw per view, for an unsupervised head; ``y`` is then never read) to the
+    batch as ``x`` stores it (uint8 0..255 or float); what it returns goes to the backbone as float32 in [0, 1]
+    (`hedgekit.training.batches.to_float`). The model stays on ``device``. Returns the `History` (loss every
+    ``cfg.log_every`` steps, seconds).
     """
     if x.ndim != 4 or len(x) != len(y):
         raise InputError(f"x must be (N, C, H, W) with one label per image; got {tuple(x.shape)} and {len(y)} labels")
@@ -122,11 +122,12 @@ def fit_upstream(model: UpstreamModel, x: Tensor, y: Tensor, cfg: UpstreamConfig
         if hook is not None and last:
             hook(*last.pop())  # step_loss(step) starts after step - 1's optimiser step
         idx = data.indices(next(sampler))  # one copy to the device for images and labels
-        if supervised:
-            xb, yb = data.batch(idx, augment, rng), y_dev[idx]
-        else:  # two independently augmented views of every image, no labels
-            xb, yb = torch.cat([to_float(data.batch(idx, augment, rng)), to_float(data.batch(idx, augment, rng))]), None
-        features = model.backbone(to_float(xb))
+        xb = data.batch(idx)
+        views = [xb] if augment is None else [augment(xb, rng)]
+        if not supervised:  # two independently augmented views of every image, no labels
+            views.append(xb if augment is None else augment(xb, rng))
+        yb = y_dev[idx] if supervised else None
+        features = model.backbone(torch.cat([to_float(v) for v in views]))
         out = model.head(features)
         loss = model.head.loss(out, yb)
         if hook is not None:

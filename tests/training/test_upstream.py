@@ -44,6 +44,30 @@ def test_on_step_runs_after_every_optimiser_step():
     torch.testing.assert_close(head.seen[-1][1], head.lin.weight.detach())
 
 
+def test_augment_gets_the_batch_as_stored_and_the_backbone_floats_in_unit_range():
+    """uint8 images reach ``augment`` as uint8 (notebook 09 converts them itself), its output reaches the
+    backbone as float32 in [0, 1]; float images stay float."""
+    y = torch.arange(3).repeat(10)
+    for x in ((torch.rand(30, 1, 2, 2) * 255).to(torch.uint8), torch.rand(30, 1, 2, 2)):
+        got, fed = [], []
+
+        def augment(xb, rng):
+            got.append(xb.dtype)
+            return xb
+
+        class Probe(nn.Flatten):
+            def forward(self, xb):
+                fed.append((xb.dtype, float(xb.min()), float(xb.max())))
+                return super().forward(xb)
+
+        fit_upstream(UpstreamModel(Probe(), Recorder()), x, y, UpstreamConfig(steps=2, classes_per_batch=3,
+                                                                             per_class=2), augment=augment,
+                     progress=False)
+        assert set(got) == {x.dtype}
+        assert all(dtype == torch.float32 and 0.0 <= lo and hi <= 1.0 for dtype, lo, hi in fed)
+        assert max(hi for _, _, hi in fed) > 0.5  # not divided by 255 twice
+
+
 def test_predict_concatenates_batches_in_eval_mode():
     model = UpstreamModel(nn.Sequential(nn.Flatten(), nn.Dropout(0.5)), Recorder())
     x = torch.rand(7, 1, 2, 2)

@@ -368,9 +368,9 @@ TWO_VIEW_SHIFT = 2  # pixels: the second augmentation of the unsupervised heads'
 
 def augmentation(method: str, cfg: UpstreamConfig):
     """The training augmentation ``fn(x, rng) -> x`` of ``method``: the per-digit occlusion of
-    ``cfg.occlusion_p`` (`RandomOcclusion`, applied to the stored uint8 batch on the device); for an unsupervised
-    head (two views, App. B.2) then a random shift of up to `TWO_VIEW_SHIFT` pixels on the float batch, so the two
-    views of an image differ in occlusion and position."""
+    ``cfg.occlusion_p`` (`RandomOcclusion`, on the stored uint8 batch on the device); for an unsupervised head
+    (two views, App. B.2) then a random shift of up to `TWO_VIEW_SHIFT` pixels, so the two views of an image
+    differ in occlusion and position. `fit_upstream` converts the result to float."""
     from hedgekit.data import random_occlusion
     from hedgekit.training.upstream import random_shift
 
