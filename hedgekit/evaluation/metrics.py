@@ -319,9 +319,9 @@ def topk_neighbours(
     Used for KNN identification (HIB Section 4.3, Appendix G) and R@1 (URL).
     The full (n_probe, n_gallery) score matrix is never held in memory; only
     ``chunk`` rows at a time. The winners stay on the scores' device until all
-    chunks are done (one finiteness check, one copy to the host), so on a GPU
-    the chunks run without waiting for each other; the result does not depend
-    on ``chunk``.
+    chunks are done (one finiteness check, one copy to the host), so a GPU does
+    not wait for the host after every chunk; the result does not depend on
+    ``chunk``.
 
     Args:
         score_fn: ``score_fn(probe_idx: LongTensor) -> Tensor (len(probe_idx),

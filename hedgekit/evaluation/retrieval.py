@@ -94,7 +94,7 @@ def block_rows(device, row_elements: int, cpu_rows: int) -> int:
       metrics were computed with, so CPU results stay bit-identical.
     * CUDA: as many probes as fit `CUDA_BLOCK_ELEMENTS` (256 MB of float32 in the largest intermediate,
       the (probes, gallery, component pairs, QMC points, D) array of `match_probability_matrix`). Each
-      call costs fixed kernel launches and a host synchronisation; with cache-sized blocks a 10k gallery
+      call has fixed costs (kernel launches, host synchronisations); with cache-sized blocks a 10k gallery
       takes ~1,700 calls per KNN and those costs, not the arithmetic, set the time. The memory is still
       checked by `hedgekit.checks.check_memory` where the block is scored.
     * Other devices (e.g. MPS, whose memory the CPU shares): the CPU's blocks.

@@ -340,7 +340,9 @@ GPU_MODEL = "hib-n2-d2-c1-beta0.0001-paper-s0"
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_table1_on_cuda_reproduces_the_recorded_metrics_within_5_s():
     """Issue 37: a shipped paper HIB model's Table 1 on 10k images, on the GPU end to end, gives the numbers
-    recorded on the CPU (within 1e-4) in <= 5 s (after a warm-up on a few images: CUDA start-up is not timed)."""
+    recorded on the CPU (the keys tests/test_shipped.py checks, within 1e-4) in <= 5 s (after a warm-up on a
+    few images: CUDA's start-up is not timed). var_ratio (~351) is compared to 1e-6 relative: 1e-4 absolute
+    would be 3e-7 relative, finer than two float32 forward passes agree (docs/speed.md, "Evaluation on a GPU")."""
     import time
 
     from hedgekit.zoo import SHIPPED_DIR, eval_set, load_checkpoint, spec_from_name
@@ -349,13 +351,15 @@ def test_table1_on_cuda_reproduces_the_recorded_metrics_within_5_s():
     model = model.to("cuda")
     test = eval_set(spec_from_name(GPU_MODEL))
     assert len(test) == 10_000
-    es = embed_set(model, test.subset(np.arange(200)))
+    few = test.subset(np.arange(200))
+    es = embed_set(model, few)
     assert es.clean.mean.device.type == es.corrupt.mean.device.type == "cuda"
-    table1_metrics(model, test.subset(np.arange(200)), n_pairs=200)  # warm-up
+    table1_metrics(model, few, n_pairs=200)  # warm-up
     start = time.perf_counter()
     ours = table1_metrics(model, test)
     seconds = time.perf_counter() - start
-    for key, recorded in meta["metrics"].items():
-        if key in ours:
-            assert (math.isnan(ours[key]) and math.isnan(recorded)) or ours[key] == pytest.approx(recorded, abs=1e-4), key
+    recorded = meta["metrics"]
+    for key in ("ap_clean", "ap_corrupt", "knn_clean", "knn_corrupt", "eta_clean", "eta_corrupt"):
+        assert ours[key] == pytest.approx(recorded[key], abs=1e-4), key
+    assert ours["var_ratio"] == pytest.approx(recorded["var_ratio"], rel=1e-6)
     assert seconds <= 5.0, f"Table 1 of 10k images took {seconds:.1f} s on {torch.cuda.get_device_name()}"
