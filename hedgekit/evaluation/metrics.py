@@ -359,9 +359,11 @@ def topk_neighbours(
             + (", one excluded per probe)" if excl is not None else ")")
         )
 
-    # Results stay on the scores' device until the end: one finiteness check and one host transfer in
+    # The winners stay on the scores' device until the end: one finiteness check and one host transfer in
     # all, rather than a host synchronisation per chunk (on a GPU those, not the scoring, set the time).
-    idx_parts, val_parts, excl_t = [], [], None
+    # The output is allocated once: small tensors kept per chunk fragment the CPU heap, and the next
+    # chunk's large blocks then come from fresh pages (docs/speed.md, "Evaluation on a GPU").
+    all_idx = all_vals = excl_t = None
     for start in range(0, n_probe, chunk):
         stop = min(start + chunk, n_probe)
         rows = torch.arange(start, stop, dtype=torch.long)
@@ -383,14 +385,14 @@ def topk_neighbours(
             col = e.clamp_min(0).unsqueeze(1)  # rows without an exclusion keep their own score there
             s = s.scatter(1, col, torch.where(e.unsqueeze(1) >= 0, -torch.inf, s.gather(1, col)))
         vals, idx = _topk_stable(s, k)
-        val_parts.append(vals.to(val_parts[0]) if val_parts else vals)
-        idx_parts.append(idx.to(idx_parts[0].device) if idx_parts else idx)
-    vals = torch.cat(val_parts)
+        if all_vals is None:
+            all_vals, all_idx = vals.new_empty((n_probe, k)), idx.new_empty((n_probe, k))
+        all_vals[start:stop], all_idx[start:stop] = vals, idx
     # topk ranks NaN and +inf first, so checking the k winners catches any NaN/+inf in a row (and a real
     # -inf that made the cut) without a full pass over the scores.
-    if not torch.isfinite(vals).all():
+    if not torch.isfinite(all_vals).all():
         raise InputError("score_fn returned NaN or inf scores")
-    return torch.cat(idx_parts).cpu().numpy(), vals.cpu().numpy()
+    return all_idx.cpu().numpy(), all_vals.cpu().numpy()
 
 
 _VOTES = ("majority", "plurality")
