@@ -29,6 +29,7 @@ from hedgekit.errors import InputError
 from hedgekit.nets.match import SoftMatch
 
 DEFAULT_POINTS = 4096
+MATRIX_POINTS = 16  # QMC points per pair when ranking (`match_probability_matrix`)
 
 
 @lru_cache(maxsize=16)
@@ -73,7 +74,7 @@ def match_probability(e1: Embedding, e2: Embedding, match: SoftMatch,
 
 @torch.no_grad()
 def match_probability_matrix(probe: Embedding, gallery: Embedding, match: SoftMatch,
-                             n_points: int = 16) -> Tensor:
+                             n_points: int = MATRIX_POINTS) -> Tensor:
     """(P, G) p(m|probe_i, gallery_j) for every probe/gallery combination (HIB eq. 4).
 
     The computation of `match_probability`, broadcast over all P x G pairs. KNN ranking

@@ -318,7 +318,10 @@ def topk_neighbours(
 
     Used for KNN identification (HIB Section 4.3, Appendix G) and R@1 (URL).
     The full (n_probe, n_gallery) score matrix is never held in memory; only
-    ``chunk`` rows at a time.
+    ``chunk`` rows at a time. The winners stay on the scores' device until all
+    chunks are done (one finiteness check, one copy to the host), so a GPU does
+    not wait for the host after every chunk; the result does not depend on
+    ``chunk``.
 
     Args:
         score_fn: ``score_fn(probe_idx: LongTensor) -> Tensor (len(probe_idx),
@@ -356,8 +359,11 @@ def topk_neighbours(
             + (", one excluded per probe)" if excl is not None else ")")
         )
 
-    all_idx = np.empty((n_probe, k), dtype=np.int64)
-    all_scores = None
+    # The winners stay on the scores' device until the end: one finiteness check and one host transfer in
+    # all, rather than a host synchronisation per chunk (on a GPU those, not the scoring, set the time).
+    # The output is allocated once: small tensors kept per chunk fragment the CPU heap, and the next
+    # chunk's large blocks then come from fresh pages (docs/speed.md, "Evaluation on a GPU").
+    all_idx = all_vals = excl_t = None
     for start in range(0, n_probe, chunk):
         stop = min(start + chunk, n_probe)
         rows = torch.arange(start, stop, dtype=torch.long)
@@ -373,22 +379,20 @@ def topk_neighbours(
         if s.dtype not in (torch.float32, torch.float64):
             s = s.double()  # ints, float16, bfloat16
         if excl is not None:
-            e = torch.as_tensor(excl[start:stop], device=s.device)
-            has = e >= 0
-            s = s.clone()
-            s[torch.nonzero(has).squeeze(1), e[has]] = -torch.inf
+            if excl_t is None or excl_t.device != s.device:
+                excl_t = torch.as_tensor(excl, device=s.device)
+            e = excl_t[start:stop]
+            col = e.clamp_min(0).unsqueeze(1)  # rows without an exclusion keep their own score there
+            s = s.scatter(1, col, torch.where(e.unsqueeze(1) >= 0, -torch.inf, s.gather(1, col)))
         vals, idx = _topk_stable(s, k)
-        # topk ranks NaN and +inf first, so checking the k winners catches any
-        # NaN/+inf in the row (and a real -inf that made the cut) without a
-        # full pass over the scores.
-        if not torch.isfinite(vals).all():
-            raise InputError("score_fn returned NaN or inf scores")
-        vals = vals.cpu().numpy()
-        if all_scores is None:
-            all_scores = np.empty((n_probe, k), dtype=vals.dtype)
-        all_idx[start:stop] = idx.cpu().numpy()
-        all_scores[start:stop] = vals
-    return all_idx, all_scores
+        if all_vals is None:
+            all_vals, all_idx = vals.new_empty((n_probe, k)), idx.new_empty((n_probe, k))
+        all_vals[start:stop], all_idx[start:stop] = vals, idx
+    # topk ranks NaN and +inf first, so checking the k winners catches any NaN/+inf in a row (and a real
+    # -inf that made the cut) without a full pass over the scores.
+    if not torch.isfinite(all_vals).all():
+        raise InputError("score_fn returned NaN or inf scores")
+    return all_idx.cpu().numpy(), all_vals.cpu().numpy()
 
 
 _VOTES = ("majority", "plurality")

@@ -34,7 +34,10 @@ from hedgekit.evaluation import metrics as M
 from hedgekit.evaluation.embedded import EmbeddedSet, embed_set
 from hedgekit.errors import InputError
 from hedgekit.nets import EmbeddingNet
-from hedgekit.uncertainty import match_probability, match_probability_matrix
+from hedgekit.uncertainty import MATRIX_POINTS, match_probability, match_probability_matrix
+
+# Elements of a scoring block's largest intermediate on a CUDA device: 2^26 float32 values = 256 MB.
+CUDA_BLOCK_ELEMENTS = 2**26
 
 
 def verification(model: EmbeddingNet, es: EmbeddedSet, corrupt: bool, n_pairs: int = 10_000, seed: int = 0,
@@ -46,8 +49,8 @@ def verification(model: EmbeddingNet, es: EmbeddedSet, corrupt: bool, n_pairs: i
     emb, eta = es.side(corrupt)
     n_pairs = min(n_pairs, 2 * (len(es.labels) // 2))
     i, j, same = M.verification_pairs(es.labels, n_pairs, seed)
-    ti, tj = torch.as_tensor(i), torch.as_tensor(j)
-    p = match_probability(emb[ti], emb[tj], model.match).numpy()
+    ti, tj = (torch.as_tensor(a, device=emb.mean.device) for a in (i, j))
+    p = match_probability(emb[ti], emb[tj], model.match).cpu().numpy()
     pair_eta = M.pair_uncertainty(eta, i, j)
     per_bin = M.binned_average_precision(p, same, pair_eta, n_bins)
     return {"ap": M.average_precision(p, same), "ap_bins": per_bin, "tau": binned_tau(per_bin, eta),
@@ -65,20 +68,40 @@ def knn(es: EmbeddedSet, probe_corrupt: bool = False, gallery_corrupt: bool = Fa
         raise InputError(f"rank must be 'match' or 'mean'; got {rank!r}")
     probe, eta = es.side(probe_corrupt)
     gallery, _ = es.side(gallery_corrupt)
+    device = probe.mean.device
     if rank == "mean" or (probe.is_point and gallery.is_point):
-        score, chunk = M.euclidean_score_fn(probe.mixture_mean(), gallery.mixture_mean()), 1024
+        score = M.euclidean_score_fn(probe.mixture_mean(), gallery.mixture_mean())
+        chunk = block_rows(device, len(gallery) * probe.dim, cpu_rows=1024)
     else:
         if es.match is None:
             raise InputError("ranking stochastic embeddings by match probability needs the model's SoftMatch: "
                              "build the set with embed_set(model, test), or pass rank='mean'")
-        # ~2^16 component pairs per call: small blocks stay in cache (2x faster than 2^21, measured)
-        chunk = max(1, 2**16 // (len(gallery) * probe.n_components * gallery.n_components))
-        score = lambda rows: match_probability_matrix(probe[rows], gallery, es.match)  # noqa: E731
+        pairs = len(gallery) * probe.n_components * gallery.n_components  # component pairs per probe
+        chunk = block_rows(device, pairs * MATRIX_POINTS * probe.dim, cpu_rows=max(1, 2**16 // pairs))
+        score = lambda rows: match_probability_matrix(probe[rows.to(device)], gallery, es.match)  # noqa: E731
     n = len(es.labels)
     idx, _ = M.topk_neighbours(score, n, n, k, exclude=np.arange(n), chunk=chunk)
     acc, correct = M.knn_accuracy(es.labels[idx], es.labels, vote)
     per_bin = M.binned_accuracy(correct, eta, n_bins)
     return {"acc": acc, "correct": correct, "acc_bins": per_bin, "tau": binned_tau(per_bin, eta)}
+
+
+def block_rows(device, row_elements: int, cpu_rows: int) -> int:
+    """Probes `knn` scores per call on ``device``, given the elements one probe's scores take.
+
+    * CPU: ``cpu_rows``, the caller's cache-sized block (Euclidean: 1,024 probes; match probability:
+      ~2^16 component pairs, 2x faster than 2^21, measured). These are the blocks the shipped checkpoints'
+      metrics were computed with, so CPU results stay bit-identical.
+    * CUDA: as many probes as fit `CUDA_BLOCK_ELEMENTS` (256 MB of float32 in the largest intermediate,
+      the (probes, gallery, component pairs, QMC points, D) array of `match_probability_matrix`). Each
+      call has fixed costs (kernel launches, host synchronisations); with cache-sized blocks a 10k gallery
+      takes ~1,700 calls per KNN and those costs, not the arithmetic, set the time. The memory is still
+      checked by `hedgekit.checks.check_memory` where the block is scored.
+    * Other devices (e.g. MPS, whose memory the CPU shares): the CPU's blocks.
+    """
+    if torch.device(device).type != "cuda":
+        return cpu_rows
+    return max(1, CUDA_BLOCK_ELEMENTS // row_elements)
 
 
 def binned_tau(per_bin: np.ndarray, eta: np.ndarray) -> float:

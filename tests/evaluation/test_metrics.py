@@ -144,6 +144,32 @@ def test_topk_neighbours_ties_go_to_lower_index(rng):
         assert sc.dtype == np.float32
 
 
+def test_topk_neighbours_does_not_depend_on_the_chunk(rng):
+    """One probe per call, a few, and the whole matrix at once: the same neighbours and scores, bit for bit
+    (exclusions and ties at the k-th place included), and equal to a full stable sort."""
+    n_probe, n_gallery, k = 61, 29, 4
+    S = rng.integers(0, 6, size=(n_probe, n_gallery)).astype(np.float32)
+    exclude = rng.integers(-1, n_gallery, size=n_probe)
+    runs = [M.topk_neighbours(_matrix_score_fn(S), n_probe, n_gallery, k, exclude=exclude, chunk=c)
+            for c in (1, 7, n_probe, 10 * n_probe)]
+    bidx, bsc = _brute_topk(S, k, exclude)
+    for idx, sc in runs:
+        np.testing.assert_array_equal(idx, bidx)
+        np.testing.assert_array_equal(sc, bsc)
+        assert idx.dtype == np.int64 and sc.dtype == np.float32
+
+
+@pytest.mark.parametrize("row", [0, 20, 39], ids=["first chunk", "middle chunk", "last chunk"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_topk_neighbours_refuses_a_non_finite_score_in_any_chunk(rng, row, bad):
+    """The check runs once, after the last chunk: a NaN/+inf in any chunk still gives the same InputError."""
+    S = rng.normal(size=(40, 30))
+    S[row, 11] = bad
+    for chunk in (8, 40):
+        with pytest.raises(InputError, match="^score_fn returned NaN or inf scores$"):
+            M.topk_neighbours(_matrix_score_fn(S), 40, 30, 3, exclude=np.arange(40) % 30, chunk=chunk)
+
+
 def test_euclidean_score_fn_vs_numpy(rng):
     P, G = rng.normal(size=(50, 3)), rng.normal(size=(70, 3))
     fn = M.euclidean_score_fn(torch.tensor(P), G)
