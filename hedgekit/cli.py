@@ -133,7 +133,7 @@ def cmd_evaluate(a) -> int:
     model, meta = load_or_train(spec, device=a.device, retrain=a.retrain, precision=a.precision)
     test = load_ndigit(spec.n_digits, "test_seen")
     t0 = time.perf_counter()
-    ours = table1_metrics(model.cpu(), test, seed=a.eval_seed, progress=True)  # a tqdm bar: MoG-C takes minutes
+    ours = table1_metrics(model, test, seed=a.eval_seed, progress=True)  # on --device; a tqdm bar: MoG-C takes minutes
     ref1 = numbers.HIB_TABLE1.get((spec.n_digits, spec.dim), {}).get(spec.label, {})
     ref2 = numbers.HIB_TABLE2.get((spec.n_digits, spec.dim), {}).get(spec.label, {})
     how = "trained now" if meta["source"] == "trained now" else f"loaded ({meta['source']})"

@@ -1056,7 +1056,8 @@ def eval_set(spec: ModelSpec):
 
 def _train_pairs(spec: ModelSpec, cfg: TrainConfig, progress: bool, device: str,
                  callback) -> tuple[EmbeddingNet, None, History, dict]:
-    """Point / HIB: `hedgekit.training.fit` on N-digit MNIST, then HIB's Table 1 metrics."""
+    """Point / HIB: `hedgekit.training.fit` on N-digit MNIST, then HIB's Table 1 metrics, measured on the training
+    device (`hedgekit.evaluation.retrieval.table1_metrics`); the model is handed back on the CPU."""
     from hedgekit.evaluation.retrieval import table1_metrics
 
     train = load_ndigit(spec.n_digits, "train")
@@ -1065,9 +1066,9 @@ def _train_pairs(spec: ModelSpec, cfg: TrainConfig, progress: bool, device: str,
     model = spec.build()
     hist = fit(model, x, y, cfg, seed=spec.seed, device=device, progress=progress,
                augment=random_occlusion(cfg.occlusion_p), callback=callback)
-    model = model.cpu().eval()
     test = eval_set(spec)
-    return model, None, hist, {"metrics": table1_metrics(model, test, progress=progress), "eval_images": len(test)}
+    metrics = table1_metrics(model.eval(), test, progress=progress)
+    return model.cpu(), None, hist, {"metrics": metrics, "eval_images": len(test)}
 
 
 def _train_episodes(spec: ModelSpec, cfg: EpisodicConfig, progress: bool, device: str,
