@@ -31,7 +31,7 @@ from torch import Tensor
 
 from hedgekit.checks import values_checked
 from hedgekit.errors import InputError
-from hedgekit.methods.contrastive import TINY
+from hedgekit.methods.contrastive import TINY, masked_sum
 
 
 def _row_chunks(b: int, chunks: int) -> list[tuple[int, int]]:
@@ -57,8 +57,8 @@ class _AllPairsNLL(torch.autograd.Function):
             u = torch.addcmul(b * sg, d, -a * sg).sigmoid_()  # probability of the pair's own label
             m = u.mean((1, 3))
             log_m = m.clamp_min(TINY).log()
-            totals[0] -= log_m[pos_mask[r0:r1, r0:]].sum()
-            totals[1] -= log_m[neg_mask[r0:r1, r0:]].sum()
+            totals[0] -= masked_sum(log_m, pos_mask[r0:r1, r0:])
+            totals[1] -= masked_sum(log_m, neg_mask[r0:r1, r0:])
             saved.append((d, u, m))
         counts = torch.stack([pos_mask.sum(), neg_mask.sum()]).to(s.dtype)
         ctx.saved = saved

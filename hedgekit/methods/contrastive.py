@@ -21,6 +21,26 @@ from hedgekit.nets.match import SoftMatch
 TINY = 1e-38  # smallest normal float32 is 1.18e-38
 
 
+def masked_sum(x: Tensor, mask: Tensor) -> Tensor:
+    """The sum of ``x`` where ``mask`` is True, as a 0-d tensor.
+
+    On the CPU by boolean selection, ``x[mask].sum()``: the summation every recorded result was trained with.
+    Elsewhere by ``where(mask, x, 0).sum()``: a selection's size depends on the mask's values, so on a GPU it
+    makes the host wait for them (`hedgekit.checks.deferred_value_checks`); the two agree to float rounding.
+    """
+    return x[mask].sum() if _selects(x) else torch.where(mask, x, 0).sum()
+
+
+def masked_mean(x: Tensor, mask: Tensor) -> Tensor:
+    """The mean of ``x`` where ``mask`` is True (`masked_sum`'s two paths; NaN for an empty mask)."""
+    return x[mask].mean() if _selects(x) else torch.where(mask, x, 0).sum() / mask.sum()
+
+
+def _selects(x: Tensor) -> bool:
+    """Whether `masked_sum` selects (on the CPU) or masks (elsewhere)."""
+    return x.device.type == "cpu"
+
+
 def _check_pairs(z1: Tensor, z2: Tensor, same: Tensor) -> None:
     if z1.shape != z2.shape or z1.ndim != 2:
         raise InputError(f"z1 and z2 must both be (B, D); got {tuple(z1.shape)} and {tuple(z2.shape)}")
@@ -48,7 +68,7 @@ def hard_contrastive_all_pairs(z: Tensor, labels: Tensor, margin: float = 1.0) -
     if values_checked() and not 0 < int(same.sum()) < len(same):  # `hedgekit.checks.deferred_value_checks`
         raise InputError("the batch needs both matching and non-matching pairs (at least two classes, one of them "
                          "with two images)")
-    return 0.5 * (per[same].mean() + per[~same].mean())
+    return 0.5 * (masked_mean(per, same) + masked_mean(per, ~same))
 
 
 def contrastive_from_distance(d: Tensor, same: Tensor, margin: float) -> Tensor:

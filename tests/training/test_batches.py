@@ -19,6 +19,7 @@ from hedgekit.data import random_occlusion, sample_digit_boxes
 from hedgekit.data.occlusion import RandomOcclusion, box_mask
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
+from hedgekit.methods import contrastive
 from hedgekit.methods.prototypes import SPE
 from hedgekit.nets import build_model
 from hedgekit.training.batches import DeviceImages, to_float
@@ -30,15 +31,25 @@ from hedgekit.training.upstream import UpstreamConfig, UpstreamModel, fit_upstre
 SYNC_OPS = ("aten::_local_scalar_dense", "aten::nonzero")
 
 
+def _boolean_index(func, args) -> bool:
+    """Indexing with a boolean mask (``t[mask]``): its output size depends on the mask's values, so on a GPU it
+    waits for them (on the CPU the kernel counts the mask itself and no aten::nonzero is dispatched)."""
+    if func._schema.name not in ("aten::index", "aten::index_put", "aten::index_put_", "aten::masked_select"):
+        return False
+    flat = [a for arg in args for a in (arg if isinstance(arg, (list, tuple)) else [arg])]
+    return any(isinstance(a, torch.Tensor) and a.dtype == torch.bool for a in flat[1:])
+
+
 class SyncCounter(TorchDispatchMode):
-    """Counts the synchronising ops (module docstring) called outside torch.optim."""
+    """Counts the synchronising ops (module docstring; boolean-mask indexing as aten::nonzero) called outside
+    torch.optim."""
 
     def __init__(self):
         super().__init__()
         self.counts = collections.Counter()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        name = func._schema.name
+        name = "aten::nonzero" if _boolean_index(func, args) else func._schema.name
         if name in SYNC_OPS and not any("torch/optim" in f.filename for f in traceback.extract_stack()):
             self.counts[name] += 1
         return func(*args, **(kwargs or {}))
@@ -157,19 +168,34 @@ def _trainers():
 
 
 @pytest.mark.parametrize("name", list(_trainers()))
-def test_a_training_step_does_not_wait_for_the_device(name):
+def test_a_training_step_does_not_wait_for_the_device(name, monkeypatch):
     """Between log steps no step reads a tensor's value on the host. Triplet mining keeps one data-dependent
-    selection per step (its triplets are index tensors whose length depends on the batch)."""
+    selection per step (its triplets are index tensors whose length depends on the batch). The pair losses'
+    masked sums take their GPU path here (on the CPU they select, which costs no wait there)."""
+    monkeypatch.setattr(contrastive, "_selects", lambda x: False)
     train, nonzero_per_step = _trainers()[name]
     extra = _extra_syncs(train)
     assert extra == {"aten::_local_scalar_dense": 0, "aten::nonzero": 6 * nonzero_per_step}, extra
 
 
+@pytest.mark.parametrize("fn", [contrastive.masked_sum, contrastive.masked_mean])
+def test_masked_sums_give_the_selections_result_on_both_paths(fn, monkeypatch):
+    g = torch.Generator().manual_seed(0)
+    x, mask = torch.randn(40, 30, generator=g, dtype=torch.float64), torch.rand(40, 30, generator=g) > 0.7
+    on_cpu = fn(x, mask)
+    assert on_cpu == (x[mask].sum() if fn is contrastive.masked_sum else x[mask].mean())  # the selection itself
+    monkeypatch.setattr(contrastive, "_selects", lambda t: False)
+    torch.testing.assert_close(fn(x, mask), on_cpu, rtol=1e-12, atol=1e-12)
+
+
 def test_the_counter_sees_a_synchronisation():
+    x = torch.ones(3)
     with SyncCounter() as counter:
-        bool(torch.ones(3).sum() > 0)
-        torch.nonzero(torch.ones(3))
-    assert counter.counts == {"aten::_local_scalar_dense": 1, "aten::nonzero": 1}
+        bool(x.sum() > 0)
+        torch.nonzero(x)
+        x[x > 0]  # boolean mask
+        x[torch.tensor([0, 2])]  # integer indices: no synchronisation
+    assert counter.counts == {"aten::_local_scalar_dense": 1, "aten::nonzero": 2}
 
 
 # ------------------------------------------------------------------ deferred checks
