@@ -11,8 +11,9 @@ Every trainer (`hedgekit.training.fit.fit`, `hedgekit.training.episodic.fit_epis
 * the images are gathered and occluded on the device (`hedgekit.data.occlusion.RandomOcclusion` works on uint8
   and float alike) and handed to the model still as uint8 where they are stored so: the network converts them
   to float in [0, 1] without reading their values (`hedgekit.checks.check_images`), so no step waits on the
-  device. A float data set's range is checked once here and only at log steps after that (the model's input
-  check reads the values, a host synchronisation on a GPU, `hedgekit.checks.deferred_value_checks`);
+  device. A float data set's range is checked once, whole, by the trainer (`hedgekit.checks.check_training_set`),
+  and the model's own input check, which reads the values, runs at log steps only
+  (`hedgekit.checks.deferred_value_checks`);
 * another ``augment`` (the kit's contract: a float batch in [0, 1]) gets the batch as float.
 
 On the CPU the batches are bit-identical to those the trainers built before (tests/training/test_batches.py).
