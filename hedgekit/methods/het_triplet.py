@@ -19,8 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from hedgekit.checks import (values_checked, check_distance_matrix, check_embeddings, check_labels, check_margin, check_per_row,
-                             check_same_shape)
+from hedgekit.checks import (check_distance_matrix, check_embeddings, check_labels, check_margin, check_per_row,
+                             check_same_shape, values_checked)
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 
