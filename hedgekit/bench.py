@@ -12,8 +12,8 @@ machine slows all of them alike:
 * the FLOP ceiling: the device's float32 matmul rate (`matmul_gflops`) divided by the network's training
   FLOPs per image (`train_flops_per_image`, forward + backward of the convolutions and linear layers; the loss
   and the optimiser are not counted). On CUDA the matmuls run in IEEE float32 with TF32 off
-  (`ieee_float32`), an honest float32 ceiling; the loops keep PyTorch's defaults, under which cuDNN may
-  compute convolutions in TF32, so a loop could in principle pass the ceiling.
+  (`hedgekit.hardware.ieee_float32`), an honest float32 ceiling; the loops keep PyTorch's defaults, under which
+  cuDNN may compute convolutions in TF32, so a loop could in principle pass the ceiling.
 
 On CUDA every clock is read after `torch.cuda.synchronize` (`synchronize`); on the CPU that is a no-op and the
 code path is the same. Ratios hedgekit / plain and hedgekit / ceiling say how much of the hardware the kit uses;
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import statistics
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -36,6 +35,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from hedgekit.checks import resolve_device
 from hedgekit.errors import InputError
+from hedgekit.hardware import ieee_float32
 from hedgekit.methods.contrastive import TINY
 from hedgekit.nets import EmbeddingNet, build_model
 from hedgekit.nets.heads import VAR_FLOOR
@@ -53,25 +53,9 @@ def synchronize(device: torch.device) -> None:
         torch.mps.synchronize()
 
 
-@contextmanager
-def ieee_float32():
-    """CUDA float32 matmuls in full IEEE float32 (TF32 off) inside the block; the previous setting after it.
-
-    PyTorch's default is already TF32 off for matmuls; this makes the ceiling independent of what a user set.
-    Uses ``torch.backends.cuda.matmul.fp32_precision`` where it exists (torch >= 2.9), else ``allow_tf32``.
-    """
-    matmul = torch.backends.cuda.matmul
-    name, value = ("fp32_precision", "ieee") if hasattr(matmul, "fp32_precision") else ("allow_tf32", False)
-    before = getattr(matmul, name)
-    setattr(matmul, name, value)
-    try:
-        yield
-    finally:
-        setattr(matmul, name, before)
-
-
 def matmul_gflops(n: int | None = None, seconds: float = 0.3, device: str | torch.device = "cpu") -> float:
-    """float32 GFLOP/s of ``n x n`` matrix products (2 n^3 FLOPs each) on ``device``, TF32 off (`ieee_float32`).
+    """float32 GFLOP/s of ``n x n`` matrix products (2 n^3 FLOPs each) on ``device``, TF32 off
+    (`hedgekit.hardware.ieee_float32`).
 
     ``n`` defaults to `MATMUL_N` for the device type (8192 on CUDA, enough to fill a GPU) or 512 (the CPU).
     Products run one at a time and the device is synchronised before each clock read, for at least
@@ -82,7 +66,7 @@ def matmul_gflops(n: int | None = None, seconds: float = 0.3, device: str | torc
     if n < 1 or not seconds >= 0:
         raise InputError(f"need n >= 1 and seconds >= 0; got n={n}, seconds={seconds}")
     a, b = torch.randn(n, n, device=dev), torch.randn(n, n, device=dev)
-    with ieee_float32():
+    with ieee_float32(dev):
         torch.mm(a, b)  # warm-up
         synchronize(dev)
         count, t0 = 0, time.perf_counter()

@@ -1,5 +1,6 @@
-"""What the machine offers that changes how hedgekit trains: native bfloat16, the CPU features behind it, and the
-device a model trained on, as its checkpoint records it (`device_description`).
+"""What the machine offers that changes how hedgekit trains: native bfloat16, the CPU features behind it, the
+device a model trained on, as its checkpoint records it (`device_description`), and full float32 on a GPU where
+a result must match the CPU's (`ieee_float32`).
 
 A bfloat16 body (`hedgekit.training.fit.body_autocast`) pays only where the hardware computes in bfloat16:
 CPUs with AVX512-BF16 or AMX, and CUDA GPUs of compute capability 8.0 or later. Elsewhere PyTorch emulates
@@ -10,6 +11,7 @@ bfloat16 and a step is several times slower than float32 (docs/speed.md has the 
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import warnings
@@ -84,3 +86,32 @@ def device_description(device: str | torch.device) -> str:
         return dev.type
     index = torch.cuda.current_device() if dev.index is None else dev.index
     return f"cuda:{index} ({torch.cuda.get_device_name(index)})"
+
+
+@contextlib.contextmanager
+def ieee_float32(device: str | torch.device):
+    """On a CUDA device, convolutions and matrix products in full float32 (no TensorFloat-32) inside the block;
+    elsewhere nothing changes. The previous settings are restored on exit, also after an error.
+
+    cuDNN convolutions default to TF32 on Ampere and later GPUs, which rounds every operand to a 10-bit mantissa
+    (relative error up to 2^-11 ~ 5e-4, against float32's 6e-8): Table 1's metrics recorded in float32 on the CPU
+    would not be reproduced within 1e-4 (`hedgekit.evaluation.embedded.embed_set`), and a matmul ceiling would not
+    be a float32 one (`hedgekit.bench.matmul_gflops`). Uses the per-backend ``fp32_precision`` where it exists
+    (torch >= 2.9), else ``allow_tf32``.
+    """
+    if torch.device(device).type != "cuda":
+        yield
+        return
+    conv, mm = getattr(torch.backends.cudnn, "conv", None), torch.backends.cuda.matmul
+    if conv is not None and hasattr(mm, "fp32_precision"):
+        flags, full = ((conv, "fp32_precision"), (mm, "fp32_precision")), "ieee"
+    else:
+        flags, full = ((torch.backends.cudnn, "allow_tf32"), (mm, "allow_tf32")), False
+    before = [getattr(obj, name) for obj, name in flags]
+    for obj, name in flags:
+        setattr(obj, name, full)
+    try:
+        yield
+    finally:
+        for (obj, name), value in zip(flags, before):
+            setattr(obj, name, value)

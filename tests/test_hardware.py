@@ -2,8 +2,10 @@
 import warnings
 
 import pytest
+import torch
 
 from hedgekit import hardware, zoo
+from hedgekit.hardware import ieee_float32
 
 X86_NATIVE = "processor\t: 0\nmodel name\t: Test CPU\nflags\t\t: fpu sse2 avx2 avx512f avx512_bf16\n"
 X86_AVX2 = "processor\t: 0\nflags\t\t: fpu sse2 avx2\n"
@@ -98,3 +100,38 @@ def test_device_description_names_the_cuda_card_and_index(monkeypatch):
     assert hardware.device_description("cuda") == "cuda:0 (Card 0)"  # a bare "cuda": the current device
     assert hardware.device_description(torch.device("cuda:1")) == "cuda:1 (Card 1)"
     assert hardware.device_description("cpu") == "cpu" and hardware.device_description("mps") == "mps"
+
+
+def _precision():
+    conv, mm = getattr(torch.backends.cudnn, "conv", None), torch.backends.cuda.matmul
+    if conv is not None and hasattr(mm, "fp32_precision"):
+        return conv.fp32_precision, mm.fp32_precision
+    return torch.backends.cudnn.allow_tf32, mm.allow_tf32
+
+
+@pytest.mark.parametrize("user", ["default", "tf32 matmuls"])
+def test_ieee_float32_turns_tf32_off_on_cuda_only_and_restores_the_settings(user):
+    """cuDNN convolutions default to TF32 on recent GPUs; Table 1's embedding (`embed_set`) and the bench's
+    matmul ceiling turn it off, for CUDA only, and leave the user's settings as they were (the flags can be set
+    without a GPU)."""
+    mm = torch.backends.cuda.matmul
+    new_api = hasattr(mm, "fp32_precision")
+    saved = _precision()
+    try:
+        if user == "tf32 matmuls":
+            setattr(mm, *(("fp32_precision", "tf32") if new_api else ("allow_tf32", True)))
+        before = _precision()
+        with ieee_float32(torch.device("cpu")):
+            assert _precision() == before
+        with ieee_float32(torch.device("cuda")):
+            assert _precision() == (("ieee", "ieee") if new_api else (False, False))
+        assert _precision() == before
+        with pytest.raises(RuntimeError), ieee_float32(torch.device("cuda")):  # restored on an error too
+            raise RuntimeError("boom")
+        assert _precision() == before
+    finally:
+        conv = getattr(torch.backends.cudnn, "conv", None)
+        if new_api and conv is not None:
+            conv.fp32_precision, mm.fp32_precision = saved
+        else:
+            torch.backends.cudnn.allow_tf32, mm.allow_tf32 = saved

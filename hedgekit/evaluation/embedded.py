@@ -8,7 +8,6 @@ calibration p(m|z1, z2) that ranks stochastic embeddings.
 """
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +17,7 @@ from torch import Tensor
 from hedgekit.checks import check_images
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
+from hedgekit.hardware import ieee_float32
 from hedgekit.nets.match import SoftMatch
 from hedgekit.uncertainty import self_mismatch
 
@@ -80,7 +80,7 @@ def embed_set(model, dataset, eta: bool = True, batch_size: int = 1024) -> Embed
         raise InputError(f"{len(dataset.images)} images but {len(labels)} labels")
     device = next(model.parameters()).device
     twin = getattr(dataset, "corrupt", None)
-    with _ieee_float32(device):
+    with ieee_float32(device):  # full float32 on a GPU: the recorded metrics are float32 ones
         clean = _on(model.embed(images_to_tensor(dataset.images), batch_size), device)
         corrupt = None if twin is None else _on(model.embed(images_to_tensor(twin), batch_size), device)
     if not eta:
@@ -88,33 +88,6 @@ def embed_set(model, dataset, eta: bool = True, batch_size: int = 1024) -> Embed
     match = model.match
     eta_corrupt = None if corrupt is None else self_mismatch(corrupt, match).cpu().numpy()
     return EmbeddedSet(clean, corrupt, labels, self_mismatch(clean, match).cpu().numpy(), eta_corrupt, match)
-
-
-@contextlib.contextmanager
-def _ieee_float32(device: torch.device):
-    """On a CUDA device, convolutions and matrix products in full float32 (no TensorFloat-32) inside the block.
-
-    cuDNN convolutions default to TF32 on Ampere and later GPUs, which rounds every operand to a 10-bit
-    mantissa (relative error up to 2^-11 ~ 5e-4, against float32's 6e-8): the metrics recorded in float32
-    on the CPU would not be reproduced within 1e-4 (Table 1). Elsewhere it changes nothing. The settings
-    are restored on exit.
-    """
-    if device.type != "cuda":
-        yield
-        return
-    conv, mm = getattr(torch.backends.cudnn, "conv", None), torch.backends.cuda.matmul
-    if conv is not None and hasattr(mm, "fp32_precision"):  # torch >= 2.9: per-backend settings
-        flags, full = ((conv, "fp32_precision"), (mm, "fp32_precision")), "ieee"
-    else:
-        flags, full = ((torch.backends.cudnn, "allow_tf32"), (mm, "allow_tf32")), False
-    before = [getattr(obj, name) for obj, name in flags]
-    for obj, name in flags:
-        setattr(obj, name, full)
-    try:
-        yield
-    finally:
-        for (obj, name), value in zip(flags, before):
-            setattr(obj, name, value)
 
 
 def _on(emb: Embedding, device: torch.device) -> Embedding:

@@ -42,39 +42,3 @@ def test_embed_set_refuses_every_kind_of_bad_images(bad_images):
             embed_set(model, SimpleNamespace(images=torch.rand(len(x), 1, 28, 56), corrupt=x, labels=labels))
     es = embed_set(model, SimpleNamespace(images=np.zeros((2, 28, 56), np.uint8), labels=np.zeros(2)), eta=False)
     assert len(es.clean) == 2
-
-
-def _precision():
-    conv, mm = getattr(torch.backends.cudnn, "conv", None), torch.backends.cuda.matmul
-    if conv is not None and hasattr(mm, "fp32_precision"):
-        return conv.fp32_precision, mm.fp32_precision
-    return torch.backends.cudnn.allow_tf32, mm.allow_tf32
-
-
-@pytest.mark.parametrize("user", ["default", "tf32 matmuls"])
-def test_cuda_embedding_runs_in_full_float32_and_restores_the_settings(user):
-    """cuDNN convolutions default to TF32 on recent GPUs; the evaluation's forward pass turns it off, for
-    CUDA only, and leaves the user's settings as they were (the flags can be set without a GPU)."""
-    from hedgekit.evaluation.embedded import _ieee_float32
-
-    mm = torch.backends.cuda.matmul
-    new_api = hasattr(mm, "fp32_precision")
-    saved = _precision()
-    try:
-        if user == "tf32 matmuls":
-            setattr(mm, *(("fp32_precision", "tf32") if new_api else ("allow_tf32", True)))
-        before = _precision()
-        with _ieee_float32(torch.device("cpu")):
-            assert _precision() == before
-        with _ieee_float32(torch.device("cuda")):
-            assert _precision() == (("ieee", "ieee") if new_api else (False, False))
-        assert _precision() == before
-        with pytest.raises(RuntimeError), _ieee_float32(torch.device("cuda")):  # restored on an error too
-            raise RuntimeError("boom")
-        assert _precision() == before
-    finally:
-        conv = getattr(torch.backends.cudnn, "conv", None)
-        if new_api and conv is not None:
-            conv.fp32_precision, mm.fp32_precision = saved
-        else:
-            torch.backends.cudnn.allow_tf32, mm.allow_tf32 = saved
