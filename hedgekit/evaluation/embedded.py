@@ -68,7 +68,8 @@ def embed_set(model, dataset, eta: bool = True, batch_size: int = 1024) -> Embed
     labels and eta are numpy arrays.
 
     Args:
-        model: an `hedgekit.nets.EmbeddingNet`.
+        model: an `hedgekit.nets.EmbeddingNet` (or anything with its ``embed``; without parameters it counts as
+            being on the CPU).
         dataset: anything with ``images`` and ``labels`` (`NDigitSet`, `LShapes`, ...) and optionally a
             ``corrupt`` twin of the same shape.
         eta: also compute eta(x) of every image (HIB eq. 9; needs the model's ``match``).
@@ -78,7 +79,8 @@ def embed_set(model, dataset, eta: bool = True, batch_size: int = 1024) -> Embed
     labels = np.asarray(dataset.labels)
     if len(labels) != len(dataset.images):
         raise InputError(f"{len(dataset.images)} images but {len(labels)} labels")
-    device = next(model.parameters()).device
+    params = model.parameters() if hasattr(model, "parameters") else iter(())
+    device = next(params, torch.empty(0)).device
     twin = getattr(dataset, "corrupt", None)
     with ieee_float32(device):  # full float32 on a GPU: the recorded metrics are float32 ones
         clean = _on(model.embed(images_to_tensor(dataset.images), batch_size), device)
