@@ -71,7 +71,7 @@ __all__ = ["SWEEP_DIVISOR", "FIG12_BETAS", "FAST_BETAS", "TABLE5_BETAS", "FIG6_M
            "table1_training", "sweep", "table1_settings",
            "table1_specs", "table4_specs", "SEEDED_SETTINGS", "HEADLINE_SEEDS", "table1_seed_specs", "embedding_specs",
            "number_line_specs", "beta_specs", "table5_specs", "margin_specs", "notebook_specs", "all_specs",
-           "recorded_table1"]
+           "recorded_table1", "recorded_table1_seeds"]
 
 FIG12_BETAS = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2)  # HIB App. E, Figure 12
 FAST_BETAS = (0.0, 1e-4, 1e-2)  # same values as the Streamlit app (shared fast checkpoints)
@@ -311,3 +311,27 @@ def recorded_table1(preset_name: str = "paper", seed: int = 0,
             results[(n, d, spec.label)] = RepeatedEvaluation.from_metrics(
                 spec.label, n, d, meta["metrics"], int(meta.get("eval_images", 0)))
     return results, missing
+
+
+def recorded_table1_seeds(seeds: int = HEADLINE_SEEDS) -> tuple[dict, list[str]]:
+    """The seeds of `table1_seed_specs` as recorded in their checkpoints (no re-evaluation), in the form
+    `hedgekit.papers.hib.claims.known_unknowns_verdict` takes as ``seeds=``.
+
+    Returns ``(seeds, missing)``: (N, D, label) -> one `hedgekit.papers.hib.protocol.RepeatedEvaluation` per
+    seed that has a checkpoint, in seed order, and the names of the seeds' models that have none (``reproduce
+    --train-missing --only 04`` trains them). A claim uses the seeds only where both of its rows have two or more.
+    """
+    from hedgekit.papers.hib.protocol import RepeatedEvaluation
+    from hedgekit.zoo import find_checkpoint, load_checkpoint
+
+    out, missing = {}, []
+    for (n, d, label), specs in table1_seed_specs(False, seeds).items():
+        for spec in specs:
+            path = find_checkpoint(spec)
+            if path is None:
+                missing.append(spec.name)
+                continue
+            _, meta = load_checkpoint(path)
+            out.setdefault((n, d, label), []).append(RepeatedEvaluation.from_metrics(
+                label, n, d, meta["metrics"], int(meta.get("eval_images", 0))))
+    return out, missing

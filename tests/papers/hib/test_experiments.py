@@ -109,3 +109,18 @@ def test_headline_seeds_retrain_the_tables_point_and_mog1_with_seeds_0_to_2_in_f
     assert X.table1_seed_specs(True) == {}
     names = [s.name for s in X.notebook_specs("04", False)]
     assert {s.name for group in seeded.values() for s in group} <= set(names) and len(names) == len(set(names))
+
+
+def test_recorded_seeds_read_the_shipped_seed_0_models_and_list_the_rest_as_missing(tmp_path, monkeypatch):
+    monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path))  # no cache: only the shipped checkpoints are found
+    seeds, missing = X.recorded_table1_seeds()
+    shipped = set(zoo.shipped_names())
+    wanted = X.table1_seed_specs(False)
+    assert missing == [s.name for specs in wanted.values() for s in specs if s.name not in shipped]
+    for key, specs in wanted.items():
+        found = [s for s in specs if s.name in shipped]
+        assert len(seeds.get(key, [])) == len(found)
+        for ev, spec in zip(seeds.get(key, []), found):  # the metrics recorded at training time, unchanged
+            _, meta = zoo.load_checkpoint(zoo.SHIPPED_DIR / f"{spec.name}.pt")
+            assert ev.mean("knn_corrupt") == meta["metrics"]["knn_corrupt"]
+    assert seeds[(2, 2, "point")] and seeds[(2, 2, "MoG-1")]  # N = 2, D = 2's seed-0 pair ships
