@@ -5,8 +5,11 @@ prose (see `hedgekit.papers.verdict`).
 
 Table 2's "SPE vs PN" gaps are gaps between rows of one table on the paper's own data (N-digit MNIST), so
 each is decided on its size (`hedgekit.papers.verdict.effect_verdict`: our 95% interval against half to
-twice the paper's gap). One model per method was trained, so the noise is the episodes' standard error
-(one seed: evaluation noise only), and the reasons say so.
+twice the paper's gap). Pooled over the settings one model per method was trained, so the noise is the
+episodes' standard error (one seed: evaluation noise only), and the reasons say so. Where independently trained
+seeds of PN and SPE at N = 2, D = 2 are given (`seed_accuracies`, the models of
+`hedgekit.papers.spe.experiments.table2_seed_specs`), that row's gap is decided once more over the seeds, with
+their seed-to-seed spread as the noise.
 """
 from __future__ import annotations
 
@@ -14,10 +17,12 @@ import math
 from typing import Mapping, Sequence
 
 from hedgekit.papers.spe.numbers import (CONDITION_NAMES, PAPER_TRAINING, SPE_LSHAPES, TABLE2_METHODS, paper_mean, paper_table2)
-from hedgekit.papers.verdict import ONE_SEED, Effect, Verdict, effect_verdict, models_paragraph
+from hedgekit.papers.verdict import ONE_SEED, Effect, Verdict, effect_verdict, models_paragraph, unpaired_effect
 
 __all__ = ["PAPER_ROW_OF", "table2_side_by_side", "SPEVerdict", "spe_training_context", "lshapes_verdict",
-           "ndigit_verdict"]
+           "ndigit_verdict", "seed_accuracies", "SEEDED_SETTING"]
+
+SEEDED_SETTING = (2, 2)  # (N, D) of the Table 2 row whose SPE vs PN gap is decided over trained seeds
 
 
 # our method label -> the paper's Table 2 row it is compared with
@@ -204,7 +209,9 @@ def ndigit_verdict(stats: Mapping, checkpoints: Sequence = ()) -> SPEVerdict:
 
     stats keys: ``table`` list of rows (method, split, condition, N, D, acc, se) for our models;
     ``settings`` (N, D) pairs run; ``fig7`` dict(eta2 (D, 2), placement dict, alignment);
-    ``fig4`` {sampler: dict(s, acc, se[, runs])} as `hedgekit.papers.spe.protocol.fig4_curves` returns it.
+    ``fig4`` {sampler: dict(s, acc, se[, runs])} as `hedgekit.papers.spe.protocol.fig4_curves` returns it;
+    optionally ``seeds``: (split, condition) -> {"SPE": [acc per seed], "PN": [...]} at `SEEDED_SETTING`
+    (`seed_accuracies`), deciding that row's SPE vs PN gap over the seeds where both have two or more.
     """
     v = SPEVerdict("07 SPE on N-digit MNIST", checkpoints)
     rows = stats["table"]
@@ -230,6 +237,17 @@ def ndigit_verdict(stats: Mapping, checkpoints: Sequence = ()) -> SPEVerdict:
                 why += "; SPE's confidence-weighted prototypes (eq. 5) discount occluded support images"
             v.add(f"Table 2 ({where}), {split}, {cond}: SPE vs PN", f"SPE {ps:.1f} vs PN {pp:.1f} ({d_paper:+.1f})",
                   f"SPE {s:.1f} vs PN {p:.1f} ({d_ours:+.1f})", matched, why)
+    n, d = SEEDED_SETTING
+    for (split, cond), accs in sorted(stats.get("seeds", {}).items()):
+        spe, pn = accs.get("SPE", []), accs.get("PN", [])
+        if min(len(spe), len(pn)) < 2:
+            continue
+        e = unpaired_effect(spe, pn)
+        d_paper = paper_table2(cond, "SPE", split, n, d) - paper_table2(cond, "PN", split, n, d)
+        matched, why = effect_verdict(e, d_paper)
+        v.add(f"Table 2 (N{n}D{d}), {split}, {cond}: SPE vs PN over {len(spe)} / {len(pn)} trained seeds",
+              f"{d_paper:+.1f}", f"{e.mean:+.1f} ± {e.se:.1f} (SPE {sum(spe) / len(spe):.1f} vs PN "
+              f"{sum(pn) / len(pn):.1f})", matched, why)
     # SPE vs HIB (Figure 6b/c): "The SPE outperforms HIB in all six comparisons."
     wins, total, detail = 0, 0, []
     for cond in CONDITION_NAMES.values():
@@ -308,3 +326,14 @@ def ndigit_verdict(stats: Mapping, checkpoints: Sequence = ()) -> SPEVerdict:
            "evaluated with the same episodes as PN and SPE (50 support per class).")
     return v
 
+
+def seed_accuracies(rows_by_seed: Sequence[Sequence[Mapping]]) -> dict:
+    """``stats["seeds"]`` of `ndigit_verdict` from `hedgekit.papers.spe.protocol.evaluate_table2`'s rows, one list
+    of rows per trained seed (each list: the PN and SPE models of that seed at `SEEDED_SETTING`): (split,
+    condition) -> method -> accuracy (%) per seed, in seed order. Rows of other settings are ignored."""
+    out: dict = {}
+    for rows in rows_by_seed:
+        for r in rows:
+            if (r["N"], r["D"]) == SEEDED_SETTING and r["method"] in ("SPE", "PN"):
+                out.setdefault((r["split"], r["condition"]), {}).setdefault(r["method"], []).append(r["acc"])
+    return out

@@ -136,3 +136,32 @@ def _f4(inter1=60.0, naive9=55.0, se=0.5, shift=5.0):
 def test_notebook_07_figure_claims_reach_every_outcome(extra, claim, outcome):
     v = P.ndigit_verdict(dict(table=_rows(paper), settings=((2, 2),), **extra))
     assert _by(v)[claim].outcome == outcome
+
+
+SEEDED = "Table 2 (N2D2), seen, corrupt S / clean Q: SPE vs PN over 3 / 3 trained seeds"  # the paper: +19.7
+
+
+def _seeds(spe, pn):
+    return {("seen", "corrupt S / clean Q"): {"SPE": list(spe), "PN": list(pn)}}
+
+
+@pytest.mark.parametrize("seeds, outcome", [
+    (_seeds([92.0, 92.5, 93.0], [72.5, 73.0, 72.0]), "matched"),  # +19.7 over seeds that agree
+    (_seeds([73.0, 72.0, 73.5], [72.5, 73.0, 72.0]), "not matched"),  # a precise zero: smaller than the paper
+    (_seeds([95.0, 60.0, 80.0], [72.5, 73.0, 72.0]), "inconclusive"),  # +5.7, seeds too spread to decide
+])
+def test_notebook_07_seeded_spe_vs_pn_reaches_every_outcome_on_the_seed_spread(seeds, outcome):
+    v = P.ndigit_verdict(dict(table=_rows(paper, 0.1), settings=((2, 2),), seeds=seeds))
+    c = _by(v)[SEEDED]
+    assert c.outcome == outcome and "one seed" not in c.why
+    assert VS in _by(v)  # the pooled one-seed claim stays beside it
+
+
+def test_a_seeded_claim_needs_two_seeds_of_each_and_seed_accuracies_groups_rows_by_seed():
+    v = P.ndigit_verdict(dict(table=_rows(paper, 0.1), settings=((2, 2),), seeds=_seeds([92.0], [72.0, 73.0])))
+    assert not any("trained seeds" in name for name in _by(v))
+    rows = [[dict(method=m, N=n, D=2, split="seen", condition="clean S / clean Q", acc=acc + s, se=0.1)
+             for m, acc in (("SPE", 90.0), ("PN", 85.0), ("HIB (PN rule)", 80.0)) for n in (2, 3)]
+            for s in range(3)]
+    assert P.seed_accuracies(rows) == {("seen", "clean S / clean Q"): {"SPE": [90.0, 91.0, 92.0],
+                                                                       "PN": [85.0, 86.0, 87.0]}}
