@@ -127,7 +127,7 @@ def fit_upstream(model: UpstreamModel, x: Tensor, y: Tensor, cfg: UpstreamConfig
         if not supervised:  # two independently augmented views of every image, no labels
             views.append(xb if augment is None else augment(xb, rng))
         yb = y_dev[idx] if supervised else None
-        features = model.backbone(torch.cat([to_float(v) for v in views]))
+        features = model.backbone(to_float(views[0] if len(views) == 1 else torch.cat(views)))  # one conversion
         out = model.head(features)
         loss = model.head.loss(out, yb)
         if hook is not None:
