@@ -2,8 +2,8 @@
 triplet retrieval): notebook 08.
 
 ``from hedgekit.papers import taha`` gives every part: `taha.numbers`, `taha.experiments`, `taha.protocol`,
-`taha.claims`, `taha.figures`. The method itself is `hedgekit.methods.het_triplet`.
+`taha.claims`, `taha.figures`, `taha.noise_study`. The method itself is `hedgekit.methods.het_triplet`.
 """
-from hedgekit.papers.taha import claims, experiments, figures, numbers, protocol
+from hedgekit.papers.taha import claims, experiments, figures, noise_study, numbers, protocol
 
-__all__ = ["claims", "experiments", "figures", "numbers", "protocol"]
+__all__ = ["claims", "experiments", "figures", "noise_study", "numbers", "protocol"]

@@ -104,3 +104,27 @@ def test_run_study_scores_detection_on_a_fixed_subset(monkeypatch):
     assert all(len(t["labels"]) == 40 for t in seen)
     assert np.array_equal(seen[0]["flipped"], seen[1]["flipped"])  # the same subset in every run
     assert np.array_equal(seen[0]["labels"], full["labels"][np.sort(np.random.default_rng(0).permutation(100)[:40])])
+
+
+def test_cleaning_pairs_are_the_runs_paired_differences_in_points():
+    from hedgekit.papers.verdict import Spread
+
+    s = {"map": {"random cleaning 20%": Spread([0.60, 0.62, 0.61]), "uncertainty cleaning 20%": Spread([0.61, 0.61, 0.64])}}
+    t = NS.cleaning_pairs(s)
+    assert list(t.index) == [0, 1, 2]
+    assert t["uncertainty − random"].tolist() == pytest.approx([1.0, -1.0, 3.0])
+    assert t["random cleaning 20%"].tolist() == pytest.approx([60.0, 62.0, 61.0])
+
+
+def test_detection_frame_sets_each_precision_beside_the_base_rate():
+    from hedgekit.papers.verdict import Spread
+
+    s = {"detection": {("uncertainty", 0.1): Spread([0.2, 0.4]), ("small loss", 0.05): Spread([0.7, 0.7])},
+         "noise_rate": Spread([0.38, 0.38])}
+    t = NS.detection_frame(s).set_index(["detector", "removed %"])
+    assert t.loc[("uncertainty", 10), "precision"] == pytest.approx(0.3)
+    assert t.loc[("uncertainty", 10), "± std"] == pytest.approx(np.std([0.2, 0.4], ddof=1))
+    assert t.loc[("uncertainty", 10), "above base rate"] == pytest.approx(-0.08)
+    assert t.loc[("small loss", 5), "above base rate"] == pytest.approx(0.32)
+    with pytest.raises(InputError, match="detection"):
+        NS.detection_frame({"map": {}})
