@@ -32,9 +32,14 @@ DEFAULT_MODEL = "MoG-1 (HIB), D=2"
 POINT_MODEL = "point, D=2"
 BETAS = (0.0, 1e-4, 1e-2)  # HIB App. E's range; 1e-4 is the paper's choice (sec. 4.1)
 DEFAULT_BETA = 1e-4
-# Wall time to train one model, measured with 1 torch thread on 2 busy CPU cores: fast preset
-# 27-45 s (point, MoG-1, MoG-2, D=3); paper preset: the zoo's target of < 10 min per model.
-TRAIN_SECONDS = {"fast": 45, "paper": 600}
+# Seconds to train one model of a kind at its preset's own steps, one torch thread, N = 2 digits: the recorded
+# train_seconds of the checkpoints (2-core AMD EPYC): shipped paper ones hib 994-1,131 s, point 1,707-2,287 s,
+# pn / spe 268-272 s; Taha paper models 19-22 s on an idle core (up to 156 s on a busy one); SPE on L-shapes
+# 2,575 s (busy core); fast preset hib 15-41 s, point 18-22 s, spe 8-23 s, triplet / het 2-5 s.
+TRAIN_SECONDS = {
+    "fast": {"hib": 30, "point": 20, "pn": 20, "spe": 20, "spe-lshapes": 30, "triplet": 5, "het": 5},
+    "paper": {"hib": 1100, "point": 2000, "pn": 270, "spe": 270, "spe-lshapes": 2600, "triplet": 25, "het": 25},
+}
 
 
 def app_preset() -> str:
@@ -96,8 +101,14 @@ def load_model(spec, progress: bool = False, **kwargs):
 
 
 def expected_train_seconds(spec) -> int:
-    """Rough wall time to train ``spec`` on 2 CPU cores (for the app's progress message)."""
-    base = TRAIN_SECONDS.get(spec.preset, 600)
+    """Rough wall time to train ``spec`` with one torch thread (the app's progress message, ``reproduce
+    --list-models``): `TRAIN_SECONDS` of its preset and kind (SPE on L-shapes apart), times N / 2 for N-digit
+    images (28 x 28N: the cost grows with the image), times steps / the preset's steps for a steps override.
+    An unknown preset counts as ``paper``."""
+    table = TRAIN_SECONDS.get(spec.preset, TRAIN_SECONDS["paper"])
+    base = table.get(f"{spec.kind}-{spec.data}", table.get(spec.kind, max(table.values())))
+    if spec.data == "ndigit":
+        base *= spec.n_digits / 2
     if spec.steps is not None:
         from hedgekit.zoo import PRESETS
 

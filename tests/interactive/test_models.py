@@ -9,13 +9,32 @@ from hedgekit.interactive import models
 HIB = models.DEFAULT_MODEL
 
 
-def test_expected_train_seconds_scales_with_a_steps_override():
+def test_expected_train_seconds_scales_with_steps_digits_and_kind():
     from hedgekit.zoo import Spec
 
     full = models.expected_train_seconds(Spec(kind="hib", preset="paper"))
-    assert full == models.TRAIN_SECONDS["paper"]
+    assert full == models.TRAIN_SECONDS["paper"]["hib"]
     assert models.expected_train_seconds(Spec(kind="hib", preset="paper", steps=900)) == full // 10  # 900 of 9,000
-    assert models.expected_train_seconds(Spec(kind="point", preset="paper", steps=6000)) == full // 2  # 6,000 of 12,000
+    point = models.TRAIN_SECONDS["paper"]["point"]
+    assert models.expected_train_seconds(Spec(kind="point", preset="paper", steps=6000)) == point // 2  # of 12,000
+    assert models.expected_train_seconds(Spec(kind="hib", preset="paper", n_digits=3)) == round(1.5 * full)
+    assert models.expected_train_seconds(Spec(kind="triplet", data="fashion", dim=16, recipe="noisy",
+                                              preset="paper")) == models.TRAIN_SECONDS["paper"]["triplet"]
+    assert models.expected_train_seconds(Spec(kind="spe", data="lshapes", preset="paper")) == \
+        models.TRAIN_SECONDS["paper"]["spe-lshapes"]
+
+
+def test_expected_train_seconds_is_within_a_factor_two_of_every_shipped_checkpoint():
+    """Oracle: the training time each shipped checkpoint records (one core, 2-core machine)."""
+    from hedgekit.zoo import SHIPPED_DIR, load_checkpoint, spec_from_name
+
+    paths = sorted(SHIPPED_DIR.glob("*.pt"))
+    assert paths
+    for path in paths:
+        _, meta = load_checkpoint(path)
+        spec = spec_from_name(path.stem)
+        ratio = models.expected_train_seconds(spec) / meta["train_seconds"]
+        assert 0.5 < ratio < 2, (path.name, ratio)
 
 
 def test_preset_from_env(monkeypatch):
