@@ -19,7 +19,7 @@ import numpy as np
 
 from hedgekit.evaluation.centroids import CentroidTable
 from hedgekit.interactive.maps import MapLayers, focus_extent, map_layers, sqrt_det, update_trail
-from hedgekit.interactive.occlusion import Analysis, analyse
+from hedgekit.interactive.occlusion import APP_POINTS, Analysis, analyse
 from hedgekit.nets import EmbeddingNet
 
 __all__ = ["ModelView", "model_view"]
@@ -41,7 +41,7 @@ class ModelView:
 
 def model_view(model: EmbeddingNet, image, boxes=(), table: CentroidTable | None = None, trail: Sequence[dict] = (),
                *, sigmas: Sequence[float] = (1, 2, 3), show_trail: bool = True, point_xy=None, focus_ids=None,
-               remember: Callable[[Callable[[], float]], float] | None = None) -> ModelView:
+               remember: Callable[[Callable[[], float]], float] | None = None, n_points: int = APP_POINTS) -> ModelView:
     """Analyse ``image`` with ``boxes`` hidden under ``model`` and build what a page draws of it.
 
     Args:
@@ -53,11 +53,12 @@ def model_view(model: EmbeddingNet, image, boxes=(), table: CentroidTable | None
         focus_ids: the class ids the extent zooms on beside the input (default: the best match).
         remember: how the caller remembers the clean image's eta across updates: ``remember(compute)`` returns
             a remembered value or ``compute()`` (e.g. the app's session cache); None computes it every time.
+        n_points: points per ellipse contour (`analyse`; the app's default `APP_POINTS`).
     """
-    a = analyse(model, image, boxes, table)
+    a = analyse(model, image, boxes, table, n_points=n_points)
 
     def clean() -> float:
-        return analyse(model, image, (), table).eta
+        return analyse(model, image, (), table, n_points=n_points).eta
 
     new_trail = update_trail(trail, a)
     layers = map_layers(a, new_trail if show_trail else (), sigmas=sigmas, point_xy=point_xy)
