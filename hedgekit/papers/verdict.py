@@ -29,10 +29,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from hedgekit.errors import InputError
+
 __all__ = ["Claim", "Verdict", "PAPER_STEPS", "OUTCOMES", "MATCHED", "NOT_MATCHED", "INCONCLUSIVE", "ONE_SEED",
            "EFFECT_FACTOR", "fmt", "training_context", "models_paragraph", "collapse_reason", "noise_reason",
            "binomial_se_diff", "closeness", "Effect", "Spread", "spread", "paired_effect", "unpaired_effect",
-           "effect_verdict", "direction_verdict", "equivalence_verdict"]
+           "effect_verdict", "direction_verdict", "floor_verdict", "equivalence_verdict"]
 
 MATCHED, NOT_MATCHED, INCONCLUSIVE = "matched", "not matched", "inconclusive"
 OUTCOMES = {True: MATCHED, False: NOT_MATCHED, None: INCONCLUSIVE}
@@ -298,6 +300,25 @@ def direction_verdict(ours, sign: int = 1, digits: int = 2, unit: str = "points"
     if lo <= 0 <= hi:
         return None, f"{ival} contains 0"
     return (lo > 0) == (sign > 0), ival + (" agrees in sign" if (lo > 0) == (sign > 0) else " has the opposite sign")
+
+
+def floor_verdict(ours, floor: float, digits: int = 2, unit: str = "") -> tuple[bool | None, str]:
+    """A claim with a direction (positive) and no size in the paper, only the smallest effect that still reads as
+    the claim (``floor`` > 0, e.g. a "small" correlation): matched when our 95% interval excludes 0 and reaches
+    ``floor``; not matched when it lies wholly below ``floor`` (a precise zero, the opposite sign, or an effect
+    too small to count); inconclusive when it contains 0 but reaches ``floor``, or with one run."""
+    if not floor > 0:
+        raise InputError(f"floor must be > 0; got {floor!r}")
+    e = _as_effect(ours)
+    lo, hi = e.interval()
+    if not math.isfinite(lo):
+        return None, f"ours {e.text(digits)}: with one run there is no interval"
+    ival = f"our 95% interval [{lo:+.{digits}f}, {hi:+.{digits}f}]{' ' + unit if unit else ''} ({e.kind}, {e.noise})"
+    if hi < floor:
+        return False, f"{ival} lies below {floor:g}, the smallest effect that reads as the claim"
+    if lo <= 0:
+        return None, f"{ival} reaches {floor:g} but also contains 0"
+    return True, f"{ival} excludes 0 and reaches {floor:g}"
 
 
 def equivalence_verdict(ours, tol: float, digits: int = 2, unit: str = "points") -> tuple[bool | None, str]:

@@ -97,6 +97,23 @@ def test_effect_verdict_reaches_every_outcome_and_says_by_how_much():
     assert effect_verdict(Effect(3.0, 0.1, 5), 0.57)[0] is False
 
 
+def test_floor_verdict_needs_an_interval_above_zero_that_reaches_the_floor():
+    from hedgekit.errors import InputError
+    from hedgekit.papers.verdict import Effect, floor_verdict
+
+    ok, why = floor_verdict(Effect(0.3, 0.02, 5), 0.1)
+    assert ok is True and "excludes 0 and reaches 0.1" in why
+    assert floor_verdict(Effect(0.08, 0.02, 5), 0.1)[0] is True  # interval [0.02, 0.14]: above 0, reaches 0.1
+    ok, why = floor_verdict([0.01, 0.0, 0.02, 0.01, 0.015], 0.1)  # a precise near-zero: too small to count
+    assert ok is False and "lies below 0.1" in why
+    assert floor_verdict(Effect(-0.3, 0.02, 5), 0.1)[0] is False  # the opposite sign
+    ok, why = floor_verdict([0.3, -0.2, 0.1], 0.1)
+    assert ok is None and "contains 0" in why
+    assert floor_verdict([0.3], 0.1)[0] is None  # one run: no interval
+    with pytest.raises(InputError, match="floor"):
+        floor_verdict([0.3, 0.2], 0.0)
+
+
 def test_effect_interval_is_the_student_t_interval_of_the_runs():
     from scipy import stats
 

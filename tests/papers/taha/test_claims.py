@@ -97,7 +97,8 @@ def _t2(noisy=0.6170, clean=0.5262, het=0.6227, rand=None, unc=None, sd=0.0005, 
             "uncertainty cleaning 20%": S(unc, sd, runs, same)}
 
 
-FIG = {"r": -0.45, "flipped_top": 0.8, "noise_rate": 0.36, "n_top": 50, "centre_rho": 0.3}
+FIG = {"r": [-0.45, -0.5, -0.42, -0.48, -0.46], "flipped_top": 0.8, "noise_rate": 0.36, "n_top": 50,
+       "centre_rho": [0.3, 0.28, 0.33, 0.31, 0.29]}
 T2_NOISY = "Table 2: training on clean + noisy labels beats the clean subset alone (+9.08)"
 T2_HET = "Table 2: hetero ≥ the triplet baseline on noisy labels (+0.57)"
 T2_RAND = "Table 2: removing a random 20% of the gallery changes nothing"
@@ -125,7 +126,8 @@ FIG8 = "Fig. 8: points near their class centre have lower uncertainty"
     (_t2(unc=0.6227 + 0.0006), FIG, T2_UNC_RAND, "not matched"),
     (_t2(runs=1), FIG, T2_UNC_RAND, "inconclusive"),
     (_t2(), FIG, FIG6, "matched"),
-    (_t2(), dict(FIG, r=0.1), FIG6, "not matched"),
+    (_t2(), dict(FIG, r=[0.1, 0.12, 0.09]), FIG6, "not matched"),
+    (_t2(), dict(FIG, r=-0.5), FIG6, "inconclusive"),  # one number is one run: no interval
     (_t2(), dict(FIG, r=[-0.5, -0.45, -0.55, -0.5, -0.48]), FIG6, "matched"),
     (_t2(), dict(FIG, r=[-0.01, 0.0, 0.02, -0.02, 0.01]), FIG6, "not matched"),
     (_t2(), dict(FIG, r=[-0.9, 0.3, -0.6, 0.2, -0.5]), FIG6, "inconclusive"),
@@ -133,7 +135,10 @@ FIG8 = "Fig. 8: points near their class centre have lower uncertainty"
     (_t2(), dict(FIG, flipped_top=0.1), FIG5, "not matched"),
     (_t2(), dict(FIG, flipped_top=0.36), FIG5, "inconclusive"),  # a random pick's share
     (_t2(), FIG, FIG8, "matched"),
-    (_t2(), dict(FIG, centre_rho=-0.1), FIG8, "not matched"),
+    (_t2(), dict(FIG, centre_rho=[-0.1, -0.12, -0.08]), FIG8, "not matched"),
+    (_t2(), dict(FIG, centre_rho=[0.01, 0.012, 0.008, 0.011, 0.009]), FIG8, "not matched"),  # positive, too small
+    (_t2(), dict(FIG, centre_rho=[0.3, -0.2, 0.1]), FIG8, "inconclusive"),
+    (_t2(), dict(FIG, centre_rho=0.3), FIG8, "inconclusive"),  # one run
 ])
 def test_table2_claims_reach_every_outcome(summary, fig, claim, outcome):
     assert _claims(C.table2_verdict(summary, fig))[claim].outcome == outcome
