@@ -32,13 +32,15 @@ DEFAULT_MODEL = "MoG-1 (HIB), D=2"
 POINT_MODEL = "point, D=2"
 BETAS = (0.0, 1e-4, 1e-2)  # HIB App. E's range; 1e-4 is the paper's choice (sec. 4.1)
 DEFAULT_BETA = 1e-4
-# Seconds to train one model of a kind at its preset's own steps, one torch thread, N = 2 digits: the recorded
-# train_seconds of the checkpoints (2-core AMD EPYC): shipped paper ones hib 994-1,131 s, point 1,707-2,287 s,
-# pn / spe 268-272 s; Taha paper models 19-22 s on an idle core (up to 156 s on a busy one); SPE on L-shapes
-# 2,575 s (busy core); fast preset hib 15-41 s, point 18-22 s, spe 8-23 s, triplet / het 2-5 s.
+# Seconds to train one model of a kind at its preset's own steps, one torch thread, N = 2 digits, with the
+# current training code on a 2-core AMD EPYC, two models side by side (`reproduce --train-missing --jobs 2`),
+# 26 Nov 2026: hib 368-405 s (9,000 steps; N = 3: 522-564 s), point 118-125 s for 3,000 steps (so ~480 s for the
+# preset's 12,000), pn / spe 139-216 s (3,000 steps), triplet / het 19-41 s (1,500 steps); SPE on L-shapes 2,575 s
+# (2,000 steps, busy core); fast preset hib 15-41 s, point 18-22 s, spe 8-23 s, triplet / het 2-5 s. The shipped
+# checkpoints record 1.3-4.8x longer times: older, slower training code trained them.
 TRAIN_SECONDS = {
     "fast": {"hib": 30, "point": 20, "pn": 20, "spe": 20, "spe-lshapes": 30, "triplet": 5, "het": 5},
-    "paper": {"hib": 1100, "point": 2000, "pn": 270, "spe": 270, "spe-lshapes": 2600, "triplet": 25, "het": 25},
+    "paper": {"hib": 400, "point": 480, "pn": 200, "spe": 200, "spe-lshapes": 2600, "triplet": 30, "het": 30},
 }
 
 

@@ -24,17 +24,18 @@ def test_expected_train_seconds_scales_with_steps_digits_and_kind():
         models.TRAIN_SECONDS["paper"]["spe-lshapes"]
 
 
-def test_expected_train_seconds_is_within_a_factor_two_of_every_shipped_checkpoint():
-    """Oracle: the training time each shipped checkpoint records (one core, 2-core machine)."""
+def test_expected_train_seconds_is_at_most_what_each_shipped_checkpoint_took():
+    """Oracle: the training time each shipped checkpoint records (one torch thread, 2-core machine). Older, slower
+    training code trained them, so the estimate for today's code must not exceed them (by more than a quarter)
+    and must not be more than 5x below them."""
     from hedgekit.zoo import SHIPPED_DIR, load_checkpoint, spec_from_name
 
     paths = sorted(SHIPPED_DIR.glob("*.pt"))
     assert paths
     for path in paths:
         _, meta = load_checkpoint(path)
-        spec = spec_from_name(path.stem)
-        ratio = models.expected_train_seconds(spec) / meta["train_seconds"]
-        assert 0.5 < ratio < 2, (path.name, ratio)
+        ratio = models.expected_train_seconds(spec_from_name(path.stem)) / meta["train_seconds"]
+        assert 0.2 < ratio < 1.25, (path.name, ratio)
 
 
 def test_preset_from_env(monkeypatch):
