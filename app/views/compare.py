@@ -50,7 +50,8 @@ def beta_picker(preset: str) -> float:
     listed = ", ".join(f"{b:g}" for b, ok in opts if ok) or "none yet"
     st.caption(f"Checkpoints for MoG-1 with preset `{preset}` exist for β ∈ {{{listed}}}. The default β = 1e-4 is "
                "trained on first use; other values are trained only when you ask (fast preset: about "
-               f"{TRAIN_SECONDS['fast']['hib']} s per model; paper preset: about {TRAIN_SECONDS['paper']['hib'] // 60} min).")
+               f"{TRAIN_SECONDS['fast']['hib']} s per model; paper preset: about "
+               f"{TRAIN_SECONDS['paper']['hib'] // 60} min).")
     return float(state.beta)
 
 

@@ -41,7 +41,8 @@ from hedgekit.papers.taha.numbers import (FIG6_PEARSON_R, PAPER_TRAINING, TABLE1
 from hedgekit.papers.verdict import (Effect, Verdict, direction_verdict, effect_verdict, equivalence_verdict,
                                      floor_verdict, models_paragraph, paired_effect, spread, unpaired_effect)
 
-__all__ = ["SAME_TOL", "RANDOM_TOL", "PRECONDITION_FAILED", "NOISE_TITLE", "RHO_SMALL", "COLLAPSED_MAP", "TABLE1_BASE", "TABLE2_BASE", "TahaVerdict",
+__all__ = ["SAME_TOL", "RANDOM_TOL", "PRECONDITION_FAILED", "NOISE_TITLE", "RHO_SMALL", "COLLAPSED_MAP",
+           "TABLE1_BASE", "TABLE2_BASE", "TahaVerdict",
            "taha_training_context", "pts", "table1_side_by_side", "table2_side_by_side", "longtail_side_by_side",
            "table1_verdict", "table2_verdict", "noise_verdict", "precondition", "longtail_verdict",
            "detection_winner"]
@@ -207,10 +208,10 @@ def table2_verdict(summary: Mapping[str, tuple[float, float]], fig: Mapping, che
     """Table 2 (sec. 5.2) and Figs. 5, 6, 8 on noisy Fashion-MNIST.
 
     ``summary``: Table 2 row -> `protocol.mean_std` value (fractions; the runs in the same order for every row,
-    so that the cleaning rows pair with their model's full-gallery row). ``fig``: ``r`` (Fig. 6 Pearson r: one
-    number, or the per-run values), ``flipped_top`` / ``noise_rate`` / ``n_top`` (Fig. 5: share of flipped labels
+    so that the cleaning rows pair with their model's full-gallery row). ``fig``: ``r`` (Fig. 6 Pearson r: the per-run
+    values; one number is one run), ``flipped_top`` / ``noise_rate`` / ``n_top`` (Fig. 5: share of flipped labels
     among the n_top most uncertain training images, and overall), ``centre_rho`` (Fig. 8: Spearman rho of
-    distance-to-centroid vs uncertainty).
+    distance-to-centroid vs uncertainty, per run; one number is one run).
     """
     v = TahaVerdict("08 Table 2 analogue: Fashion-MNIST with look-alike label noise", checkpoints)
     m = {k: pts(val[0]) for k, val in summary.items()}

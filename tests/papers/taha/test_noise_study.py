@@ -109,7 +109,8 @@ def test_run_study_scores_detection_on_a_fixed_subset(monkeypatch):
 def test_cleaning_pairs_are_the_runs_paired_differences_in_points():
     from hedgekit.papers.verdict import Spread
 
-    s = {"map": {"random cleaning 20%": Spread([0.60, 0.62, 0.61]), "uncertainty cleaning 20%": Spread([0.61, 0.61, 0.64])}}
+    s = {"map": {"random cleaning 20%": Spread([0.60, 0.62, 0.61]),
+                 "uncertainty cleaning 20%": Spread([0.61, 0.61, 0.64])}}
     t = NS.cleaning_pairs(s)
     assert list(t.index) == [0, 1, 2]
     assert t["uncertainty − random"].tolist() == pytest.approx([1.0, -1.0, 3.0])
