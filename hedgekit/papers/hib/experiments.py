@@ -313,25 +313,30 @@ def recorded_table1(preset_name: str = "paper", seed: int = 0,
     return results, missing
 
 
-def recorded_table1_seeds(seeds: int = HEADLINE_SEEDS) -> tuple[dict, list[str]]:
+def recorded_table1_seeds(seeds: int = HEADLINE_SEEDS, meta=None) -> tuple[dict, list[str]]:
     """The seeds of `table1_seed_specs` as recorded in their checkpoints (no re-evaluation), in the form
     `hedgekit.papers.hib.claims.known_unknowns_verdict` takes as ``seeds=``.
 
     Returns ``(seeds, missing)``: (N, D, label) -> one `hedgekit.papers.hib.protocol.RepeatedEvaluation` per
     seed that has a checkpoint, in seed order, and the names of the seeds' models that have none (``reproduce
     --train-missing --only 04`` trains them). A claim uses the seeds only where both of its rows have two or more.
+    ``meta`` (optional): spec -> that checkpoint's metadata, e.g. a notebook's `hedgekit.repro.session.Session.meta`,
+    which trains a missing seed and lists its checkpoint in the run's header (then ``missing`` is empty).
     """
     from hedgekit.papers.hib.protocol import RepeatedEvaluation
     from hedgekit.zoo import find_checkpoint, load_checkpoint
 
+    def cached(spec):
+        path = find_checkpoint(spec)
+        return None if path is None else load_checkpoint(path)[1]
+
     out, missing = {}, []
     for (n, d, label), specs in table1_seed_specs(False, seeds).items():
         for spec in specs:
-            path = find_checkpoint(spec)
-            if path is None:
+            m = (meta or cached)(spec)
+            if m is None:
                 missing.append(spec.name)
                 continue
-            _, meta = load_checkpoint(path)
             out.setdefault((n, d, label), []).append(RepeatedEvaluation.from_metrics(
-                label, n, d, meta["metrics"], int(meta.get("eval_images", 0))))
+                label, n, d, m["metrics"], int(m.get("eval_images", 0))))
     return out, missing

@@ -40,7 +40,7 @@ from hedgekit.evaluation.embedded import EmbeddedSet, embed_set
 from hedgekit.nets import EmbeddingNet
 from hedgekit.nets.match import SoftMatch
 
-__all__ = ["eta_mc", "KNN_VARIANTS", "RepeatedEvaluation", "evaluate_repeated", "binned_curve",
+__all__ = ["eta_mc", "KNN_VARIANTS", "RepeatedEvaluation", "pool_seeds", "evaluate_repeated", "binned_curve",
            "match_scores_by_bin", "table1_frame", "table2_frame", "table4_frame", "table6_frame", "table7_frame",
            "table5_frame", "display_frame", "TABLE1_KEYS", "TABLE2_KEYS", "dataset_counts",
            "table3_frame"]
@@ -119,6 +119,27 @@ class RepeatedEvaluation:
     @property
     def var_ratio(self) -> float:
         return self.var_corrupt / self.var_clean if self.var_clean > 0 else math.nan
+
+
+def pool_seeds(seeds: dict) -> dict:
+    """(N, D, label) -> evaluations per trained seed, pooled into one `RepeatedEvaluation` per key whose
+    repetitions are the seeds: each metric's value r is seed r's mean, so `RepeatedEvaluation.mean` is the mean
+    over seeds and `RepeatedEvaluation.std` the seed-to-seed spread (ddof = 1), and `table1_frame` shows them
+    as its "ours" and "±" columns. ``var_*`` and ``eta_*`` are averaged over the seeds."""
+    out = {}
+    for key, evs in seeds.items():
+        evs = list(evs)
+        if not evs or not all(isinstance(e, RepeatedEvaluation) for e in evs):
+            raise InputError(f"pool_seeds: {key} needs a non-empty list of RepeatedEvaluation (one per seed), "
+                             f"got {evs!r:.80}")
+        names = sorted(set().union(*(e.values for e in evs)))
+        pooled = RepeatedEvaluation(evs[0].label, evs[0].n_digits, evs[0].dim, len(evs), evs[0].n_images,
+                                    values={k: np.array([e.mean(k) for e in evs]) for k in names})
+        for f in ("var_clean", "var_corrupt", "eta_clean", "eta_corrupt"):
+            vals = [getattr(e, f) for e in evs if math.isfinite(getattr(e, f))]
+            setattr(pooled, f, float(np.mean(vals)) if vals else math.nan)
+        out[key] = pooled
+    return out
 
 
 def evaluate_repeated(model: EmbeddingNet, test: NDigitSet, label: str, repeats: int = 10, k: int = 8,

@@ -124,3 +124,19 @@ def test_recorded_seeds_read_the_shipped_seed_0_models_and_list_the_rest_as_miss
             _, meta = zoo.load_checkpoint(zoo.SHIPPED_DIR / f"{spec.name}.pt")
             assert ev.mean("knn_corrupt") == meta["metrics"]["knn_corrupt"]
     assert seeds[(2, 2, "point")] and seeds[(2, 2, "MoG-1")]  # N = 2, D = 2's seed-0 pair ships
+
+
+def test_recorded_seeds_take_each_seeds_metadata_from_a_given_loader_and_then_miss_none(tmp_path, monkeypatch):
+    monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path))
+    asked = []
+
+    def meta(spec):  # stands in for a notebook's Session.meta, which trains what it does not find
+        asked.append(spec.name)
+        return {"metrics": {"knn_corrupt": 0.5 + spec.seed / 10, "ap_clean": 0.9}, "eval_images": 10_000}
+
+    seeds, missing = X.recorded_table1_seeds(meta=meta)
+    wanted = X.table1_seed_specs(False)
+    assert missing == [] and asked == [s.name for specs in wanted.values() for s in specs]
+    assert set(seeds) == set(wanted)
+    assert [ev.mean("knn_corrupt") for ev in seeds[(3, 3, "MoG-1")]] == [0.5, 0.6, 0.7]
+    assert seeds[(2, 3, "point")][1].n_images == 10_000 and seeds[(2, 3, "point")][1].label == "point"

@@ -154,3 +154,24 @@ def test_table4_frame_puts_both_parts_of_table4_beside_the_papers_numbers():
     empty = P.table4_frame({})  # FAST mode: the paper's numbers alone
     assert empty["MoG-1 paper"].tolist() == [0.996, 0.944, 0.917, 0.816, 0.35, 0.79, 0.31, 0.42]
     assert empty.filter(like="ours").isna().all().all()
+
+
+def test_pool_seeds_makes_the_seeds_the_repetitions_so_table1_shows_the_seed_mean_and_spread():
+    per_seed = {(2, 3, "point"): [P.RepeatedEvaluation.from_metrics("point", 2, 3, dict(knn_corrupt=v, ap_clean=0.9), 10_000)
+                                  for v in (0.80, 0.83, 0.89)],
+                (2, 3, "MoG-1"): [_evaluation("MoG-1", 2, 3, knn_corrupt=[0.90, 0.92]),  # 10 repetitions of one seed
+                                  _evaluation("MoG-1", 2, 3, knn_corrupt=[0.86, 0.86])]}  # count as its mean
+    per_seed[(2, 3, "MoG-1")][0].var_clean, per_seed[(2, 3, "MoG-1")][1].var_clean = 0.1, 0.3
+    pooled = P.pool_seeds(per_seed)
+    point, mog1 = pooled[(2, 3, "point")], pooled[(2, 3, "MoG-1")]
+    assert point.repeats == 3 and point.n_images == 10_000 and point.label == "point"
+    assert point.mean("knn_corrupt") == pytest.approx(0.84)
+    assert point.std("knn_corrupt") == pytest.approx(math.sqrt(((-0.04) ** 2 + (-0.01) ** 2 + 0.05**2) / 2))
+    assert mog1.values["knn_corrupt"].tolist() == pytest.approx([0.91, 0.86]) and mog1.var_clean == pytest.approx(0.2)
+    assert math.isnan(mog1.mean("ap_clean")) and math.isnan(point.var_clean)  # nothing recorded: nan, not 0
+    row = P.table1_frame(pooled).loc[(2, 3, "KNN", "corrupt")]
+    assert row["point ours"] == pytest.approx(0.84) and row["point ±"] == pytest.approx(point.std("knn_corrupt"))
+    assert row["MoG-1 ours"] == pytest.approx(0.885) and row["MoG-1 paper"] == numbers.HIB_TABLE1[(2, 3)]["MoG-1"]["knn_corrupt"]
+    for bad in ({(2, 3, "point"): []}, {(2, 3, "point"): [{"knn_corrupt": 0.8}]}):
+        with pytest.raises(InputError, match="one per seed"):
+            P.pool_seeds(bad)
