@@ -20,7 +20,7 @@ from hedgekit.papers.spe.numbers import (CONDITION_NAMES, PAPER_TRAINING, SPE_LS
 from hedgekit.papers.verdict import ONE_SEED, Effect, Verdict, effect_verdict, models_paragraph, unpaired_effect
 
 __all__ = ["PAPER_ROW_OF", "table2_side_by_side", "SPEVerdict", "spe_training_context", "lshapes_verdict",
-           "ndigit_verdict", "seed_accuracies", "SEEDED_SETTING"]
+           "ndigit_verdict", "seed_accuracies", "seed_table", "SEEDED_SETTING"]
 
 SEEDED_SETTING = (2, 2)  # (N, D) of the Table 2 row whose SPE vs PN gap is decided over trained seeds
 
@@ -337,3 +337,27 @@ def seed_accuracies(rows_by_seed: Sequence[Sequence[Mapping]]) -> dict:
             if (r["N"], r["D"]) == SEEDED_SETTING and r["method"] in ("SPE", "PN"):
                 out.setdefault((r["split"], r["condition"]), {}).setdefault(r["method"], []).append(r["acc"])
     return out
+
+
+def seed_table(seeds: Mapping):
+    """The trained seeds of `seed_accuracies` as a table beside the paper: a DataFrame indexed by (split,
+    condition), with each method's mean over its seeds and seed-to-seed standard deviation (points, ddof = 1),
+    the seeds' SPE − PN gap with its standard error (`hedgekit.papers.verdict.unpaired_effect`: the noise that
+    decides the seeded claims of `ndigit_verdict`) and the paper's gap at `SEEDED_SETTING`."""
+    import pandas as pd
+
+    from hedgekit.papers.verdict import spread
+
+    n, d = SEEDED_SETTING
+    out, index = [], []
+    for (split, cond), accs in sorted(seeds.items()):
+        row = {}
+        for method in ("SPE", "PN"):
+            m, s, k, _ = spread(accs.get(method, []))
+            row.update({f"{method} mean": m, f"{method} ±": s if k > 1 else math.nan, f"{method} seeds": k})
+        e = unpaired_effect(accs.get("SPE", []), accs.get("PN", []))
+        row.update({"SPE − PN": e.mean, "gap se": e.se,
+                    "paper gap": paper_table2(cond, "SPE", split, n, d) - paper_table2(cond, "PN", split, n, d)})
+        out.append(row)
+        index.append((split, cond))
+    return pd.DataFrame(out, index=pd.MultiIndex.from_tuples(index, names=["split", "condition"]))

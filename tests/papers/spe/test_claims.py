@@ -165,3 +165,19 @@ def test_a_seeded_claim_needs_two_seeds_of_each_and_seed_accuracies_groups_rows_
             for s in range(3)]
     assert P.seed_accuracies(rows) == {("seen", "clean S / clean Q"): {"SPE": [90.0, 91.0, 92.0],
                                                                        "PN": [85.0, 86.0, 87.0]}}
+
+
+def test_seed_table_shows_each_methods_seed_mean_and_spread_and_the_gap_beside_the_papers():
+    seeds = {**_seeds([92.0, 93.0, 94.0], [72.0, 73.0, 77.0]),
+             ("unseen", "clean S / clean Q"): {"SPE": [80.0, 81.0], "PN": [79.0]}}
+    t = P.seed_table(seeds)
+    assert list(t.index) == [("seen", "corrupt S / clean Q"), ("unseen", "clean S / clean Q")]
+    row = t.loc[("seen", "corrupt S / clean Q")]
+    assert row["SPE mean"] == pytest.approx(93.0) and row["SPE ±"] == pytest.approx(1.0) and row["SPE seeds"] == 3
+    assert row["PN mean"] == pytest.approx(74.0) and row["PN ±"] == pytest.approx(np.std([72, 73, 77], ddof=1))
+    assert row["SPE − PN"] == pytest.approx(19.0)
+    assert row["gap se"] == pytest.approx(np.sqrt(1.0 / 3 + np.var([72, 73, 77], ddof=1) / 3))
+    paper = N.paper_table2("corrupt S / clean Q", "SPE", "seen", 2, 2) - N.paper_table2("corrupt S / clean Q", "PN", "seen", 2, 2)
+    assert row["paper gap"] == pytest.approx(paper)
+    one = t.loc[("unseen", "clean S / clean Q")]  # one PN seed: no spread, and no standard error of the gap
+    assert one["PN seeds"] == 1 and np.isnan(one["PN ±"]) and np.isnan(one["gap se"]) and one["SPE − PN"] == pytest.approx(1.5)
