@@ -50,7 +50,7 @@ FAST_MODE = "FAST (CI sizes: shipped paper models where they exist, else fast pr
 if TYPE_CHECKING:
     from hedgekit.zoo import Spec
 
-__all__ = ["NOTEBOOKS", "register", "notebook_dir", "select", "notebook_models", "train_missing", "run_notebook",
+__all__ = ["NOTEBOOKS", "register", "notebook_dir", "select", "notebook_models", "train_missing", "run_notebook", "trained_in_run",
            "reproduce", "write_summary", "main", "add_subcommand", "build_parser"]
 
 # Group -> notebooks (file names in notebooks/), in running order. SPE (06, 07) registers
@@ -227,6 +227,16 @@ def run_notebook(src: Path, dst: Path, parameters: dict, kernel: str = "python3"
     return rec
 
 
+def trained_in_run(assets: str | Path) -> tuple[int, float]:
+    """(models, seconds): the checkpoints a notebook trained during its run, as the header of that run lists them
+    (source "trained now", the last run-information entry of its manifest in ``assets``), and their recorded
+    training seconds; (0, 0.0) when it trained none or wrote no manifest. `reproduce` records them in a run's
+    record, so that a full-mode time can be read as the time with every checkpoint cached."""
+    metas = [e.get("info", {}) for e in read_manifest(assets) if e.get("kind") == "meta" and "checkpoints" in e.get("info", {})]
+    trained = [c for c in (metas[-1]["checkpoints"] if metas else []) if c.get("source") == "trained now"]
+    return len(trained), float(sum(float(c.get("train_seconds") or 0.0) for c in trained))
+
+
 def reproduce(fast: bool = False, only: Sequence[str] | str | None = None, out_dir: str | Path = "reports",
               inplace: bool = False, kernel: str = "python3", timeout: int | None = None,
               registry: dict | None = None, notebooks: Path | None = None, progress: bool = True,
@@ -268,6 +278,9 @@ def reproduce(fast: bool = False, only: Sequence[str] | str | None = None, out_d
                            timeout, progress)
         if inplace:
             drop_injected_parameters(dst)
+        n_trained, train_seconds = trained_in_run(assets)
+        if n_trained:  # part of the run time went into training what it did not find
+            rec.update(trained=n_trained, train_seconds=round(train_seconds, 1))
         rec["assets"] = str(assets.relative_to(out))
         rec["output"] = Path(os.path.relpath(Path(rec["output"]).resolve(), out)).as_posix()
         runs.append(rec)

@@ -134,6 +134,21 @@ def test_write_summary_without_running(tmp_path):
     assert json.loads((tmp_path / "run.json").read_text())["runs"][1]["status"] == "failed"
 
 
+def test_trained_in_run_counts_the_checkpoints_the_last_run_trained_and_their_seconds(tmp_path):
+    assert R.trained_in_run(tmp_path / "none") == (0, 0.0)  # no manifest: nothing trained
+    r = Report(tmp_path / "nb", "nb")
+    r.meta(runtime_s=1.0, checkpoints=[dict(name="old", source="trained now", train_seconds=99.0)])  # an earlier entry
+    r.table("T", pd.DataFrame({"ours": [1.0]}))
+    assert R.trained_in_run(tmp_path / "nb") == (1, 99.0)
+    r.meta(runtime_s=2.0, checkpoints=[dict(name="a", source="cache", train_seconds=500.0),
+                                       dict(name="b", source="trained now", train_seconds=30.5),
+                                       dict(name="c", source="trained now", train_seconds=12.0),
+                                       dict(name="d", source="shipped", train_seconds=800.0)])
+    assert R.trained_in_run(tmp_path / "nb") == (2, 42.5)  # the last run's header wins
+    r.meta(runtime_s=3.0, checkpoints=[dict(name="a", source="cache", train_seconds=500.0)])
+    assert R.trained_in_run(tmp_path / "nb") == (0, 0.0)
+
+
 def test_a_registered_notebook_that_never_ran_is_listed_as_not_run(tmp_path):
     """The committed report lacked notebook 09 without saying so: every registered notebook shows up."""
     reg = {"hib": ["01_x.ipynb"], "url": ["09_z.ipynb"]}
