@@ -58,16 +58,25 @@ def verification(model: EmbeddingNet, es: EmbeddedSet, corrupt: bool, n_pairs: i
 
 
 def knn(es: EmbeddedSet, probe_corrupt: bool = False, gallery_corrupt: bool = False, k: int = 5,
-        vote: str = "majority", n_bins: int = 20, rank: str = "match") -> dict:
+        vote: str = "majority", n_bins: int = 20, rank: str = "match", neighbours: np.ndarray | None = None) -> dict:
     """KNN identification accuracy, per-bin accuracy by the probe's eta, and its tau (sec. 4.3, App. G).
 
     ``rank="match"`` ranks gallery items by p(m|probe, gallery), ``"mean"`` by the distance
-    between mixture means (module docstring); the two agree for point embeddings.
+    between mixture means (module docstring); the two agree for point embeddings. The ranking is nearly all of
+    the cost and does not depend on ``vote``: ``neighbours``, the (n, k) ``"neighbours"`` an earlier call
+    returned for the same set, sides, ``k`` and ``rank``, skips it (App. G's plurality vote beside the majority).
     """
     if rank not in ("match", "mean"):
         raise InputError(f"rank must be 'match' or 'mean'; got {rank!r}")
     probe, eta = es.side(probe_corrupt)
     gallery, _ = es.side(gallery_corrupt)
+    n = len(es.labels)
+    if neighbours is not None:
+        idx = np.asarray(neighbours)
+        if idx.shape != (n, k) or not np.issubdtype(idx.dtype, np.integer) or (idx < 0).any() or (idx >= n).any():
+            raise InputError(f"neighbours must be the ({n}, {k}) integer gallery indices an earlier knn call on this "
+                             f"set returned; got shape {idx.shape}, dtype {idx.dtype}")
+        return _knn_result(es.labels, idx, eta, vote, n_bins)
     device = probe.mean.device
     if rank == "mean" or (probe.is_point and gallery.is_point):
         score = M.euclidean_score_fn(probe.mixture_mean(), gallery.mixture_mean())
@@ -79,11 +88,14 @@ def knn(es: EmbeddedSet, probe_corrupt: bool = False, gallery_corrupt: bool = Fa
         pairs = len(gallery) * probe.n_components * gallery.n_components  # component pairs per probe
         chunk = block_rows(device, pairs * MATRIX_POINTS * probe.dim, cpu_rows=max(1, 2**16 // pairs))
         score = lambda rows: match_probability_matrix(probe[rows.to(device)], gallery, es.match)  # noqa: E731
-    n = len(es.labels)
     idx, _ = M.topk_neighbours(score, n, n, k, exclude=np.arange(n), chunk=chunk)
-    acc, correct = M.knn_accuracy(es.labels[idx], es.labels, vote)
+    return _knn_result(es.labels, idx, eta, vote, n_bins)
+
+
+def _knn_result(labels: np.ndarray, idx: np.ndarray, eta, vote: str, n_bins: int) -> dict:
+    acc, correct = M.knn_accuracy(labels[idx], labels, vote)
     per_bin = M.binned_accuracy(correct, eta, n_bins)
-    return {"acc": acc, "correct": correct, "acc_bins": per_bin, "tau": binned_tau(per_bin, eta)}
+    return {"acc": acc, "correct": correct, "acc_bins": per_bin, "tau": binned_tau(per_bin, eta), "neighbours": idx}
 
 
 def block_rows(device, row_elements: int, cpu_rows: int) -> int:

@@ -57,6 +57,23 @@ def test_knn_majority_versus_plurality_hand_case():
     assert plu["acc"] == 0.5
 
 
+def test_knn_with_an_earlier_calls_neighbours_skips_the_ranking_and_votes_on_them(monkeypatch):
+    es = _line_set([0, 1, 2, 10, 11, 20], [0, 0, 0, 1, 1, 2], eta=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6])
+    maj = knn(es, k=5, vote="majority", n_bins=2)
+    monkeypatch.setattr(M, "topk_neighbours", lambda *a, **kw: pytest.fail("ranked again"))
+    plu = knn(es, k=5, vote="plurality", n_bins=2, neighbours=maj["neighbours"])
+    monkeypatch.undo()
+    fresh = knn(es, k=5, vote="plurality", n_bins=2)
+    for key in ("acc", "tau"):
+        assert plu[key] == fresh[key]
+    np.testing.assert_array_equal(plu["correct"], fresh["correct"])
+    np.testing.assert_array_equal(plu["neighbours"], fresh["neighbours"])
+    for bad in (maj["neighbours"][:, :4], maj["neighbours"][:5], maj["neighbours"] + 6, -maj["neighbours"] - 1,
+                maj["neighbours"].astype(float)):  # wrong k, wrong n, out of range, negative, not indices
+        with pytest.raises(InputError, match=r"\(6, 5\) integer gallery indices"):
+            knn(es, k=5, neighbours=bad)
+
+
 def test_tau_is_nan_when_eta_is_constant(tiny_ndigit):
     es = _line_set([0, 1, 2, 10, 11, 20], [0, 0, 0, 1, 1, 2], eta=[0.3] * 6)
     assert math.isnan(knn(es, k=5, vote="plurality", n_bins=2)["tau"])

@@ -160,13 +160,20 @@ def evaluate_repeated(model: EmbeddingNet, test: NDigitSet, label: str, repeats:
     res.var_clean = float(es.clean.total_var().mean())
     res.var_corrupt = float(es.corrupt.total_var().mean())
     res.eta_clean, res.eta_corrupt = float(es.eta_clean.mean()), float(es.eta_corrupt.mean())
-    # KNN: neighbours are fixed (no sampling); only the eta bins change per repetition.
-    knn_fixed = {f"knn_{g}": knn(es, False, g == "corrupt", vote="majority", n_bins=n_bins)["correct"]
-                 for g in ("clean", "corrupt")}
+    # KNN: neighbours are fixed (no sampling); only the eta bins change per repetition. Each (probe, gallery)
+    # side pair is ranked once: the plurality vote reuses the majority vote's neighbours where the sides agree.
+    ranked: dict[tuple[bool, bool], np.ndarray] = {}
+
+    def knn_correct(probe_corrupt: bool, gallery_corrupt: bool, vote: str) -> np.ndarray:
+        sides = (probe_corrupt, gallery_corrupt)
+        out = knn(es, probe_corrupt, gallery_corrupt, vote=vote, n_bins=n_bins, neighbours=ranked.get(sides))
+        ranked[sides] = out["neighbours"]
+        return out["correct"]
+
+    knn_fixed = {f"knn_{g}": knn_correct(False, g == "corrupt", "majority") for g in ("clean", "corrupt")}
     if plurality:
         for g, p in KNN_VARIANTS:
-            knn_fixed[f"knnp_{g}_{p}"] = knn(es, p == "corrupt", g == "corrupt", vote="plurality",
-                                             n_bins=n_bins)["correct"]
+            knn_fixed[f"knnp_{g}_{p}"] = knn_correct(p == "corrupt", g == "corrupt", "plurality")
     vals: dict[str, list] = {}
     bins: dict[str, list] = {}
     gen = torch.Generator().manual_seed(seed)

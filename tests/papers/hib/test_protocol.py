@@ -93,6 +93,7 @@ def test_evaluate_repeated_follows_the_library_protocol():
     r = P.evaluate_repeated(model, ds, "MoG-1", repeats=3, n_pairs=20, n_bins=4, es=es)
     assert r.values["ap_clean"].shape == (3,) and r.bins["knn_corrupt"].shape == (3, 4)
     for key, (probe, gallery, vote) in {"knn_clean": (False, False, "majority"), "knn_corrupt": (False, True, "majority"),
+                                        "knnp_clean_clean": (False, False, "plurality"),
                                         "knnp_clean_corrupt": (True, False, "plurality"),
                                         "knnp_corrupt_clean": (False, True, "plurality")}.items():
         assert r.mean(key) == pytest.approx(knn(es, probe, gallery, vote=vote, n_bins=4)["acc"])
@@ -111,6 +112,27 @@ def test_evaluate_repeated_follows_the_library_protocol():
     assert t5.loc[(2, 2, "KNN corrupt"), "β=0 paper"] == 0.729 and len(t5) == 8
     with pytest.raises(InputError):
         P.evaluate_repeated(model, ds, "x", repeats=0, es=es)
+
+
+def test_evaluate_repeated_ranks_each_probe_gallery_side_pair_once(monkeypatch):
+    """Five KNN numbers (majority on clean / corrupt gallery, App. G's three plurality variants) need three
+    rankings: the votes share the neighbours of the same (probe, gallery) sides."""
+    from hedgekit.evaluation import metrics
+    from hedgekit.evaluation.embedded import embed_set
+    from hedgekit.nets import build_model
+
+    torch.manual_seed(0)
+    model = build_model("hib", 2, 2).eval()
+    ds = _tiny_set()
+    es = embed_set(model, ds)
+    calls = []
+    real = metrics.topk_neighbours
+    monkeypatch.setattr(metrics, "topk_neighbours", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    P.evaluate_repeated(model, ds, "MoG-1", repeats=2, n_pairs=20, n_bins=4, es=es)
+    assert len(calls) == 3
+    calls.clear()
+    P.evaluate_repeated(model, ds, "MoG-1", repeats=2, n_pairs=20, n_bins=4, es=es, plurality=False)
+    assert len(calls) == 2
 
 
 def test_table3_frame():
