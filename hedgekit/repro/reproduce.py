@@ -50,8 +50,8 @@ FAST_MODE = "FAST (CI sizes: shipped paper models where they exist, else fast pr
 if TYPE_CHECKING:
     from hedgekit.zoo import Spec
 
-__all__ = ["NOTEBOOKS", "register", "notebook_dir", "select", "notebook_models", "train_missing", "run_notebook", "trained_in_run",
-           "reproduce", "write_summary", "main", "add_subcommand", "build_parser"]
+__all__ = ["NOTEBOOKS", "register", "notebook_dir", "select", "notebook_models", "train_missing", "run_notebook",
+           "trained_in_run", "reproduce", "write_summary", "main", "add_subcommand", "build_parser"]
 
 # Group -> notebooks (file names in notebooks/), in running order. SPE (06, 07) registers
 # under "spe": add the file names here or call register("spe", "06_....ipynb", ...).
@@ -232,7 +232,8 @@ def trained_in_run(assets: str | Path) -> tuple[int, float]:
     (source "trained now", the last run-information entry of its manifest in ``assets``), and their recorded
     training seconds; (0, 0.0) when it trained none or wrote no manifest. `reproduce` records them in a run's
     record, so that a full-mode time can be read as the time with every checkpoint cached."""
-    metas = [e.get("info", {}) for e in read_manifest(assets) if e.get("kind") == "meta" and "checkpoints" in e.get("info", {})]
+    metas = [e.get("info", {}) for e in read_manifest(assets)
+             if e.get("kind") == "meta" and "checkpoints" in e.get("info", {})]
     trained = [c for c in (metas[-1]["checkpoints"] if metas else []) if c.get("source") == "trained now"]
     return len(trained), float(sum(float(c.get("train_seconds") or 0.0) for c in trained))
 
