@@ -247,6 +247,11 @@ def _as_effect(ours) -> Effect:
     return Effect(m, s / math.sqrt(n) if n > 1 else math.nan, n, "runs", "seed-to-seed spread" if n > 1 else ONE_SEED)
 
 
+def _interval_text(e: Effect, lo: float, hi: float, digits: int, unit: str) -> str:
+    """"our 95% interval [lo, hi] <unit> (<kind>, <noise>)", the unit left out (not a blank) when it is ""."""
+    return f"our 95% interval [{lo:+.{digits}f}, {hi:+.{digits}f}]{' ' + unit if unit else ''} ({e.kind}, {e.noise})"
+
+
 def effect_verdict(ours, paper, factor: float = EFFECT_FACTOR, unit: str = "points", digits: int = 2
                    ) -> tuple[bool | None, str]:
     """Outcome and reason of a claim with a size, decided on our effect's 95% interval (`Effect.interval`).
@@ -272,7 +277,7 @@ def effect_verdict(ours, paper, factor: float = EFFECT_FACTOR, unit: str = "poin
         return None, f"ours {e.text(digits)}: with one run there is no interval to compare with the paper's {paper_txt}"
     lo_s, hi_s = sorted((sign * lo, sign * hi))  # on the paper's side
     mean_s = sign * e.mean
-    ival = f"our 95% interval [{lo:+.{digits}f}, {hi:+.{digits}f}] {unit} ({e.kind}, {e.noise})"
+    ival = _interval_text(e, lo, hi, digits, unit)
     if hi_s < band[0]:
         ratio = (f"about {min(abs(lo_p), abs(hi_p)) / mean_s:.0f}× smaller"
                  if mean_s > 0 else "about zero" if lo_s <= 0 <= hi_s else "the opposite sign")
@@ -296,7 +301,7 @@ def direction_verdict(ours, sign: int = 1, digits: int = 2, unit: str = "points"
     lo, hi = e.interval()
     if not math.isfinite(lo):
         return None, f"ours {e.text(digits)}: with one run there is no interval"
-    ival = f"our 95% interval [{lo:+.{digits}f}, {hi:+.{digits}f}] {unit} ({e.kind}, {e.noise})"
+    ival = _interval_text(e, lo, hi, digits, unit)
     if lo <= 0 <= hi:
         return None, f"{ival} contains 0"
     return (lo > 0) == (sign > 0), ival + (" agrees in sign" if (lo > 0) == (sign > 0) else " has the opposite sign")
@@ -313,7 +318,7 @@ def floor_verdict(ours, floor: float, digits: int = 2, unit: str = "") -> tuple[
     lo, hi = e.interval()
     if not math.isfinite(lo):
         return None, f"ours {e.text(digits)}: with one run there is no interval"
-    ival = f"our 95% interval [{lo:+.{digits}f}, {hi:+.{digits}f}]{' ' + unit if unit else ''} ({e.kind}, {e.noise})"
+    ival = _interval_text(e, lo, hi, digits, unit)
     if hi < floor:
         return False, f"{ival} lies below {floor:g}, the smallest effect that reads as the claim"
     if lo <= 0:
@@ -328,7 +333,7 @@ def equivalence_verdict(ours, tol: float, digits: int = 2, unit: str = "points")
     lo, hi = e.interval()
     if not math.isfinite(lo):
         return None, f"ours {e.text(digits)}: with one run there is no interval"
-    ival = f"our 95% interval [{lo:+.{digits}f}, {hi:+.{digits}f}] {unit} ({e.kind}, {e.noise})"
+    ival = _interval_text(e, lo, hi, digits, unit)
     if -tol <= lo and hi <= tol:
         return True, f"{ival} lies within ±{tol:g}"
     if lo > tol or hi < -tol:

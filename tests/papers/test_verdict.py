@@ -184,3 +184,15 @@ def test_one_vocabulary():
     for path in root.rglob("*.py"):
         text = path.read_text()
         assert "within noise" not in text and "untested" not in text, path
+
+
+
+@pytest.mark.parametrize("name, args", [("effect_verdict", (2.0,)), ("direction_verdict", (1,)),
+                                        ("floor_verdict", (0.1,)), ("equivalence_verdict", (1.0,))])
+def test_every_interval_reads_with_its_unit_or_with_none_and_never_a_double_blank(name, args):
+    from hedgekit.papers import verdict as V
+
+    e = V.Effect(1.5, 0.2, 5)
+    assert "our 95% interval [+0.94, +2.06] points (" in getattr(V, name)(e, *args, unit="points")[1]
+    without = getattr(V, name)(e, *args, unit="")[1]
+    assert "our 95% interval [+0.94, +2.06] (" in without and "  " not in without
