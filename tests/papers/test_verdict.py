@@ -186,7 +186,6 @@ def test_one_vocabulary():
         assert "within noise" not in text and "untested" not in text, path
 
 
-
 @pytest.mark.parametrize("name, args", [("effect_verdict", (2.0,)), ("direction_verdict", (1,)),
                                         ("floor_verdict", (0.1,)), ("equivalence_verdict", (1.0,))])
 def test_every_interval_reads_with_its_unit_or_with_none_and_never_a_double_blank(name, args):
