@@ -116,9 +116,10 @@ def measured_full_mode(notebook: str, record: str | Path | None = None) -> str:
     r = runs[-1]
     seconds, trained = float(r["seconds"]), float(r.get("train_seconds") or 0.0)
     if trained:
-        return (f"measured {seconds - trained:.0f} s with every checkpoint cached: the run on {r.get('date', '?')} "
+        return (f"about {seconds - trained:.0f} s with every checkpoint cached: the run on {r.get('date', '?')} "
                 f"(`python -m hedgekit reproduce`, {RUN_RECORD.as_posix()}) took {seconds:.0f} s, {trained:.0f} s of "
-                f"them training the {r.get('trained', '?')} model(s) it did not find; {train}")
+                f"them training the {r.get('trained', '?')} model(s) it did not find (their recorded training time, "
+                f"subtracted); {train}")
     return (f"measured {seconds:.0f} s on {r.get('date', '?')} (`python -m hedgekit reproduce`, "
             f"{RUN_RECORD.as_posix()}; with the checkpoints it found cached); {train}")
 

@@ -22,7 +22,7 @@ def test_the_full_mode_timing_is_the_recorded_run_time(tmp_path):
 def test_a_run_that_trained_models_reads_as_its_time_with_every_checkpoint_cached(tmp_path):
     txt = measured_full_mode("08_het_triplet_retrieval",
                              _record(tmp_path / "run.json", seconds=3000.4, trained=2, train_seconds=1200.0))
-    assert txt.startswith("measured 1800 s with every checkpoint cached: the run on 2026-11-23 14:39")
+    assert txt.startswith("about 1800 s with every checkpoint cached: the run on 2026-11-23 14:39")
     assert "took 3000 s, 1200 s of them training the 2 model(s) it did not find" in txt
 
 
