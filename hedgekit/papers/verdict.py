@@ -247,9 +247,20 @@ def _as_effect(ours) -> Effect:
     return Effect(m, s / math.sqrt(n) if n > 1 else math.nan, n, "runs", "seed-to-seed spread" if n > 1 else ONE_SEED)
 
 
+def _signed(x: float, digits: int) -> str:
+    """``x`` with its sign and ``digits`` decimals, or up to 3 more where ``digits`` would print a nonzero bound as
+    ±0 (an interval "[-0.000, +0.136]" that "contains 0" reads as a contradiction; "[-0.0004, +0.136]" does not)."""
+    for d in range(digits, digits + 4):
+        if round(abs(x), d) != 0:
+            return f"{x:+.{d}f}"
+    return f"{x:+.{digits}f}"
+
+
 def _interval_text(e: Effect, lo: float, hi: float, digits: int, unit: str) -> str:
-    """"our 95% interval [lo, hi] <unit> (<kind>, <noise>)", the unit left out (not a blank) when it is ""."""
-    return f"our 95% interval [{lo:+.{digits}f}, {hi:+.{digits}f}]{' ' + unit if unit else ''} ({e.kind}, {e.noise})"
+    """"our 95% interval [lo, hi] <unit> (<kind>, <noise>)", the unit left out (not a blank) when it is ""; a bound
+    that ``digits`` would round to a signed zero gets more decimals (`_signed`)."""
+    return (f"our 95% interval [{_signed(lo, digits)}, {_signed(hi, digits)}]{' ' + unit if unit else ''} "
+            f"({e.kind}, {e.noise})")
 
 
 def effect_verdict(ours, paper, factor: float = EFFECT_FACTOR, unit: str = "points", digits: int = 2

@@ -195,3 +195,16 @@ def test_every_interval_reads_with_its_unit_or_with_none_and_never_a_double_blan
     assert "our 95% interval [+0.94, +2.06] points (" in getattr(V, name)(e, *args, unit="points")[1]
     without = getattr(V, name)(e, *args, unit="")[1]
     assert "our 95% interval [+0.94, +2.06] (" in without and "  " not in without
+
+
+@pytest.mark.parametrize("name, args", [("effect_verdict", (2.0,)), ("direction_verdict", (1,)),
+                                        ("floor_verdict", (0.1,)), ("equivalence_verdict", (1.0,))])
+def test_an_interval_bound_near_zero_shows_its_sign_with_more_decimals(name, args):
+    from hedgekit.papers import verdict as V
+
+    assert V._signed(-0.0004, 3) == "-0.0004" and V._signed(0.00004, 2) == "+0.00004"
+    assert V._signed(-0.0004, 2) == "-0.0004" and V._signed(0.136, 3) == "+0.136"
+    assert V._signed(0.0, 3) == "+0.000" and V._signed(-3e-9, 3) == "-0.000"  # beyond 3 more decimals: as before
+    e = V.Effect(0.068, 0.0681 / 4.302652729911275, 3)  # 3 runs, t(2) = 4.3027: lower bound 0.068 - 0.0681
+    text = getattr(V, name)(e, *args, unit="", digits=3)[1]
+    assert "our 95% interval [-0.0001, +0.136] (" in text, text
