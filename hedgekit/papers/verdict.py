@@ -32,8 +32,8 @@ from typing import Sequence
 from hedgekit.errors import InputError
 
 __all__ = ["Claim", "Verdict", "PAPER_STEPS", "OUTCOMES", "MATCHED", "NOT_MATCHED", "INCONCLUSIVE", "ONE_SEED",
-           "EFFECT_FACTOR", "fmt", "training_context", "models_paragraph", "collapse_reason", "noise_reason",
-           "binomial_se_diff", "closeness", "Effect", "Spread", "spread", "paired_effect", "unpaired_effect",
+           "EFFECT_FACTOR", "fmt", "training_seconds", "training_context", "models_paragraph", "collapse_reason",
+           "noise_reason", "binomial_se_diff", "closeness", "Effect", "Spread", "spread", "paired_effect", "unpaired_effect",
            "effect_verdict", "direction_verdict", "floor_verdict", "equivalence_verdict"]
 
 MATCHED, NOT_MATCHED, INCONCLUSIVE = "matched", "not matched", "inconclusive"
@@ -71,18 +71,36 @@ class Claim:
         return OUTCOMES[self.matched]
 
 
+def training_seconds(checkpoints: Sequence) -> str:
+    """"N CPU-seconds of training in total" when every model trained on a CPU; otherwise the total split by
+    device (``CheckpointRecord.device``, `hedgekit.zoo.train_spec`'s ``meta["device"]``): a GPU's seconds are
+    wall time, often with other models sharing the card, so they are not CPU-seconds. A model whose device was
+    not recorded (the shipped checkpoints) counts as trained on a CPU: the kit trained on nothing else then."""
+    by_device: dict[str, list[float]] = {}
+    for c in checkpoints:
+        device = str(getattr(c, "device", "") or "cpu")
+        device = "cpu" if device.startswith("cpu") else device
+        by_device.setdefault(device, []).append(float(getattr(c, "train_seconds", 0.0) or 0.0))
+    cpu = by_device.pop("cpu", [])
+    if not by_device:
+        return f"{sum(cpu):.0f} CPU-seconds of training in total"
+    parts = [f"{sum(cpu):.0f} CPU-seconds of training for the {len(cpu)} trained on a CPU"] if cpu else []
+    parts += [f"{sum(secs):.0f} s of wall time for the {len(secs)} trained on {device}"
+              for device, secs in sorted(by_device.items())]
+    return ", ".join(parts)
+
+
 def training_context(checkpoints: Sequence) -> str:
     """One paragraph: which presets/steps produced the numbers, compared with the paper's training."""
     if not checkpoints:
         return "No trained model was used."
     steps = sorted({int(getattr(c, "steps", 0) or 0) for c in checkpoints})
     presets = sorted({getattr(c, "preset", "?") for c in checkpoints})
-    secs = [float(getattr(c, "train_seconds", 0.0) or 0.0) for c in checkpoints]
     step_txt = "/".join(f"{s:,}" for s in steps)
     frac = 100.0 * max(steps) / PAPER_STEPS if steps and max(steps) else float("nan")
     txt = (f"{len(checkpoints)} model(s), preset {', '.join(presets)}: {step_txt} training steps each "
            f"({fmt(frac, 2)}% of the paper's {PAPER_STEPS:,} iterations; hedgekit trains on all pairs of a "
-           f"class-balanced batch instead), {sum(secs):.0f} CPU-seconds of training in total.")
+           f"class-balanced batch instead), {training_seconds(checkpoints)}.")
     ks = sorted({int(c.k) for c in checkpoints if getattr(c, "k", None)})
     if ks:
         txt += f" HIB models drew K = {'/'.join(map(str, ks))} samples per input (the paper: 8)."
@@ -101,10 +119,9 @@ def models_paragraph(checkpoints: Sequence, paper_training: str, fast_note: str,
         return "No trained model was used."
     steps = sorted({int(getattr(c, "steps", 0) or 0) for c in checkpoints})
     presets = sorted({getattr(c, "preset", "?") for c in checkpoints})
-    secs = sum(float(getattr(c, "train_seconds", 0.0) or 0.0) for c in checkpoints)
     txt = (f"{len(checkpoints)} model(s), preset {', '.join(presets)}: {'/'.join(f'{s:,}' for s in steps)} training "
            f"steps each, " + (f"{setup}, " if setup else "") +
-           f"{secs:.0f} CPU-seconds of training in total (the paper: {paper_training}).")
+           f"{training_seconds(checkpoints)} (the paper: {paper_training}).")
     return txt + " " + fast_note if "fast" in presets else txt
 
 

@@ -54,6 +54,23 @@ def test_verdict_rendering_and_noise():
     assert by["τ KNN clean over β = 0"].paper == "0.800 vs 0.748 (+0.052)"  # HIB Table 5, N=2 D=2
 
 
+def test_training_seconds_are_cpu_seconds_only_where_every_model_trained_on_a_cpu():
+    from types import SimpleNamespace as NS
+
+    from hedgekit.papers.verdict import training_seconds
+
+    h100 = "cuda:0 (NVIDIA H100 80GB HBM3)"
+    cpu = [NS(train_seconds=100.4, device="cpu"), NS(train_seconds=20.0, device="")]  # "": shipped, not recorded
+    assert training_seconds(cpu) == "120 CPU-seconds of training in total"
+    assert training_seconds([NS(train_seconds=5.0)]) == "5 CPU-seconds of training in total"  # no device field
+    gpu = [NS(train_seconds=300.0, device=h100), NS(train_seconds=30.6, device=h100)]
+    assert training_seconds(cpu + gpu) == ("120 CPU-seconds of training for the 2 trained on a CPU, 331 s of wall "
+                                           f"time for the 2 trained on {h100}")
+    assert training_seconds(gpu) == f"331 s of wall time for the 2 trained on {h100}"
+    assert training_seconds(gpu + [NS(train_seconds=1.0, device="mps")]) == (
+        f"331 s of wall time for the 2 trained on {h100}, 1 s of wall time for the 1 trained on mps")
+
+
 def test_models_paragraph_counts_models_steps_and_seconds_and_adds_the_fast_note_only_in_fast_mode():
     from types import SimpleNamespace as NS
 
