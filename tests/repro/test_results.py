@@ -128,3 +128,13 @@ def test_tally_needs_the_bold_line():
     assert not R.is_current("no tally at all")
     with pytest.raises(InputError, match="no '\\*\\*N matched"):
         R.tally("### What matched, what did not, and why — x\n\nnothing")
+
+
+def test_the_note_on_earlier_rules_appears_only_while_a_notebook_has_them():
+    current = R.NotebookResults("04_x", "x", "full", "2026-11-27 03:30", 60.0,
+                                verdicts=["**2 matched, 1 not matched** (computed)"])
+    earlier = R.NotebookResults("07_y", "y", "full", "2026-11-26 11:56", 60.0, verdicts=["**3 matched, 2 did not**"])
+    assert "says *earlier* under *rules*" not in R.render([current])
+    assert "| current | 2 | 1 | 0 |" in R.render([current])
+    text = R.render([current, earlier])
+    assert "says *earlier* under *rules*" in text and "| *earlier* | 3 | 2 | 0 |" in text
