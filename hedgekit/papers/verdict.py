@@ -33,8 +33,8 @@ from hedgekit.errors import InputError
 
 __all__ = ["Claim", "Verdict", "PAPER_STEPS", "OUTCOMES", "MATCHED", "NOT_MATCHED", "INCONCLUSIVE", "ONE_SEED",
            "EFFECT_FACTOR", "fmt", "training_seconds", "training_context", "models_paragraph", "collapse_reason",
-           "noise_reason", "binomial_se_diff", "closeness", "Effect", "Spread", "spread", "paired_effect", "unpaired_effect",
-           "effect_verdict", "direction_verdict", "floor_verdict", "equivalence_verdict"]
+           "noise_reason", "binomial_se_diff", "closeness", "Effect", "Spread", "spread", "paired_effect",
+           "unpaired_effect", "effect_verdict", "direction_verdict", "floor_verdict", "equivalence_verdict"]
 
 MATCHED, NOT_MATCHED, INCONCLUSIVE = "matched", "not matched", "inconclusive"
 OUTCOMES = {True: MATCHED, False: NOT_MATCHED, None: INCONCLUSIVE}
@@ -74,7 +74,7 @@ class Claim:
 def training_seconds(checkpoints: Sequence) -> str:
     """"N CPU-seconds of training in total" when every model trained on a CPU; otherwise the total split by
     device (``CheckpointRecord.device``, `hedgekit.zoo.train_spec`'s ``meta["device"]``): a GPU's seconds are
-    wall time, often with other models sharing the card, so they are not CPU-seconds. A model whose device was
+    wall time, possibly with other models sharing the card, so they are not CPU-seconds. A model whose device was
     not recorded (the shipped checkpoints) counts as trained on a CPU: the kit trained on nothing else then."""
     by_device: dict[str, list[float]] = {}
     for c in checkpoints:
