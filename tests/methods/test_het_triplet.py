@@ -207,7 +207,7 @@ def test_eq11_with_s_zero_is_three_halves_of_mean_triplet_loss(mining, margin):
     base, base_stats = triplet_batch_loss(z, y, mining, margin)
     assert stats["triplets"] > 0
     assert loss.item() == pytest.approx(1.5 * base.item(), rel=1e-12)
-    assert base.item() == pytest.approx(stats["triplet"], rel=1e-6) and base_stats["triplet"] == stats["triplet"]
+    assert base.item() == pytest.approx(float(stats["triplet"]), rel=1e-6) and base_stats["triplet"] == stats["triplet"]
 
 
 def _three_points(h):
