@@ -18,4 +18,17 @@ class CheckpointError(HedgekitError):
 
 
 class StorageError(HedgekitError, OSError):
-    """A file could not be written: the folder is read-only or the disk is full; nothing was corrupted."""
+    """A file could not be written: the folder is read-only, a file stands where a folder must be, or the disk is
+    full; nothing was corrupted (`hedgekit.checks.storage_error` words it)."""
+
+
+class DivergedError(HedgekitError, FloatingPointError):
+    """A training diverged: a non-finite loss or weight, or a model whose outputs are NaN or inf at evaluation.
+
+    ``step``: the training step at which it was seen (None if unknown); the URL benchmark shows it in the method's
+    leaderboard row (`hedgekit.papers.url.benchmark.run_one`, issue 45 item 7).
+    """
+
+    def __init__(self, message: str, step: int | None = None):
+        super().__init__(message)
+        self.step = step

@@ -14,6 +14,9 @@ CUB / CARS / SOP. Here (see `hedgekit.papers.url.protocol` for the data and metr
   whose config differs from the budget, or whose code hash differs (the method's module, the hedgekit modules it
   imports and the trainer / evaluation code: `_config`), is stale (`hedgekit.zoo.is_stale`) and retrained, so
   `run_benchmark` resumes where it stopped and a second call trains nothing;
+* a run whose training diverges, or whose embedding or u(x) is NaN or inf at evaluation, is one row that says
+  "diverged at step N (seed s)" (`run_one`; issue 45 item 7): the other runs are trained, ranked and written, and
+  the diverged run is not cached (the next call trains it again);
 * `leaderboard`: mean ± std (sample std, ddof = 1) over seeds per method; `write_leaderboard` writes it as
   CSV and Markdown under the git-ignored data cache.
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import time
 from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
@@ -31,18 +35,18 @@ import torch
 
 from hedgekit.checks import MAX_THREADS, atomic_write, check_count, check_seed, count_arg, device_arg, resolve_device
 from hedgekit.hardware import device_description
-from hedgekit.errors import CheckpointError, InputError
+from hedgekit.errors import CheckpointError, DivergedError, InputError
 from hedgekit.papers.url import protocol
 from hedgekit.papers.url.numbers import DISPLAY
 from hedgekit.training.upstream import UpstreamConfig, UpstreamModel, fit_upstream, predict
 from hedgekit.zoo import (URLBenchmark, URLSpec, cache_checkpoint_path, find_checkpoint, is_stale, load_or_train,
                           load_url_run, register_url_benchmark, url_record)
 
-__all__ = ["Setting", "Budget", "BUDGETS", "TRAINED_AT", "TRAINED", "NOT_TRAINED", "run_status", "method_status",
-           "trained_runs", "ranked", "seed_rank_stability", "augmentation", "settings_table", "LR_SWEEP",
+__all__ = ["Setting", "Budget", "BUDGETS", "TRAINED_AT", "MAY_BE_NAN", "TRAINED", "NOT_TRAINED", "run_status",
+           "method_status", "trained_runs", "ranked", "seed_rank_stability", "augmentation", "settings_table", "LR_SWEEP",
            "sweep_budgets", "sweep_runs", "METRICS", "method_registry", "check_methods", "eval_sets", "build_model",
-           "cache_root", "run_spec", "run_path", "RUN_MODULES", "module_closure", "run_one", "train_run",
-           "load_run_model", "run_benchmark",
+           "cache_root", "run_spec", "run_path", "RUN_MODULES", "module_closure", "run_one", "diverged_record",
+           "train_run", "load_run_model", "run_benchmark",
            "cached_runs", "uncertainty_extremes", "leaderboard", "leaderboard_markdown", "write_leaderboard",
            "add_subcommand", "LABELS", "label"]
 
@@ -390,33 +394,66 @@ def run_one(method: str, seed: int, budget="fast", retrain: bool = False, progre
     Returns the record: ``method, seed, budget, config, source ("cache" / "trained now")``, every metric of
     `protocol.evaluate`, ``train_seconds`` (wall), ``cpu_seconds`` (process CPU time of training and
     evaluation, all threads), ``eval_seconds``, ``device`` (`hedgekit.hardware.device_description`), the loss
-    history and ``weights_sha256``.
+    history and ``weights_sha256``. A run that diverges (`train_run` raises `DivergedError`) is not saved; its
+    record is `diverged_record` (source "diverged", every metric NaN), so the other runs go on.
     """
     spec = run_spec(method, seed, budget)
     path = None if retrain else find_checkpoint(spec)
     if path is not None:  # the record is all a cached run needs: its weights are not loaded
         return {**url_record(path), "source": "cache"}
-    _, rec = load_or_train(spec, progress=progress, device=device, retrain=True)
+    try:
+        _, rec = load_or_train(spec, progress=progress, device=device, retrain=True)
+    except DivergedError as exc:
+        return diverged_record(method, seed, spec.run_budget().name, exc)
     return {k: v for k, v in rec.items() if k != "path"}
+
+
+def diverged_record(method: str, seed: int, budget: str, exc: DivergedError) -> dict:
+    """The record of a run that diverged (issue 45 item 7): ``source`` "diverged", ``diverged_at`` (the step),
+    ``failure`` ("diverged at step N (seed s)", the leaderboard's words), ``error`` (what was seen) and every
+    metric of `METRICS` NaN, so that `run_status` never counts it as trained."""
+    at = f"at step {exc.step}" if exc.step is not None else "(step unknown)"
+    return {"method": method, "seed": seed, "budget": budget, "source": "diverged", **dict.fromkeys(METRICS, math.nan),
+            "diverged_at": math.nan if exc.step is None else exc.step,
+            "failure": f"diverged {at} (seed {seed})", "error": str(exc)}
+
+
+def _diverged_step(exc: FloatingPointError) -> int | None:
+    """The step of a trainer's FloatingPointError: its ``step`` if it has one, else the N of the "training
+    diverged at step N" that `hedgekit.training.fit.optimise` writes; None if neither."""
+    step = getattr(exc, "step", None)
+    if step is None:
+        found = re.search(r"\bat step (\d+)", str(exc))
+        step = int(found.group(1)) if found else None
+    return step
 
 
 def train_run(spec: URLSpec, progress: bool = False, device: str = "cpu") -> tuple[UpstreamModel, dict]:
     """Train the run ``spec`` names (`build_model`, `fit_upstream` with the budget's config for the method and its
     `augmentation`) on ``device`` and evaluate it by the zero-shot protocol (`protocol.evaluate` on `eval_sets`):
     the URL family's trainer of `hedgekit.zoo.load_or_train`. Returns (model on the CPU, record without
-    ``source``; `run_one` lists its fields)."""
+    ``source``; `run_one` lists its fields). A training that diverges (FloatingPointError from the loop) or a
+    model whose embedding or u(x) is not finite at evaluation (after the last step, ``steps - 1``) raises
+    `DivergedError` with the step."""
     method, seed, b = spec.method, spec.seed, spec.run_budget()
     dev = resolve_device(device)
     x, y, classes = _train_data()
     cpu0, t0 = time.process_time(), time.perf_counter()
     model = build_model(method, seed, n_classes=len(classes), **b.hparams(method))
     cfg = b.train_config(method)
-    hist = fit_upstream(model, x, y, cfg, seed=seed, augment=augmentation(method, cfg), progress=progress,
-                        desc=f"{label(method)} s{seed}", device=dev)
+    try:
+        hist = fit_upstream(model, x, y, cfg, seed=seed, augment=augmentation(method, cfg), progress=progress,
+                            desc=f"{label(method)} s{seed}", device=dev)
+    except FloatingPointError as exc:
+        raise DivergedError(f"{label(method)} seed {seed}: {exc}", _diverged_step(exc)) from exc
     train_seconds = time.perf_counter() - t0
     t1 = time.perf_counter()
-    metrics = protocol.evaluate(lambda xs: predict(model, xs), eval_sets(b.eval_per_class),
-                                {int(c): i for i, c in enumerate(classes)}, crop_seed=seed)
+    try:
+        metrics = protocol.evaluate(lambda xs: predict(model, xs), eval_sets(b.eval_per_class),
+                                    {int(c): i for i, c in enumerate(classes)}, crop_seed=seed)
+    except FloatingPointError as exc:
+        raise DivergedError(f"{label(method)} seed {seed}: {exc} after the last training step "
+                            f"({cfg.steps - 1})", cfg.steps - 1) from exc
     rec = {"method": method, "seed": seed, "budget": b.name, "config": _config(b, method), **metrics,
            "train_seconds": train_seconds, "eval_seconds": time.perf_counter() - t1,
            "cpu_seconds": time.process_time() - cpu0, "threads": torch.get_num_threads(),
@@ -562,22 +599,28 @@ def settings_table(budget="converged"):
 
 
 # A run has learned an embedding when it clears these on the upstream (seen-class) test images: R@1, and for heads
-# that classify, accuracy (NaN for the others: not checked). Below them a method's u(x) is scored on an embedding
-# it never learned (issue 35: Losspred at 0.05 accuracy), so it is not ranked.
+# that classify, accuracy (NaN for the others: not checked, `MAY_BE_NAN`). Below them a method's u(x) is scored on
+# an embedding it never learned (issue 35: Losspred at 0.05 accuracy), so it is not ranked.
 TRAINED_AT = {"up_r1": 0.7, "up_acc": 0.7}
+MAY_BE_NAN = ("up_acc",)  # the accuracy of a head without logits; every other NaN metric is a failed run
 TRAINED, NOT_TRAINED = "trained", "did not train"
 
 
 def run_status(runs):
-    """Per run (row of ``runs``): `TRAINED` if it reaches every threshold of `TRAINED_AT` (a NaN metric, e.g. the
-    accuracy of a head without logits, is not checked; a missing column neither), else `NOT_TRAINED`."""
+    """Per run (row of ``runs``): `TRAINED` if it reaches every threshold of `TRAINED_AT`, else `NOT_TRAINED`.
+
+    A NaN metric counts as trained only where `MAY_BE_NAN` allows it (the accuracy of a head without logits); a
+    NaN upstream R@1 (a run that diverged, `diverged_record`) never does (issue 45 item 7), nor does a run with a
+    ``diverged_at`` step. A missing column is not checked."""
     import pandas as pd
 
     ok = pd.Series(True, index=runs.index)
     for metric, low in TRAINED_AT.items():
         if metric in runs:
             v = runs[metric].astype(float)
-            ok &= v.isna() | (v >= low)
+            ok &= (v >= low) | (v.isna() & (metric in MAY_BE_NAN))
+    if "diverged_at" in runs:
+        ok &= runs["diverged_at"].isna()
     return ok.map({True: TRAINED, False: NOT_TRAINED})
 
 
@@ -600,7 +643,9 @@ def leaderboard(runs, metrics=None):
     R-AUROC, then the ones that did not (`method_status`, also sorted; they are not ranked).
 
     Columns: ``<title>`` and ``<title> ±`` for each metric of ``METRICS`` present in ``runs``, ``seeds``,
-    ``trained seeds`` (runs that reach `TRAINED_AT`) and ``status``.
+    ``trained seeds`` (runs that reach `TRAINED_AT`) and ``status``: `TRAINED`, `NOT_TRAINED`, or for a method
+    with runs that diverged (`diverged_record`) their ``failure``s, e.g. "diverged at step 10 (seed 1)". Means
+    and stds are over the runs that did not diverge (their metrics are NaN).
     """
     import pandas as pd
 
@@ -615,6 +660,9 @@ def leaderboard(runs, metrics=None):
     out["seeds"] = g.size()
     out["trained seeds"] = run_status(runs).eq(TRAINED).groupby(runs["method"], sort=False).sum()
     out["status"] = pd.Series(method_status(runs))
+    if "failure" in runs:
+        failures = runs.dropna(subset=["failure"]).groupby("method", sort=False)["failure"].agg(", ".join)
+        out.loc[failures.index, "status"] = failures
     key = METRICS["down_rauroc"] if "down_rauroc" in metrics else out.columns[0]
     out["_order"] = out["status"].ne(TRAINED)
     return out.sort_values(["_order", key], ascending=[True, False]).drop(columns="_order")
@@ -648,8 +696,9 @@ def seed_rank_stability(runs, metric: str = "down_rauroc") -> dict:
 
 
 def leaderboard_markdown(board, digits: int = 3) -> str:
-    """The leaderboard as Markdown with "mean ± std" cells (method names as `label` gives them), and its status
-    ("did not train (k of n seeds trained)" for a method that is not ranked)."""
+    """The leaderboard as Markdown with "mean ± std" cells (method names as `label` gives them, "—" where no run
+    has the metric), and its status ("did not train (k of n seeds trained)" for a method that is not ranked,
+    "diverged at step N (seed s); k of n seeds trained" for one with a run that diverged)."""
     extra = ("seeds", "trained seeds", "status")
     head = ["method"] + [c for c in board.columns if not c.endswith(" ±") and c not in extra] + ["seeds"]
     head += ["status"] if "status" in board else []
@@ -663,8 +712,9 @@ def leaderboard_markdown(board, digits: int = 3) -> str:
                          f"{mean:.{nd}f}" + (f" ± {std:.{nd}f}" if math.isfinite(std) else ""))
         cells.append(str(int(row["seeds"])))
         if "status" in board:
-            cells.append(row["status"] if row["status"] == TRAINED else
-                         f"{row['status']} ({int(row['trained seeds'])} of {int(row['seeds'])} seeds trained)")
+            counts = f"{int(row['trained seeds'])} of {int(row['seeds'])} seeds trained"
+            cells.append(row["status"] if row["status"] == TRAINED else f"{row['status']} ({counts})"
+                         if row["status"] == NOT_TRAINED else f"{row['status']}; {counts}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -708,17 +758,22 @@ def _seeds_arg(text: str) -> int:
 
 
 def cmd_url_benchmark(a) -> int:
-    """``python -m hedgekit url-benchmark``: run (or read back) every run, print and write the leaderboard."""
+    """``python -m hedgekit url-benchmark``: run (or read back) every run, print and write the leaderboard. A run
+    that diverged is its method's status in the leaderboard and one line below it; the others are ranked and the
+    command exits 0 (issue 45 item 7)."""
     torch.set_num_threads(a.threads)
     budget = "fast" if a.fast else a.budget
     methods = check_methods(a.methods or list(method_registry()))
     runs = run_benchmark(methods, a.seeds, budget, retrain=a.retrain, progress=not a.quiet, device=a.device)
     board = leaderboard(runs)
     csv, md = write_leaderboard(board, budget, a.out)
-    trained = int((runs["source"] == "trained now").sum())
-    print(f"URL benchmark ({budget} budget): {len(runs)} runs, {trained} trained now, {len(runs) - trained} from the "
-          f"cache ({run_path(methods[0], 0, budget).parent})\n")
+    trained, diverged = (int((runs["source"] == source).sum()) for source in ("trained now", "diverged"))
+    print(f"URL benchmark ({budget} budget): {len(runs)} runs, {trained} trained now, "
+          f"{len(runs) - trained - diverged} from the cache ({run_path(methods[0], 0, budget).parent})"
+          + (f", {diverged} diverged (not cached: trained again next time)" if diverged else "") + "\n")
     print(leaderboard_markdown(board))
+    if diverged:  # what each diverged run saw, one line each
+        print("\n" + "\n".join(runs.loc[runs["source"] == "diverged", "error"]))
     print(f"\nleaderboard written to {csv} and {md}")
     return 0
 

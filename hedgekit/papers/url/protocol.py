@@ -100,20 +100,33 @@ def _safe_r_auroc(u, correct) -> float:
         return math.nan
 
 
-def evaluate_set(predict, x: torch.Tensor, y, crop_seed: int | None = None) -> dict:
+def _check_finite_outputs(out: dict, name: str) -> None:
+    """FloatingPointError if the model's embedding or u(x) holds NaN or inf: the model diverged (issue 45 item 7);
+    its metrics would be undefined, not a result."""
+    for key, what in (("embedding", "the embedding"), ("uncertainty", "u(x)")):
+        values = np.asarray(out[key], dtype=float)
+        bad = int((~np.isfinite(values.reshape(len(values), -1))).any(1).sum())
+        if bad:
+            raise FloatingPointError(f"{what} is NaN or inf for {bad} of {len(values)} images of the {name}")
+
+
+def evaluate_set(predict, x: torch.Tensor, y, crop_seed: int | None = None, name: str = "evaluation set") -> dict:
     """R@1 (cosine), R-AUROC and, with ``crop_seed``, the cropped-image rate of one set.
 
     ``predict(x) -> {"embedding", "uncertainty", ["logits"]}`` (`hedgekit.training.upstream.predict`).
-    Returns ``{"r1", "rauroc"[, "crop"], "u_mean"}``.
+    Returns ``{"r1", "rauroc"[, "crop"], "u_mean"}``. An embedding or u(x) with NaN or inf (on the images or
+    their crops) raises FloatingPointError naming the set (``name``): the model diverged.
     """
     out = predict(x)
+    _check_finite_outputs(out, name)
     r1, correct = recall_at_1(out["embedding"], np.asarray(y), metric="cosine")
     res = {"r1": r1, "rauroc": _safe_r_auroc(out["uncertainty"], correct),
            "u_mean": float(np.mean(out["uncertainty"]))}
     if crop_seed is not None:
         rng = np.random.default_rng(crop_seed)
-        cropped = crop_images(x, crop_boxes(len(x), x.shape[-2], x.shape[-1], rng))
-        res["crop"] = crop_uncertainty_rate(out["uncertainty"], predict(cropped)["uncertainty"])
+        cropped = predict(crop_images(x, crop_boxes(len(x), x.shape[-2], x.shape[-1], rng)))
+        _check_finite_outputs(cropped, f"{name} (cropped)")
+        res["crop"] = crop_uncertainty_rate(out["uncertainty"], cropped["uncertainty"])
     res["_out"] = out
     return res
 
@@ -125,11 +138,12 @@ def evaluate(predict, sets: dict, upstream_labels_to_index: dict | None = None, 
     ``upstream_labels_to_index``: class -> logit index, for the upstream accuracy of heads with logits.
     Returns flat metrics: ``up_acc, up_r1, up_rauroc, up_crop, r1, rauroc, crop`` (unseen digits),
     ``fashion_r1, fashion_rauroc, fashion_crop``, and ``down_r1, down_rauroc`` (mean of the two downstream sets,
-    like the paper's average over its downstream datasets).
+    like the paper's average over its downstream datasets). A model whose embedding or u(x) is NaN or inf on
+    any set raises FloatingPointError (`evaluate_set`).
     """
-    up = evaluate_set(predict, *sets["up"], crop_seed=crop_seed)
-    unseen = evaluate_set(predict, *sets["unseen"], crop_seed=crop_seed + 1)
-    fashion = evaluate_set(predict, *sets["fashion"], crop_seed=crop_seed + 2)
+    up = evaluate_set(predict, *sets["up"], crop_seed=crop_seed, name="upstream test set")
+    unseen = evaluate_set(predict, *sets["unseen"], crop_seed=crop_seed + 1, name="unseen-digit set")
+    fashion = evaluate_set(predict, *sets["fashion"], crop_seed=crop_seed + 2, name="Fashion-pair set")
     acc = math.nan
     logits = up["_out"].get("logits")
     if logits is not None and upstream_labels_to_index is not None:

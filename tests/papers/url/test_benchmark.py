@@ -428,3 +428,91 @@ def test_an_ad_hoc_budget_trains_under_its_name_and_the_registered_one_finds_its
     assert benchmark.cached_runs("fast").empty  # stale for the registered fast budget
     assert benchmark.run_one("standin", 0, "fast")["source"] == "trained now" and len(tiny) == 2
     assert benchmark.run_one("standin", 0, own)["source"] == "trained now" and len(tiny) == 3
+
+
+# ---------------------------------------------------------------- one method's failure is one row (issue 45 item 7)
+
+
+class DivergesAtStep2(StandIn):
+    """The stand-in whose loss is NaN from its third call on: the trainer (log_every 1) stops at step 2."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.calls = 0
+
+    def loss(self, out, labels):
+        self.calls += 1
+        return super().loss(out, labels) * (math.nan if self.calls > 2 else 1.0)
+
+
+class NaNAtEvaluation(StandIn):
+    """Trains like the stand-in; in eval mode its u(x) is NaN for every other image."""
+
+    def forward(self, features):
+        out = super().forward(features)
+        if not self.training:
+            out["uncertainty"] = out["uncertainty"].clone()
+            out["uncertainty"][::2] = math.nan
+        return out
+
+
+@pytest.fixture
+def failing(tiny, monkeypatch):
+    registry = {"standin": StandIn, "diverges": DivergesAtStep2, "nan_u": NaNAtEvaluation}
+    monkeypatch.setattr(benchmark, "method_registry", lambda: registry)
+    monkeypatch.setattr(benchmark, "TRAINED_AT", {"up_r1": 0.0, "up_acc": 0.0})  # random data: every finite run counts
+    return tiny
+
+
+def test_a_diverging_method_is_one_row_and_the_rest_is_trained_written_and_shown(failing, tmp_path, capsys):
+    out_dir = tmp_path / "lb"
+    assert cli.main(["url-benchmark", "--methods", "standin,diverges,nan_u", "--seeds", "2", "--fast", "--quiet",
+                     "--out", str(out_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "6 runs, 2 trained now, 0 from the cache" in out and "4 diverged (not cached" in out
+    rows = {line.split(" | ")[0].strip("| "): line for line in out.splitlines() if line.startswith("| ")}
+    assert rows["standin"].endswith("| 2 | trained |") and "—" not in rows["standin"]
+    assert rows["diverges"].endswith("| diverged at step 2 (seed 0), diverged at step 2 (seed 1); 0 of 2 seeds "
+                                     "trained |")
+    assert rows["diverges"].count("—") == len(benchmark.METRICS)  # no metric of a diverged run is shown
+    # TINY trains 3 steps (0, 1, 2): a model whose u(x) is NaN after its last step diverged at step 2
+    assert "diverged at step 2 (seed 0), diverged at step 2 (seed 1); 0 of 2 seeds trained" in rows["nan_u"]
+    assert "loss nan" in out and "u(x) is NaN or inf for 20 of 40 images of the upstream test set" in out
+    md = (out_dir / "leaderboard-fast.md").read_text()
+    assert "| standin |" in md and "diverged at step 2 (seed 1)" in md
+    board = pd.read_csv(out_dir / "leaderboard-fast.csv", index_col="method")
+    assert list(board.index) == ["standin", "diverges", "nan_u"]  # the ranked one first
+    assert board.loc["standin", "trained seeds"] == 2 and board.loc["diverges", "trained seeds"] == 0
+    # nothing of the diverged runs is cached: the next call reads the trained ones back and tries those again
+    assert sorted(p.name for p in (tmp_path / "url" / "fast").glob("*.json")) == ["standin-s0.json", "standin-s1.json"]
+    assert cli.main(["url-benchmark", "--methods", "standin,diverges", "--seeds", "2", "--fast", "--quiet",
+                     "--out", str(out_dir)]) == 0
+    assert "4 runs, 0 trained now, 2 from the cache" in capsys.readouterr().out
+
+
+def test_a_diverged_seed_leaves_the_methods_other_seeds_in_its_row(failing, monkeypatch):
+    real = benchmark.fit_upstream
+
+    def seed_1_diverges(model, *args, seed=0, **kwargs):
+        if seed == 1:
+            raise FloatingPointError("training diverged at step 7 (loss inf); lower the learning rate")
+        return real(model, *args, seed=seed, **kwargs)
+
+    monkeypatch.setattr(benchmark, "fit_upstream", seed_1_diverges)
+    runs = benchmark.run_benchmark(["standin"], 3, "fast", progress=False)
+    assert list(runs["source"]) == ["trained now", "diverged", "trained now"]
+    assert list(benchmark.run_status(runs)) == ["trained", "did not train", "trained"]
+    board = benchmark.leaderboard(runs)
+    assert board.loc["standin", "status"] == "diverged at step 7 (seed 1)"
+    finite = runs.loc[runs["seed"] != 1, "down_r1"]
+    assert board.loc["standin", "R@1 (down)"] == pytest.approx(finite.mean())  # over the seeds that did not diverge
+    assert "| diverged at step 7 (seed 1); 2 of 3 seeds trained |" in benchmark.leaderboard_markdown(board)
+    assert benchmark.ranked(board).empty and benchmark.trained_runs(runs).empty
+
+
+def test_nan_metrics_never_count_as_trained():
+    runs = _runs({"ok": [(0.9, 0.9, 0.6)], "nan_r1": [(math.nan, 0.9, 0.6)], "no_logits": [(0.9, math.nan, 0.6)],
+                  "all_nan": [(math.nan, math.nan, math.nan)]})
+    assert list(benchmark.run_status(runs)) == ["trained", "did not train", "trained", "did not train"]
+    runs["diverged_at"] = [math.nan, math.nan, 4, math.nan]  # a diverged run is not trained whatever its numbers
+    assert list(benchmark.run_status(runs)) == ["trained", "did not train", "did not train", "did not train"]

@@ -1,5 +1,7 @@
 """Oracles for the URL benchmark's data and metrics at kit scale: the crop (closed form on a linear ramp, identity
 on the whole image), 2-item Fashion pairs, cosine R@1 and the per-set evaluation."""
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -76,3 +78,18 @@ def test_evaluate_set_uses_cosine_neighbours_and_the_crop():
     assert res["r1"] == pytest.approx(4 / 5)
     assert res["rauroc"] == pytest.approx(1.0)
     assert res["crop"] == 0.0  # a constant image crops to itself: same u, never strictly higher
+
+
+@pytest.mark.parametrize("key, where, bad", [("embedding", "the embedding", 1), ("uncertainty", "u(x)", 2)])
+def test_a_model_with_non_finite_outputs_is_a_diverged_model_named_by_its_set(key, where, bad):
+    x = torch.zeros(4, 1, 4, 8)
+
+    def predict(xs):
+        out = {"embedding": np.eye(4)[: len(xs), :2] + 1.0, "uncertainty": np.ones(len(xs))}
+        out[key] = out[key].copy()
+        out[key][:bad] = [np.nan, np.inf][:bad] if key == "uncertainty" else np.nan  # rows 0..bad-1
+        return out
+
+    with pytest.raises(FloatingPointError, match=rf"^{re.escape(where)} is NaN or inf for {bad} of 4 images of the "
+                                                 r"unseen-digit set$"):
+        protocol.evaluate_set(predict, x, np.array([0, 0, 1, 1]), crop_seed=0, name="unseen-digit set")
