@@ -43,12 +43,11 @@ from hedgekit.zoo import (URLBenchmark, URLSpec, cache_checkpoint_path, find_che
                           load_url_run, register_url_benchmark, url_record)
 
 __all__ = ["Setting", "Budget", "BUDGETS", "TRAINED_AT", "MAY_BE_NAN", "TRAINED", "NOT_TRAINED", "run_status",
-           "method_status", "trained_runs", "ranked", "seed_rank_stability", "augmentation", "settings_table", "LR_SWEEP",
-           "sweep_budgets", "sweep_runs", "METRICS", "method_registry", "check_methods", "eval_sets", "build_model",
-           "cache_root", "run_spec", "run_path", "RUN_MODULES", "module_closure", "run_one", "diverged_record",
-           "train_run", "load_run_model", "run_benchmark",
-           "cached_runs", "uncertainty_extremes", "leaderboard", "leaderboard_markdown", "write_leaderboard",
-           "add_subcommand", "LABELS", "label"]
+           "method_status", "trained_runs", "ranked", "seed_rank_stability", "augmentation", "settings_table",
+           "LR_SWEEP", "sweep_budgets", "sweep_runs", "METRICS", "method_registry", "check_methods", "eval_sets",
+           "build_model", "cache_root", "run_spec", "run_path", "RUN_MODULES", "module_closure", "run_one",
+           "diverged_record", "train_run", "load_run_model", "run_benchmark", "cached_runs", "uncertainty_extremes",
+           "leaderboard", "leaderboard_markdown", "write_leaderboard", "add_subcommand", "LABELS", "label"]
 
 EMBED_DIM = 16
 
