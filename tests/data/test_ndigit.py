@@ -13,6 +13,7 @@ from hedgekit.data import mnist as mnist_module
 from hedgekit.data import ndigit as ndigit_module
 from hedgekit.data.mnist import IDX_FILES, read_idx
 from hedgekit.data.ndigit import spelled_number
+from hedgekit.data.provenance import CHECKS_VAR
 from hedgekit.errors import DataNotFoundError, InputError
 
 P_EMPTY_GIVEN_OCCLUDED = 1 / 29**2  # height = width = 0, both uniform on {0..28}
@@ -39,6 +40,7 @@ def write_idx(path, array, gz=False):
 
 
 def write_tiny_mnist(folder, gz=False, seed=0):
+    """5 + 3 random images and labels: too few for the content checks, which callers turn off (`CHECKS_VAR`)."""
     rng = np.random.default_rng(seed)
     arrays = [
         rng.integers(0, 256, (5, 28, 28)),
@@ -101,7 +103,8 @@ def mnist_hashes(mnist):
 
 
 @pytest.mark.parametrize("gz", [False, True])
-def test_idx_roundtrip(tmp_path, gz):
+def test_idx_roundtrip(tmp_path, monkeypatch, gz):
+    monkeypatch.setenv(CHECKS_VAR, "off")
     arrays = write_tiny_mnist(tmp_path, gz=gz)
     loaded = load_mnist(root=tmp_path)
     for got, want in zip(
@@ -116,6 +119,7 @@ def test_idx_roundtrip(tmp_path, gz):
 def test_idx_in_torchvision_layout_and_env_var(tmp_path, monkeypatch):
     arrays = write_tiny_mnist(tmp_path / "MNIST" / "raw", gz=True)
     monkeypatch.setenv("HEDGEKIT_MNIST_DIR", str(tmp_path))
+    monkeypatch.setenv(CHECKS_VAR, "off")
     np.testing.assert_array_equal(load_mnist().test_images, arrays[2])
 
 
