@@ -119,8 +119,15 @@ class NDigitSet:
         return len(self.labels)
 
     def subset(self, indices) -> "NDigitSet":
-        """The images at `indices` (int array, slice or boolean mask), as a new set."""
-        idx = np.atleast_1d(np.arange(len(self))[indices])
+        """The images at `indices` (integers in -M..M-1, a slice or a boolean mask of M), as a new set.
+
+        InputError for an index out of range, a non-integer index or a mask of another length (issue 45 item 8).
+        """
+        try:
+            idx = np.atleast_1d(np.arange(len(self))[indices])
+        except IndexError as err:
+            raise InputError(f"NDigitSet.subset takes integer indices in -{len(self)}..{len(self) - 1}, a slice or "
+                             f"a boolean mask of {len(self)}; got {_describe(indices)} ({err})") from err
         return NDigitSet(
             images=self.images[idx],
             corrupt=None if self.corrupt is None else self.corrupt[idx],
@@ -312,10 +319,25 @@ def _write_cache(path: Path, dataset: NDigitSet, source: Source, quiet: bool = F
 
 
 def _check_args(n_digits, seed) -> None:
-    if not isinstance(n_digits, (int, np.integer)) or not 1 <= n_digits <= MAX_DIGITS:
+    """InputError unless 1 <= n_digits <= MAX_DIGITS and seed >= 0 are integers (a bool is not: True is no count)."""
+    if not _is_int(n_digits) or not 1 <= n_digits <= MAX_DIGITS:
         raise InputError(f"n_digits must be an integer in 1..{MAX_DIGITS}, got {n_digits!r}.")
-    if not isinstance(seed, (int, np.integer)) or seed < 0:
+    _check_seed(seed)
+
+
+def _check_seed(seed) -> None:
+    if not _is_int(seed) or seed < 0:
         raise InputError(f"seed must be a non-negative integer, got {seed!r}.")
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _describe(indices) -> str:
+    """``indices`` for a message: a scalar as itself, an array by its dtype and shape."""
+    a = np.asarray(indices) if not isinstance(indices, slice) else None
+    return repr(indices) if a is None or a.ndim == 0 else f"an array of {a.dtype}, shape {a.shape}"
 
 
 def _rng(seed: int, n_digits: int, purpose: str) -> np.random.Generator:
@@ -323,7 +345,14 @@ def _rng(seed: int, n_digits: int, purpose: str) -> np.random.Generator:
 
 
 def per_class_subset(dataset, per_class: int, seed: int = 0):
-    """At most ``per_class`` random images of every class (keeps FAST evaluation cheap; `NDigitSet.subset`)."""
+    """At most ``per_class`` random images of every class (keeps FAST evaluation cheap; `NDigitSet.subset`).
+
+    InputError unless ``per_class`` is an integer >= 1 and ``seed`` one >= 0 (issue 45 item 8: -1 dropped one
+    image per class, 0 gave an empty set).
+    """
+    if not _is_int(per_class) or per_class < 1:
+        raise InputError(f"per_class must be an integer >= 1 (the images kept of each class), got {per_class!r}.")
+    _check_seed(seed)
     labels = np.asarray(dataset.labels)
     rng = np.random.default_rng(seed)
     keep = [rng.permutation(np.flatnonzero(labels == c))[:per_class] for c in np.unique(labels)]

@@ -262,11 +262,16 @@ def image_from_drawing(drawing, n_digits: int = 2, digit_box_px: int = 20) -> np
     the N equal-width cells is processed like MNIST itself: crop to the ink's
     bounding box, scale its longer side to 20 px keeping the aspect ratio, then
     place it in a 28 x 28 cell with its centre of mass at the centre. An empty cell
-    stays black (like an occluded digit); an empty drawing raises InputError.
+    stays black (like an occluded digit); an empty drawing, or one with NaN or infinite
+    pixels (issue 45 item 8: a NaN background gave an all-black image), raises InputError.
     """
     from PIL import Image
 
     arr = np.asarray(drawing)
+    bad = int(arr.size - np.isfinite(arr.astype(float)).sum())
+    if bad:
+        raise InputError(f"the drawing has {bad} NaN or infinite value{'s' * (bad > 1)}; pixels must be finite numbers "
+                         "(0 = background, 255 = stroke)")
     if arr.ndim == 3 and arr.shape[-1] in (3, 4):
         rgb = arr[..., :3].astype(float).mean(-1)
         if arr.shape[-1] == 4:  # transparent pixels are background

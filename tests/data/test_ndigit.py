@@ -12,7 +12,7 @@ from hedgekit.data import (NDigitSet, class_split, clip_box, load_mnist, load_nd
 from hedgekit.data import mnist as mnist_module
 from hedgekit.data import ndigit as ndigit_module
 from hedgekit.data.mnist import IDX_FILES, read_idx
-from hedgekit.data.ndigit import spelled_number
+from hedgekit.data.ndigit import per_class_subset, spelled_number
 from hedgekit.data.provenance import CHECKS_VAR
 from hedgekit.errors import DataNotFoundError, InputError
 
@@ -388,11 +388,44 @@ def test_ndigitset_api(train2):
 
 @pytest.mark.parametrize(
     "args, match",
-    [((2, "valid"), "split must be one of"), ((0, "train"), "n_digits"), ((2, "train", -1), "seed")],
+    [((2, "valid"), "split must be one of"), ((0, "train"), "n_digits"), ((2, "train", -1), "seed"),
+     ((True, "test_seen"), r"n_digits must be an integer in 1..6, got True"),  # a bool is no count (issue 45)
+     ((np.True_, "test_seen"), "n_digits must be an integer"), ((2, "test_seen", False), "seed must be")],
 )
 def test_load_ndigit_bad_args(args, match):
     with pytest.raises(InputError, match=match):
         load_ndigit(*args)
+
+
+@pytest.mark.parametrize("indices, match", [
+    (10_000, r"got 10000 \(index 10000 is out of bounds"), (np.array([0, -10_001]), "index -10001 is out of bounds"),
+    (1.0, "got 1.0 "), (np.array([0.0, 2.0]), r"got an array of float64, shape \(2,\) \(arrays used as indices"),
+    (np.ones(3, bool), "boolean index did not match"),
+])
+def test_ndigitset_subset_refuses_bad_indices(indices, match):
+    test = load_ndigit(2, "test_seen")
+    with pytest.raises(InputError, match="NDigitSet.subset takes integer indices in -10000..9999, a slice or a "
+                                         "boolean mask of 10000; got ") as err:
+        test.subset(indices)
+    assert re.search(match, str(err.value)), str(err.value)
+    assert len(test.subset(-1)) == 1 and test.subset(-1).labels[0] == test.labels[-1]  # numpy's negative indices
+
+
+@pytest.mark.parametrize("per_class, seed, match", [
+    (-1, 0, "per_class must be an integer >= 1 .*got -1"), (0, 0, "got 0"), (2.0, 0, "got 2.0"),
+    (True, 0, "got True"), (3, -1, "seed must be a non-negative integer, got -1"),
+])
+def test_per_class_subset_refuses_bad_counts(per_class, seed, match):
+    with pytest.raises(InputError, match=match):
+        per_class_subset(load_ndigit(2, "test_seen"), per_class, seed)
+
+
+def test_per_class_subset_keeps_at_most_per_class_of_every_class():
+    test = load_ndigit(2, "test_seen")
+    part = per_class_subset(test, 3, seed=1)
+    counts = np.bincount(part.labels, minlength=100)
+    assert set(counts[np.unique(test.labels)]) == {3} and len(part) == 3 * len(np.unique(test.labels))
+    assert len(per_class_subset(test, 10_000)) == len(test)  # more than a class holds: all of it
 
 
 # ---------------------------------------------------------------- conventions (issue 16)

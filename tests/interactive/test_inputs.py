@@ -212,3 +212,15 @@ class TestInputs:
             inputs.image_from_drawing(np.zeros((200, 400, 4), np.uint8))
         with pytest.raises(InputError, match="shape"):
             inputs.image_from_drawing(np.zeros((2, 2, 2)))
+
+    @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+    def test_image_from_drawing_refuses_non_finite_pixels(self, bad):
+        drawing = np.full((200, 400), bad)  # a NaN background gave an all-black image (issue 45 item 8)
+        drawing[40:160, 90:110] = 255.0
+        with pytest.raises(InputError, match=r"the drawing has 77600 NaN or infinite values; pixels must be finite"):
+            inputs.image_from_drawing(drawing)
+        rgba = np.zeros((200, 400, 4))
+        rgba[40:160, 90:110] = 255.0
+        rgba[0, 0, 1] = bad  # one channel of one pixel
+        with pytest.raises(InputError, match="has 1 NaN or infinite value;"):
+            inputs.image_from_drawing(rgba)
