@@ -10,15 +10,35 @@ construction, or a tolerance wider than anything the numbers can do) is a **sani
 (`Verdict.sanity`): it passes or fails, is listed apart in the Markdown and is never counted in
 `Verdict.counts`.
 
-A claim with a size ("+2.3 mAP") is decided on the effect size with an interval, not on its sign
-(`effect_verdict`); a paired comparison (the same model on the same queries, e.g. a gallery with and
-without cleaning) takes the spread of the per-run differences (`paired_effect`), an unpaired one the
-spreads of both rows (`unpaired_effect`). Noise is the seed-to-seed spread of several trained models;
-where only one model was trained, a claim may fall back on evaluation noise and says so ("one seed:
-evaluation noise only", `ONE_SEED`).
+Decision rules (issue 46 item 2; design notes sec. 6)
+------------------------------------------------------
+* **Intervals.** A 95% interval uses Student's t with n - 1 degrees of freedom for n runs (`Effect.interval`; a
+  given (mean, se) of unknown n: mean ± 2 se). Its noise is the seed-to-seed spread of trained models wherever the
+  claim compares models; a paired comparison (the same model on the same queries) takes the spread of the per-run
+  differences (`paired_effect`), an unpaired one the spreads of both rows (`unpaired_effect`).
+* **Equivalence** (`band_verdict`, the rule for a claim table's rows: two one-sided tests at 2.5% each). A claim
+  declares, in advance and with its reason, a band around the paper's value (`factor_band`: half to twice an
+  effect; `tolerance_band`: ± a tolerance). It is **matched** when the *whole* 95% interval lies inside the band,
+  **not matched** when the whole interval lies outside it, and **inconclusive** otherwise, with the number of seeds
+  the observed spread says would decide (`seeds_to_decide`). A wide interval is never matched. An interval from
+  evaluation repeats of one trained model is never matched: it reads *inconclusive: one trained model*.
+* **The rules the committed notebooks were rendered with**, kept until the claims tables move to `band_verdict`:
+  `effect_verdict` (a size: the interval *overlaps* the band and excludes 0), `direction_verdict` (a sign),
+  `floor_verdict` (a sign with a smallest size) and `equivalence_verdict` (|A - B| <= tol: `band_verdict` around 0).
+* **Ties at a bound.** Outcomes are decided on the raw values, and bands are closed: an interval end exactly on a
+  band's edge lies inside the band (so the interval is not outside it), and an interval end exactly at 0 contains 0.
+* **The text never contradicts the numbers** (issue 46 item 6). Every number of a reason prints with at least
+  ``digits`` decimals, and with more wherever fewer would print two of its numbers in another order (<, =, >) than
+  their raw values (`shown_decimals`): an interval end one ulp below 1.15 prints as 1.1499999999999997, never as
+  1.15 beside "lies below 1.15"; a bound prints exactly where that takes at most ``digits`` + 4 decimals (a band of
+  ±0.025 is never shown as ±0.03). Differences of reported numbers (`closeness`) are compared at 12 significant
+  digits, so 0.97 - 0.95 is 0.02, not the 0.020000000000000018 of its float subtraction.
+* **Invalid inputs.** A declared number (the paper's value, a factor, band, tolerance, floor or sign) that is NaN,
+  infinite or out of range raises `InputError` saying what was expected. A *measured* value that is not a number
+  gives no interval: the claim is inconclusive and says so.
 
     v = Verdict("04 known unknowns", checkpoints=S.checkpoints)
-    ok, why = effect_verdict(paired_effect(cleaned, full), paper=2.30)
+    ok, why = band_verdict(paired_effect(cleaned, full), factor_band(2.30), paper=2.30)
     v.add("Table 2: cleaning lifts mAP by 2.3 points", paper="+2.30", ours="+0.18", matched=ok, why=why)
     v.sanity("plurality KNN >= majority KNN", paper="0.80 vs 0.78", ours="0.81 vs 0.79", passed=True)
     md = v.markdown()
@@ -27,29 +47,37 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from decimal import Decimal
+from itertools import combinations
+from numbers import Integral, Real
 from typing import Sequence
+
+import numpy as np
 
 from hedgekit.errors import InputError
 
 __all__ = ["Claim", "Verdict", "PAPER_STEPS", "OUTCOMES", "MATCHED", "NOT_MATCHED", "INCONCLUSIVE", "ONE_SEED",
            "EFFECT_FACTOR", "fmt", "training_seconds", "training_context", "models_paragraph", "collapse_reason",
            "noise_reason", "binomial_se_diff", "closeness", "Effect", "Spread", "spread", "paired_effect",
-           "unpaired_effect", "effect_verdict", "direction_verdict", "floor_verdict", "equivalence_verdict"]
+           "unpaired_effect", "effect_verdict", "direction_verdict", "floor_verdict", "equivalence_verdict",
+           "factor_band", "tolerance_band", "band_verdict", "seeds_to_decide", "shown_decimals", "SEEDS_CAP"]
 
 MATCHED, NOT_MATCHED, INCONCLUSIVE = "matched", "not matched", "inconclusive"
 OUTCOMES = {True: MATCHED, False: NOT_MATCHED, None: INCONCLUSIVE}
 ONE_SEED = "one seed: evaluation noise only"
-# effect_verdict: our effect is compatible with the paper's when our interval reaches [paper / F, paper x F]
+# factor_band, effect_verdict: the band [paper / F, paper x F] around a paper's effect
 EFFECT_FACTOR = 2.0
+SEEDS_CAP = 10_000  # seeds_to_decide looks no further
+EXACT_EXTRA = 4  # shown_decimals: a bound prints exactly where that takes at most digits + EXACT_EXTRA decimals
 PAPER_STEPS = 500_000  # HIB sec. 4.1: batch 128, 500k training iterations
 VAR_RATIO_OK = 2.0  # below this corrupt/clean variance ratio, ellipses barely grow on corruption
 
 
 def fmt(x, digits: int = 3, signed: bool = False) -> str:
-    """Number for prose: NaN -> 'n/a'."""
-    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+    """Number for prose: NaN or inf (a Python, NumPy or torch scalar) -> 'n/a'."""
+    if x is None or (isinstance(x, Real) and not isinstance(x, Integral) and not math.isfinite(x)):
         return "n/a"
-    if isinstance(x, (int,)) and not isinstance(x, bool):
+    if isinstance(x, int) and not isinstance(x, bool):
         return f"{x:+d}" if signed else str(x)
     return f"{x:+.{digits}f}" if signed else f"{x:.{digits}f}"
 
@@ -152,9 +180,21 @@ def binomial_se_diff(p1: float, n1: int, p2: float, n2: int) -> float:
 
 
 def closeness(diffs: Sequence[float], tol: float = 0.02) -> tuple[int, int]:
-    """(number of finite diffs with |d| <= tol, number of finite diffs)."""
-    d = [x for x in diffs if x is not None and math.isfinite(x)]
+    """(number of finite diffs with |d| <= tol, number of finite diffs), HIB's "within ±0.02 of the paper".
+
+    Each difference is compared at 12 significant digits: a difference of two reported decimals carries the error of
+    its float subtraction (0.97 - 0.95 = 0.020000000000000018, 0.93 - 0.95 = -0.019999999999999907), which is no
+    measured difference, so both are 0.02 and within ±0.02 (a tie at the bound is within, as everywhere here)."""
+    _check_positive("tol", tol)
+    d = [float(f"{x:.12g}") for x in diffs if x is not None and math.isfinite(x)]
     return sum(abs(x) <= tol for x in d), len(d)
+
+
+def _check_positive(name: str, x) -> float:
+    """``x`` as a float, or `InputError` unless it is a finite number > 0."""
+    if isinstance(x, bool) or not isinstance(x, Real) or not (math.isfinite(x) and x > 0):
+        raise InputError(f"{name} must be a finite number > 0; got {x!r}")
+    return float(x)
 
 
 # ---------------------------------------------------------------------------- effect sizes with an interval
@@ -235,8 +275,6 @@ def paired_effect(a, b, scale: float = 1.0, noise: str = "seed-to-seed spread") 
     if va is None or vb is None:
         return unpaired_effect(a, b, scale, noise)
     if len(va) != len(vb):
-        from hedgekit.errors import InputError
-
         raise InputError(f"paired runs need the same number of values; got {len(va)} and {len(vb)}")
     m, s, n, _ = spread([scale * (x - y) for x, y in zip(va, vb)])
     return Effect(m, s / math.sqrt(n) if n > 1 else math.nan, n, "paired", noise if n > 1 else ONE_SEED)
@@ -264,72 +302,210 @@ def _as_effect(ours) -> Effect:
     return Effect(m, s / math.sqrt(n) if n > 1 else math.nan, n, "runs", "seed-to-seed spread" if n > 1 else ONE_SEED)
 
 
-def _signed(x: float, digits: int) -> str:
-    """``x`` with its sign and ``digits`` decimals, or up to 3 more where ``digits`` would print a nonzero bound as
-    ±0 (an interval "[-0.000, +0.136]" that "contains 0" reads as a contradiction; "[-0.0004, +0.136]" does not)."""
-    for d in range(digits, digits + 4):
-        if round(abs(x), d) != 0:
-            return f"{x:+.{d}f}"
-    return f"{x:+.{digits}f}"
+def _cmp(a: float, b: float) -> int:
+    return (a > b) - (a < b)
 
 
-def _interval_text(e: Effect, lo: float, hi: float, digits: int, unit: str) -> str:
-    """"our 95% interval [lo, hi] <unit> (<kind>, <noise>)", the unit left out (not a blank) when it is ""; a bound
-    that ``digits`` would round to a signed zero gets more decimals (`_signed`)."""
-    return (f"our 95% interval [{_signed(lo, digits)}, {_signed(hi, digits)}]{' ' + unit if unit else ''} "
+def shown_decimals(xs: Sequence[float], digits: int, exact: Sequence[int] = ()) -> list[int]:
+    """Decimals to print each of the finite numbers ``xs`` with, so that the printed numbers never contradict the raw
+    ones (the module's rule "the text never contradicts the numbers"): at least ``digits`` each, and one more for
+    both numbers of any pair that would print in another order (<, =, >) than its raw values, until none does. A
+    number stops widening at its exact form (the decimals of its shortest repr), where it reads back as itself, so
+    this ends. The numbers at the indices ``exact`` (declared bounds) start at their exact form where that takes at
+    most ``digits`` + `EXACT_EXTRA` decimals: a band of ±0.025 prints as 0.025, not 0.03."""
+    xs = [float(x) for x in xs]
+    full = [max(digits, -Decimal(repr(x)).as_tuple().exponent) for x in xs]
+    dec = [f if i in exact and f <= digits + EXACT_EXTRA else digits for i, f in enumerate(full)]
+    while True:
+        shown = [float(f"{x:.{d}f}") for x, d in zip(xs, dec)]
+        wider = {k for i, j in combinations(range(len(xs)), 2) if _cmp(xs[i], xs[j]) != _cmp(shown[i], shown[j])
+                 for k in (i, j) if dec[k] < full[k]}
+        if not wider:
+            return dec
+        for k in wider:
+            dec[k] += 1
+
+
+def _num(x: float, decimals: int, signed: bool = True) -> str:
+    return f"{x:+.{decimals}f}" if signed else f"{x:.{decimals}f}"
+
+
+def _interval_text(e: Effect, lo: float, hi: float, dec: Sequence[int], unit: str) -> str:
+    """"our 95% interval [lo, hi] <unit> (<kind>, <noise>)" with ``dec`` = (lo's, hi's) decimals (`shown_decimals`),
+    the unit left out (not a blank) when it is ""."""
+    return (f"our 95% interval [{_num(lo, dec[0])}, {_num(hi, dec[1])}]{' ' + unit if unit else ''} "
             f"({e.kind}, {e.noise})")
+
+
+def _no_interval(e: Effect, digits: int) -> str:
+    """The reason of a claim whose effect has no interval: one run, or a mean or spread that is not a number."""
+    if e.n == 1 or e.noise.startswith(ONE_SEED):
+        return f"ours {e.text(digits)}: with one run there is no interval"
+    return f"ours {e.text(digits)}: no interval, since our mean or its standard error is not a number"
+
+
+def _check_band(band) -> tuple[float, float]:
+    """``band`` as a (low, high) pair of finite floats with low < high, or `InputError`."""
+    try:
+        low, high = (float(b) for b in band)
+    except (TypeError, ValueError):
+        raise InputError(f"a band is a (low, high) pair of numbers; got {band!r}") from None
+    if not (math.isfinite(low) and math.isfinite(high) and low < high):
+        raise InputError(f"a band needs finite bounds with low < high; got ({low!r}, {high!r})")
+    return low, high
+
+
+def _paper_range(paper) -> tuple[float, float]:
+    """The paper's effect as a (low, high) range, both finite, nonzero and of one sign; else `InputError`."""
+    lo_p, hi_p = (paper, paper) if not isinstance(paper, (tuple, list)) else paper
+    try:
+        lo_p, hi_p = float(lo_p), float(hi_p)
+    except (TypeError, ValueError):
+        raise InputError(f"the paper's effect must be a number or a (low, high) range; got {paper!r}") from None
+    if not (math.isfinite(lo_p) and math.isfinite(hi_p) and lo_p * hi_p > 0):
+        raise InputError(f"the paper's effect must be finite and nonzero, a range of one sign; got {paper!r} "
+                         "(an effect of about 0 is an equivalence claim: use tolerance_band)")
+    return min(lo_p, hi_p), max(lo_p, hi_p)
+
+
+def factor_band(paper, factor: float = EFFECT_FACTOR) -> tuple[float, float]:
+    """The band [|p| / F, |p| x F] on the paper's side of 0 around the paper's effect p (a nonzero number, or a
+    (low, high) range of one sign when the paper states several: [|low| / F, |high| x F]): by default half to twice
+    the paper's effect (`EFFECT_FACTOR`), for a mechanism that may act at kit scale with half or twice the size.
+    ``factor`` must be finite and > 1 (1 leaves a band of no width, less turns it inside out)."""
+    lo_p, hi_p = _paper_range(paper)
+    if not (isinstance(factor, Real) and math.isfinite(factor) and factor > 1):
+        raise InputError(f"factor must be a finite number > 1 (the band is paper / factor .. paper x factor); "
+                         f"got {factor!r}")
+    small, large = min(abs(lo_p), abs(hi_p)) / factor, max(abs(lo_p), abs(hi_p)) * factor
+    return (small, large) if lo_p > 0 else (-large, -small)
+
+
+def tolerance_band(paper: float, tol: float) -> tuple[float, float]:
+    """The band [p - tol, p + tol] around the paper's value p (finite) for a tolerance ``tol`` (finite, > 0)."""
+    tol = _check_positive("tol", tol)
+    if not (isinstance(paper, Real) and math.isfinite(paper)):
+        raise InputError(f"the paper's value must be a finite number; got {paper!r}")
+    return _check_band((paper - tol, paper + tol))
+
+
+def _band_outcome(lo: float, hi: float, low: float, high: float) -> bool | None:
+    """The equivalence rule on a closed band: True inside, False wholly outside, None otherwise."""
+    if low <= lo and hi <= high:
+        return True
+    return False if hi < low or lo > high else None
+
+
+def seeds_to_decide(ours, band) -> float:
+    """How many seeds the observed spread says it would take for the 95% interval to decide ``band``: the
+    smallest k >= 2 for which t(0.975, k - 1) x sd / sqrt(k) falls short of the distance from our mean to the band's
+    nearer edge (inside: then the interval lies inside; outside: then it lies outside). sd is the per-run spread
+    behind the standard error, se x sqrt(n) (for an unpaired effect of n seeds per row, each row's k seeds alike).
+
+    ``math.inf`` when no number of seeds decides (our mean sits on an edge) or more than `SEEDS_CAP` would;
+    ``math.nan`` when the number of runs behind the standard error is unknown (a given (mean, se)) or below 2."""
+    from scipy import stats
+
+    e, (low, high) = _as_effect(ours), _check_band(band)
+    if e.n < 2 or not (math.isfinite(e.mean) and e.se is not None and math.isfinite(e.se)):
+        return math.nan
+    m = e.mean
+    dist = min(m - low, high - m) if low <= m <= high else max(low - m, m - high)
+    k = np.arange(2, SEEDS_CAP + 1)
+    decided = np.flatnonzero(stats.t.ppf(0.975, k - 1) * e.se * math.sqrt(e.n) / np.sqrt(k) < dist)
+    return float(k[decided[0]]) if decided.size else math.inf
+
+
+def _seeds_text(e: Effect, band: tuple[float, float]) -> str:
+    k = seeds_to_decide(e, band)
+    if math.isnan(k):
+        return "the runs behind its standard error are not known, so neither are the seeds that would decide"
+    if math.isinf(k):
+        return f"no number of seeds up to {SEEDS_CAP:,} decides at the observed spread (our mean is at the edge)"
+    return f"about {k:.0f} seeds would decide at the observed spread (ours: {e.n})"
+
+
+def band_verdict(ours, band, paper: float | None = None, digits: int = 2, unit: str = "points",
+                 evaluation_only: bool = False) -> tuple[bool | None, str]:
+    """Outcome and reason of a claim by the equivalence rule (the module's decision rules; issue 46 item 2).
+
+    ``ours``: an `Effect` (`paired_effect`, `unpaired_effect`), a (mean, se) pair or run values. ``band``: the
+    declared (low, high) band (`factor_band`, `tolerance_band`), closed. ``paper``: the paper's value, named in the
+    reason. Matched when our whole 95% interval lies inside the band; not matched when it lies wholly below or above
+    it; inconclusive otherwise, with the seeds that would decide (`seeds_to_decide`), or with one run.
+    ``evaluation_only`` (or an effect whose noise is `ONE_SEED`'s): the interval measures evaluation repeats of one
+    trained model, not seed-to-seed noise, so the claim is never matched: *inconclusive: one trained model*."""
+    low, high = _check_band(band)
+    e = _as_effect(ours)
+    lo, hi = e.interval()
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return None, _no_interval(e, digits)
+    dec = shown_decimals([lo, hi, low, high, 0.0], digits, exact=(2, 3, 4))  # 0: an end never prints as ±0
+    where = f"the band [{_num(low, dec[2])}, {_num(high, dec[3])}]" + (
+        f" around the paper's {fmt(paper, digits, signed=True)}" if paper is not None else "")
+    ival = _interval_text(e, lo, hi, dec, unit)
+    ok = _band_outcome(lo, hi, low, high)
+    text = (f"{ival} lies inside {where}" if ok else f"{ival} lies {'below' if hi < low else 'above'} {where}"
+            if ok is False else f"{ival} overlaps {where} without lying inside it")
+    if evaluation_only or e.noise.startswith(ONE_SEED):
+        return None, f"one trained model: {text}, but evaluation repeats do not measure the seed-to-seed noise"
+    return ok, text if ok is not None else f"{text}; {_seeds_text(e, (low, high))}"
+
+
+def _times(ratio: float) -> str:
+    """A ratio for "about N× smaller/larger": whole from 2 on, one decimal below (a band of factor < 2 allows 1.4)."""
+    return f"{ratio:.0f}" if ratio >= 2 else f"{ratio:.1f}"
 
 
 def effect_verdict(ours, paper, factor: float = EFFECT_FACTOR, unit: str = "points", digits: int = 2
                    ) -> tuple[bool | None, str]:
-    """Outcome and reason of a claim with a size, decided on our effect's 95% interval (`Effect.interval`).
+    """Outcome and reason of a claim with a size, decided on our effect's 95% interval (`Effect.interval`) against
+    the band [|p| / ``factor``, |p| x ``factor``] on the paper's side (`factor_band`). This is the *overlap* rule
+    the committed notebooks were rendered with; `band_verdict` is the equivalence rule that replaces it.
 
     ``ours``: an `Effect` (`paired_effect`, `unpaired_effect`), a (mean, se) pair or run values.
-    ``paper``: the paper's effect, or a (low, high) range when it states several (e.g. two tables).
-    The paper's effect p (sign s) is *compatible* with ours when our interval reaches the band
-    [|p| / ``factor``, |p| x ``factor``] on p's side (for a range: [|low| / F, |high| x F]); the factor (2 by
-    default, `EFFECT_FACTOR`) allows for kit scale, where the same mechanism may act with half or twice the size.
+    ``paper``: the paper's effect (finite, nonzero), or a (low, high) range of one sign when it states several.
 
-    * matched: our interval reaches the band and excludes 0 (the effect is there, with a size like the paper's);
-    * inconclusive: our interval reaches the band but also contains 0, or there is no interval (one run);
-    * not matched, "smaller than the paper (about N× smaller)": the interval lies below the band (this includes a
-      precise zero and the opposite sign); "larger than the paper (about N× larger)": it lies above the band.
+    * matched ("compatible"): our interval overlaps the band and excludes 0;
+    * inconclusive: our interval overlaps the band but also contains 0, or there is no interval (one run);
+    * not matched, "smaller than the paper (about N× smaller)": the interval lies wholly on 0's side of the band
+      (this includes a precise zero and the opposite sign); "larger than the paper (about N× larger)": beyond it.
     """
+    lo_p, hi_p = _paper_range(paper)
+    low, high = factor_band((lo_p, hi_p), factor)
+    sign = 1.0 if lo_p > 0 else -1.0
     e = _as_effect(ours)
-    lo_p, hi_p = (paper, paper) if not isinstance(paper, (tuple, list)) else paper
-    sign = 1.0 if (lo_p + hi_p) >= 0 else -1.0
-    band = (min(abs(lo_p), abs(hi_p)) / factor, max(abs(lo_p), abs(hi_p)) * factor)
-    paper_txt = (f"{lo_p:+.{digits}f}" if lo_p == hi_p else f"{lo_p:+.{digits}f} to {hi_p:+.{digits}f}")
+    paper_txt = fmt(lo_p, digits, signed=True) + (f" to {fmt(hi_p, digits, signed=True)}" if lo_p != hi_p else "")
     lo, hi = e.interval()
-    if not math.isfinite(lo):
-        return None, f"ours {e.text(digits)}: with one run there is no interval to compare with the paper's {paper_txt}"
-    lo_s, hi_s = sorted((sign * lo, sign * hi))  # on the paper's side
-    mean_s = sign * e.mean
-    ival = _interval_text(e, lo, hi, digits, unit)
-    if hi_s < band[0]:
-        ratio = (f"about {min(abs(lo_p), abs(hi_p)) / mean_s:.0f}× smaller"
-                 if mean_s > 0 else "about zero" if lo_s <= 0 <= hi_s else "the opposite sign")
-        return False, (f"smaller than the paper ({ratio}): {ival} lies below {band[0]:.{digits}f}, half the "
-                       f"paper's {paper_txt}" if factor == 2 else
-                       f"smaller than the paper ({ratio}): {ival} lies below |paper| / {factor:g} = "
-                       f"{band[0]:.{digits}f}")
-    if lo_s > band[1]:
-        ratio = mean_s / max(abs(lo_p), abs(hi_p)) if max(abs(lo_p), abs(hi_p)) > 0 else math.inf
-        return False, (f"larger than the paper (about {ratio:.0f}× larger): {ival} lies above "
-                       f"{factor:g} × the paper's {paper_txt}")
-    if lo_s <= 0:
-        return None, f"{ival} reaches the paper's {paper_txt} but also contains 0"
-    return True, f"{ival} is compatible with the paper's {paper_txt} (within a factor {factor:g})"
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return None, f"{_no_interval(e, digits)} to compare with the paper's {paper_txt}"
+    dec = shown_decimals([lo, hi, low, high, 0.0], digits, exact=(2, 3, 4))
+    ival = _interval_text(e, lo, hi, dec, unit)
+    share = "half to twice" if factor == 2 else f"1/{factor:g} to {factor:g} ×"
+    where = f"the band [{_num(low, dec[2])}, {_num(high, dec[3])}] ({share} the paper's {paper_txt})"
+    if hi < low or lo > high:
+        smaller = (hi < low) == (sign > 0)
+        mean_s, p_abs = sign * e.mean, (min if smaller else max)(abs(lo_p), abs(hi_p))
+        ratio = (f"about {_times(mean_s / p_abs)}× larger" if not smaller else f"about {_times(p_abs / mean_s)}× "
+                 "smaller" if mean_s > 0 else "about zero" if lo <= 0 <= hi else "the opposite sign")
+        return False, (f"{'smaller' if smaller else 'larger'} than the paper ({ratio}): {ival} lies "
+                       f"{'below' if hi < low else 'above'} {where}")
+    if lo <= 0 <= hi:
+        return None, f"{ival} overlaps {where} but also contains 0"
+    return True, f"{ival} overlaps {where} and excludes 0: compatible with the paper's {paper_txt}"
 
 
 def direction_verdict(ours, sign: int = 1, digits: int = 2, unit: str = "points") -> tuple[bool | None, str]:
     """A claim with a direction and no size ("A > B"): matched when our 95% interval lies on the side ``sign``
-    (+1 or -1), not matched when it lies on the other side, inconclusive when it contains 0 or is unknown."""
+    (+1 or -1), not matched when it lies on the other side, inconclusive when it contains 0 (an end at 0 does) or
+    is unknown."""
+    if isinstance(sign, bool) or sign not in (1, -1):
+        raise InputError(f"sign must be +1 or -1 (the side of 0 the claim expects); got {sign!r}")
     e = _as_effect(ours)
     lo, hi = e.interval()
-    if not math.isfinite(lo):
-        return None, f"ours {e.text(digits)}: with one run there is no interval"
-    ival = _interval_text(e, lo, hi, digits, unit)
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return None, _no_interval(e, digits)
+    ival = _interval_text(e, lo, hi, shown_decimals([lo, hi, 0.0], digits), unit)
     if lo <= 0 <= hi:
         return None, f"{ival} contains 0"
     return (lo > 0) == (sign > 0), ival + (" agrees in sign" if (lo > 0) == (sign > 0) else " has the opposite sign")
@@ -339,34 +515,26 @@ def floor_verdict(ours, floor: float, digits: int = 2, unit: str = "") -> tuple[
     """A claim with a direction (positive) and no size in the paper, only the smallest effect that still reads as
     the claim (``floor`` > 0, e.g. a "small" correlation): matched when our 95% interval excludes 0 and reaches
     ``floor``; not matched when it lies wholly below ``floor`` (a precise zero, the opposite sign, or an effect
-    too small to count); inconclusive when it contains 0 but reaches ``floor``, or with one run."""
-    if not floor > 0:
-        raise InputError(f"floor must be > 0; got {floor!r}")
+    too small to count); inconclusive when it contains 0 but reaches ``floor``, or with one run. Ties: an interval
+    ending at ``floor`` reaches it, one ending at 0 contains 0."""
+    floor = _check_positive("floor", floor)
     e = _as_effect(ours)
     lo, hi = e.interval()
-    if not math.isfinite(lo):
-        return None, f"ours {e.text(digits)}: with one run there is no interval"
-    ival = _interval_text(e, lo, hi, digits, unit)
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return None, _no_interval(e, digits)
+    dec = shown_decimals([lo, hi, floor, 0.0], digits, exact=(2, 3))
+    ival, floor_txt = _interval_text(e, lo, hi, dec, unit), _num(floor, dec[2], signed=False)
     if hi < floor:
-        return False, f"{ival} lies below {floor:g}, the smallest effect that reads as the claim"
+        return False, f"{ival} lies below {floor_txt}, the smallest effect that reads as the claim"
     if lo <= 0:
-        return None, f"{ival} reaches {floor:g} but also contains 0"
-    return True, f"{ival} excludes 0 and reaches {floor:g}"
+        return None, f"{ival} reaches {floor_txt} but also contains 0"
+    return True, f"{ival} excludes 0 and reaches {floor_txt}"
 
 
 def equivalence_verdict(ours, tol: float, digits: int = 2, unit: str = "points") -> tuple[bool | None, str]:
-    """An "about equal" claim (|A - B| <= ``tol``), as an equivalence test: matched when our whole 95% interval
-    lies inside [-tol, tol], not matched when it lies wholly outside, inconclusive otherwise (or one run)."""
-    e = _as_effect(ours)
-    lo, hi = e.interval()
-    if not math.isfinite(lo):
-        return None, f"ours {e.text(digits)}: with one run there is no interval"
-    ival = _interval_text(e, lo, hi, digits, unit)
-    if -tol <= lo and hi <= tol:
-        return True, f"{ival} lies within ±{tol:g}"
-    if lo > tol or hi < -tol:
-        return False, f"{ival} lies outside ±{tol:g}"
-    return None, f"{ival} straddles ±{tol:g}"
+    """An "about equal" claim (|A - B| <= ``tol``, a finite tol > 0): `band_verdict` on the band [-tol, tol]."""
+    tol = _check_positive("tol", tol)
+    return band_verdict(ours, (-tol, tol), digits=digits, unit=unit)
 
 
 @dataclass

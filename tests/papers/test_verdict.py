@@ -2,12 +2,19 @@
 from __future__ import annotations
 
 import math
+import re
+from dataclasses import dataclass
 
 import matplotlib
 
 matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from hedgekit.errors import InputError  # noqa: E402
+from hedgekit.papers import verdict as V  # noqa: E402
 
 RNG = np.random.default_rng(0)
 
@@ -22,7 +29,8 @@ def test_verdict_rendering_and_noise():
     v.add("c", "1", "2", False, "because")
     v.add("d", "1", "2", None, "noise")
     md = v.markdown()
-    assert "**1 matched, 1 not matched, 1 inconclusive**" in md and "a \\| b" in md and "| ❌ | c | 1 | 2 | because |" in md
+    assert "**1 matched, 1 not matched, 1 inconclusive**" in md and "a \\| b" in md
+    assert "| ❌ | c | 1 | 2 | because |" in md
     assert V.noise_reason(0.01, 0.01) and not V.noise_reason(0.05, 0.01) and not V.noise_reason(0.01, 0.0)
     assert V.binomial_se_diff(0.5, 100, 0.5, 100) == pytest.approx(math.sqrt(0.005))
 
@@ -184,9 +192,11 @@ def test_sanity_checks_are_listed_apart_and_never_counted():
     assert v.counts == (1, 0, 0)
     assert [c.outcome for c in v.claims] == ["matched", "sanity check passed", "sanity check failed"]
     md = v.markdown()
-    assert "**1 matched, 0 not matched** (computed from the numbers above); 2 sanity check(s) listed apart, 1 passed." in md
+    assert ("**1 matched, 0 not matched** (computed from the numbers above); 2 sanity check(s) listed apart, "
+            "1 passed.") in md
     head, checks = md.split("**Sanity checks**")
-    assert "by construction" not in head and "| ✔ | by construction |" in checks and "| ✘ | broken construction |" in checks
+    assert "by construction" not in head and "| ✔ | by construction |" in checks
+    assert "| ✘ | broken construction |" in checks
 
 
 def test_one_vocabulary():
@@ -219,9 +229,236 @@ def test_every_interval_reads_with_its_unit_or_with_none_and_never_a_double_blan
 def test_an_interval_bound_near_zero_shows_its_sign_with_more_decimals(name, args):
     from hedgekit.papers import verdict as V
 
-    assert V._signed(-0.0004, 3) == "-0.0004" and V._signed(0.00004, 2) == "+0.00004"
-    assert V._signed(-0.0004, 2) == "-0.0004" and V._signed(0.136, 3) == "+0.136"
-    assert V._signed(0.0, 3) == "+0.000" and V._signed(-3e-9, 3) == "-0.000"  # beyond 3 more decimals: as before
     e = V.Effect(0.068, 0.0681 / 4.302652729911275, 3)  # 3 runs, t(2) = 4.3027: lower bound 0.068 - 0.0681
     text = getattr(V, name)(e, *args, unit="", digits=3)[1]
     assert "our 95% interval [-0.0001, +0.136] (" in text, text
+
+
+# ------------------------------------------------------------------ issue 46: the rules, ties at a bound, wording
+@dataclass(frozen=True)
+class Fixed(V.Effect):
+    """An effect whose 95% interval is given exactly, so that its ends can sit at, or one ulp off, a bound."""
+
+    lo: float = 0.0
+    hi: float = 0.0
+
+    def interval(self, level: float = 0.95) -> tuple[float, float]:
+        return self.lo, self.hi
+
+
+def fixed(lo: float, hi: float) -> Fixed:
+    return Fixed((lo + hi) / 2, (hi - lo) / 4, 5, "paired", "seed-to-seed spread", lo, hi)
+
+
+def _call(name: str, arg, lo: float, hi: float, digits: int) -> tuple[bool | None, str]:
+    return getattr(V, name)(fixed(lo, hi), arg, digits=digits)
+
+
+def _band(name: str, arg) -> tuple[float, float]:
+    """The band each rule is stated with, computed here from the rule's words, not by the module."""
+    if name == "effect_verdict":
+        return tuple(sorted((arg / 2, arg * 2)))
+    return (-arg, arg) if name == "equivalence_verdict" else tuple(arg)
+
+
+def _oracle(name: str, arg, lo: float, hi: float, band=None) -> bool | None:
+    """The decision rules at the top of verdict.py, restated: bands closed, an end at 0 contains 0."""
+    if name in ("band_verdict", "equivalence_verdict"):
+        low, high = band or _band(name, arg)
+        return True if low <= lo and hi <= high else False if hi < low or lo > high else None
+    if name == "effect_verdict":
+        low, high = band or _band(name, arg)
+        return False if hi < low or lo > high else None if lo <= 0 <= hi else True
+    if name == "direction_verdict":
+        return None if lo <= 0 <= hi else (lo > 0) == (arg > 0)
+    return False if hi < (band or arg) else None if lo <= 0 else True  # floor_verdict
+
+
+WORDS = {  # outcome -> what the reason must say
+    "band_verdict": {True: " lies inside the band ", False: " lies ", None: " overlaps the band "},
+    "equivalence_verdict": {True: " lies inside the band ", False: " lies ", None: " overlaps the band "},
+    "effect_verdict": {True: "and excludes 0: compatible", False: " than the paper (", None: "but also contains 0"},
+    "direction_verdict": {True: " agrees in sign", False: " has the opposite sign", None: " contains 0"},
+    "floor_verdict": {True: " excludes 0 and reaches ", False: " lies below ", None: "but also contains 0"},
+}
+
+
+def _check(name: str, arg, lo: float, hi: float, digits: int) -> bool | None:
+    """Run one verdict and check that its outcome is the rule's on the raw numbers, and that the numbers its reason
+    prints give the same outcome and words: read back, the interval, band or floor decide as the raw ones did."""
+    ok, why = _call(name, arg, lo, hi, digits)
+    assert ok is _oracle(name, arg, lo, hi), (name, arg, lo, hi, why)
+    assert WORDS[name][ok] in why, why
+    a, b = (float(x) for x in re.search(r"our 95% interval \[(\S+), (\S+)\]", why).groups())
+    assert round(a, digits) == round(lo, digits) and round(b, digits) == round(hi, digits), why  # >= digits shown
+    shown = None
+    if name in ("band_verdict", "equivalence_verdict", "effect_verdict"):
+        shown = tuple(float(x) for x in re.search(r"the band \[(\S+), (\S+)\]", why).groups())
+        assert shown == _band(name, arg), why  # the declared bounds print exactly (they have few decimals here)
+        if ok is False:
+            assert (" lies below the band " in why) == (b < shown[0]) and (" lies above the band " in why) == (
+                a > shown[1]), why
+    elif name == "floor_verdict":
+        shown = float(re.search(r"(?:below|reaches) ([-+\d.]+)", why).group(1))
+        assert shown == arg, why
+    assert _oracle(name, arg, a, b, shown) is ok, why
+    return ok
+
+
+def _edges(name: str, arg) -> list[float]:
+    """The numbers an outcome turns on: the band's edges and 0."""
+    if name in ("band_verdict", "equivalence_verdict"):
+        return list(_band(name, arg))
+    return [*_band(name, arg), 0.0] if name == "effect_verdict" else [arg, 0.0] if name == "floor_verdict" else [0.0]
+
+
+def _near(x: float) -> list[float]:
+    """x, one ulp below and one ulp above it."""
+    return [math.nextafter(x, -math.inf), x, math.nextafter(x, math.inf)]
+
+
+CASES = [("band_verdict", (0.95, 3.8)), ("band_verdict", (-0.025, 0.5)), ("equivalence_verdict", 1.0),
+         ("equivalence_verdict", 0.02), ("effect_verdict", 2.30), ("effect_verdict", -0.5), ("effect_verdict", 0.057),
+         ("direction_verdict", 1), ("direction_verdict", -1), ("floor_verdict", 0.1), ("floor_verdict", 0.025)]
+
+
+@pytest.mark.parametrize("name, arg", CASES)
+def test_an_interval_end_at_one_ulp_inside_or_outside_each_bound_reads_as_it_is_decided(name, arg):
+    """Each end of the interval at each bound (and 0), exactly and one ulp either side, against the other end at every
+    bound, one ulp off it, and far out: every outcome of the rule is reached, and none of the texts contradicts."""
+    edges = _edges(name, arg)
+    others = sorted({x for e in edges for x in _near(e)} | {min(edges) - 7.0, max(edges) + 7.0, sum(edges) / 2})
+    seen = set()
+    for x in (x for e in edges for x in _near(e)):
+        for y in others:
+            for digits in (2, 3):
+                seen.add(_check(name, arg, min(x, y), max(x, y), digits))
+    assert seen == {True, False, None}
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_outcome_wording_and_printed_numbers_agree_on_random_intervals_and_bands(data):
+    milli = st.integers(-4000, 4000).map(lambda i: i / 1000)
+    positive = st.integers(1, 4000).map(lambda i: i / 1000)
+    name = data.draw(st.sampled_from(sorted(WORDS)))
+    arg = data.draw({"band_verdict": st.tuples(milli, milli).filter(lambda b: b[0] < b[1]),
+                     "equivalence_verdict": positive, "floor_verdict": positive,
+                     "effect_verdict": milli.filter(lambda p: p != 0), "direction_verdict": st.sampled_from([1, -1])
+                     }[name])
+    x = data.draw(st.sampled_from([x for e in _edges(name, arg) for x in _near(e)]))
+    y = data.draw(st.one_of(st.floats(-10, 10), st.sampled_from(_edges(name, arg))))
+    _check(name, arg, min(x, y), max(x, y), data.draw(st.sampled_from([2, 3])))
+
+
+def test_the_issues_boundary_examples_no_longer_contradict_themselves():
+    below = math.nextafter(1.15, 0)  # one ulp below half the paper's +2.30
+    ok, why = V.effect_verdict(fixed(-0.45, below), 2.30)
+    assert ok is False and "[-0.45, +1.1499999999999997] points" in why and "lies below the band [+1.15, +4.60]" in why
+    ok, why = V.effect_verdict(fixed(-0.45, 1.15), 2.30)  # at the band's edge: it reaches the band
+    assert ok is None and "[-0.45, +1.15] points" in why and "overlaps the band [+1.15, +4.60]" in why
+    assert V.equivalence_verdict(fixed(-1.0, 1.0), 1.0) == (True, "our 95% interval [-1.00, +1.00] points (paired, "
+                                                            "seed-to-seed spread) lies inside the band [-1.00, +1.00]")
+    ok, why = V.equivalence_verdict(fixed(math.nextafter(-1.0, -2), 1.0), 1.0)
+    assert ok is None and "[-1.0000000000000002, +1.00]" in why
+    assert V.floor_verdict(fixed(0.1, 0.1), 0.1) == (True, "our 95% interval [+0.10, +0.10] (paired, seed-to-seed "
+                                                     "spread) excludes 0 and reaches 0.10")
+    ok, why = V.floor_verdict(fixed(0.1, math.nextafter(0.1, 0)), 0.1)
+    assert ok is False and "+0.09999999999999999] (paired, seed-to-seed spread) lies below 0.10" in why
+    # the paper's -1.05 is negative: an interval on the other side of 0 lies *above* its band, and says so
+    ok, why = V.effect_verdict(fixed(3.14, 3.35), -1.05)
+    assert ok is False and why.startswith("smaller than the paper (the opposite sign)")
+    assert "[+3.14, +3.35] points (paired, seed-to-seed spread) lies above the band [-2.10, -0.525]" in why
+
+
+def test_shown_decimals_widens_only_the_numbers_that_would_print_out_of_order():
+    assert V.shown_decimals([0.11, 0.52, 1.15], 2) == [2, 2, 2]
+    assert V.shown_decimals([math.nextafter(1.15, 0), 1.15], 2) == [16, 2]  # 1.1499999999999997 vs 1.15
+    assert V.shown_decimals([-3e-9, 0.0], 3) == [9, 3]  # -0.000000003: not the "-0.000" that reads as 0
+    assert V.shown_decimals([0.01, 0.02, 0.025], 2, exact=(2,)) == [2, 2, 3]  # a declared ±0.025 is not 0.03
+    assert V.shown_decimals([0.2, 1 / 3], 2, exact=(1,)) == [2, 2]  # a bound of 16 decimals prints at digits
+    assert V.shown_decimals([0.334, 1 / 3], 2, exact=(1,)) == [3, 3]  # ... and wider only where it must
+
+
+def test_closeness_compares_reported_differences_not_their_float_subtraction():
+    assert 0.97 - 0.95 > 0.02 and abs(0.93 - 0.95) < 0.02  # what raw float differences would decide
+    assert V.closeness([0.97 - 0.95, 0.93 - 0.95], 0.02) == (2, 2)  # both are 0.02: at the bound, within
+    assert V.closeness([0.0201, -0.0201, 0.0, math.nan, None], 0.02) == (1, 3)
+
+
+def test_seeds_to_decide_is_the_smallest_seed_count_whose_interval_decides():
+    # hand-computed: sd = 1 (se 1/sqrt(3) over 3 seeds), band ±1 around the mean 0: t(5)/sqrt(6) = 1.050 > 1,
+    # t(6)/sqrt(7) = 0.925 < 1, so 7 seeds
+    e = V.Effect(0.0, 1 / math.sqrt(3), 3, "paired")
+    assert V.band_verdict(e, (-1, 1))[0] is None and V.seeds_to_decide(e, (-1, 1)) == 7.0
+    rng = np.random.default_rng(46)
+    for _ in range(200):
+        n, mean, se = int(rng.integers(2, 8)), float(rng.normal(0, 3)), float(rng.uniform(0.05, 2))
+        band = tuple(sorted(rng.normal(0, 3, 2)))
+        e = V.Effect(mean, se, n)
+        if V.band_verdict(e, band)[0] is not None:
+            continue
+        k = V.seeds_to_decide(e, band)
+        assert k > n  # what the seeds we have left undecided
+        if math.isfinite(k):  # the same mean and per-seed spread over k seeds decides; over k - 1 it does not
+            at = lambda m: V.band_verdict(V.Effect(mean, se * math.sqrt(n / m), m), band)[0]  # noqa: E731
+            assert at(int(k)) is not None and (k == 2 or at(int(k) - 1) is None), (n, mean, se, band, k)
+    assert V.seeds_to_decide(V.Effect(1.0, 0.3, 5), (1.0, 2.0)) == math.inf  # the mean on an edge: never decided
+    assert math.isnan(V.seeds_to_decide(V.Effect(1.0, 0.3), (0.5, 2.0)))  # a given (mean, se): runs unknown
+
+
+def test_band_verdict_reaches_every_outcome_and_says_what_would_decide():
+    band = V.factor_band(1.9)
+    assert band == (0.95, 3.8)
+    ok, why = V.band_verdict(V.Effect(2.0, 0.2, 5), band, paper=1.9)
+    assert ok is True and why.endswith("lies inside the band [+0.95, +3.80] around the paper's +1.90")
+    ok, why = V.band_verdict(V.Effect(0.2, 0.1, 5), band)
+    assert ok is False and "lies below the band [+0.95, +3.80]" in why
+    ok, why = V.band_verdict(V.Effect(9.0, 0.1, 5), band)
+    assert ok is False and "lies above the band" in why
+    # SPE N2D2 seen clean/clean over 3 seeds, +6.27 [2.70, 9.84] (docs/results.md): overlaps, 4 seeds would decide
+    ok, why = V.band_verdict(V.Effect(6.27, 3.57 / 4.302652729911275, 3, "unpaired"), band, paper=1.9)
+    assert ok is None and why.endswith("overlaps the band [+0.95, +3.80] around the paper's +1.90 without lying "
+                                       "inside it; about 4 seeds would decide at the observed spread (ours: 3)")
+    ok, why = V.band_verdict(V.Effect(3.8, 0.5, 3), band)
+    assert ok is None and "no number of seeds up to 10,000 decides" in why
+    ok, why = V.band_verdict((1.0, 0.5), band)
+    assert ok is None and "the runs behind its standard error are not known" in why
+    # evaluation repeats of one trained model: never matched, whatever the interval
+    pooled = V.Effect(2.0, 0.01, 0, "unpaired", V.ONE_SEED + " (episode standard errors)")
+    for e, only in ((pooled, False), (V.Effect(2.0, 0.01, 5), True), (V.Effect(0.2, 0.01, 5), True)):
+        ok, why = V.band_verdict(e, band, evaluation_only=only)
+        assert ok is None and why.startswith("one trained model: ") and "seed-to-seed noise" in why
+    ok, why = V.band_verdict([2.0], band)
+    assert ok is None and "with one run there is no interval" in why
+    ok, why = V.band_verdict([math.nan, 2.0, 2.1], band)
+    assert ok is None and "not a number" in why
+    assert V.tolerance_band(0.5, 0.02) == (0.48, 0.52) and V.factor_band((-0.5, -1.5), 4) == (-6.0, -0.125)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: V.effect_verdict([1.0, 2.0], math.nan), "the paper's effect must be finite and nonzero"),
+    (lambda: V.effect_verdict([1.0, 2.0], 0.0), "equivalence claim"),
+    (lambda: V.effect_verdict([1.0, 2.0], (-0.5, 1.0)), "a range of one sign"),
+    (lambda: V.effect_verdict([1.0, 2.0], "big"), "a number or a \\(low, high\\) range"),
+    (lambda: V.effect_verdict([1.0, 2.0], 1.0, factor=0), "factor must be a finite number > 1"),
+    (lambda: V.effect_verdict([1.0, 2.0], 1.0, factor=1), "factor must be a finite number > 1"),
+    (lambda: V.factor_band(1.0, math.inf), "factor must be a finite number > 1"),
+    (lambda: V.equivalence_verdict([1.0, 2.0], math.nan), "tol must be a finite number > 0"),
+    (lambda: V.equivalence_verdict([1.0, 2.0], -1.0), "tol must be a finite number > 0"),
+    (lambda: V.tolerance_band(math.nan, 0.1), "the paper's value must be a finite number"),
+    (lambda: V.closeness([0.1], -0.02), "tol must be a finite number > 0"),
+    (lambda: V.floor_verdict([1.0, 2.0], math.nan), "floor must be a finite number > 0"),
+    (lambda: V.direction_verdict([1.0, 2.0], 0), "sign must be \\+1 or -1"),
+    (lambda: V.band_verdict([1.0, 2.0], (2.0, 1.0)), "low < high"),
+    (lambda: V.band_verdict([1.0, 2.0], (0.0, math.nan)), "finite bounds"),
+    (lambda: V.band_verdict([1.0, 2.0], 1.0), "a \\(low, high\\) pair"),
+])
+def test_invalid_declared_numbers_raise_input_error_saying_what_was_expected(call, match):
+    with pytest.raises(InputError, match=match):
+        call()
+
+
+def test_fmt_reads_any_non_finite_scalar_as_n_a():
+    assert V.fmt(np.float32("nan")) == V.fmt(math.inf) == V.fmt(None) == "n/a"
+    assert V.fmt(np.float64(0.1234), 2, signed=True) == "+0.12" and V.fmt(3) == "3"
