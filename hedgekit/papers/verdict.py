@@ -48,6 +48,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import lru_cache
 from itertools import combinations
 from numbers import Integral, Real
 from typing import Sequence
@@ -404,16 +405,23 @@ def seeds_to_decide(ours, band) -> float:
 
     ``math.inf`` when no number of seeds decides (our mean sits on an edge) or more than `SEEDS_CAP` would;
     ``math.nan`` when the number of runs behind the standard error is unknown (a given (mean, se)) or below 2."""
-    from scipy import stats
-
     e, (low, high) = _as_effect(ours), _check_band(band)
     if e.n < 2 or not (math.isfinite(e.mean) and e.se is not None and math.isfinite(e.se)):
         return math.nan
     m = e.mean
     dist = min(m - low, high - m) if low <= m <= high else max(low - m, m - high)
-    k = np.arange(2, SEEDS_CAP + 1)
-    decided = np.flatnonzero(stats.t.ppf(0.975, k - 1) * e.se * math.sqrt(e.n) / np.sqrt(k) < dist)
+    k, half_width = _unit_half_widths()
+    decided = np.flatnonzero(half_width * e.se * math.sqrt(e.n) < dist)
     return float(k[decided[0]]) if decided.size else math.inf
+
+
+@lru_cache(maxsize=1)
+def _unit_half_widths() -> tuple[np.ndarray, np.ndarray]:
+    """(k, t(0.975, k - 1) / sqrt(k)) for k = 2 .. `SEEDS_CAP`: a 95% interval's half-width over k runs of sd 1."""
+    from scipy import stats
+
+    k = np.arange(2, SEEDS_CAP + 1)
+    return k, stats.t.ppf(0.975, k - 1) / np.sqrt(k)
 
 
 def _seeds_text(e: Effect, band: tuple[float, float]) -> str:
