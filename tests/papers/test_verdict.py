@@ -463,3 +463,12 @@ def test_invalid_declared_numbers_raise_input_error_saying_what_was_expected(cal
 def test_fmt_reads_any_non_finite_scalar_as_n_a():
     assert V.fmt(np.float32("nan")) == V.fmt(math.inf) == V.fmt(None) == "n/a"
     assert V.fmt(np.float64(0.1234), 2, signed=True) == "+0.12" and V.fmt(3) == "3"
+
+
+def test_a_band_of_another_factor_names_it_and_a_ratio_under_2_keeps_a_decimal():
+    ok, why = V.effect_verdict(V.Effect(1.4, 0.01, 5), 2.0, factor=1.25)  # band [1.6, 2.5]: 2.0 / 1.4 = 1.43
+    assert ok is False and why.startswith("smaller than the paper (about 1.4× smaller): ")
+    assert why.endswith("lies below the band [+1.60, +2.50] (1/1.25 to 1.25 × the paper's +2.00)")
+    ok, why = V.effect_verdict(V.Effect(-3.0, 0.1, 5), -0.5, unit="")  # the paper's -0.50: 6× larger, below its band
+    assert ok is False and why.startswith("larger than the paper (about 6× larger): ")
+    assert why.endswith("lies below the band [-1.00, -0.25] (half to twice the paper's -0.50)")
