@@ -9,9 +9,10 @@ Each raises :class:`hedgekit.errors.InputError` with a message that says what wa
 * `check_memory`: refuse a tensor that would not fit `memory_budget()` (a quarter of this
   machine's RAM) before allocating it, e.g. HIB's (BK) x (BK) pair matrix for a huge K.
 * `atomic_write`: write a file through a temporary twin that is renamed into place, or removed
-  if anything fails; a path that is a directory is refused up front. A read-only folder or a full
-  disk is a `StorageError` saying where, how much was needed and that nothing was corrupted
-  (`write_bytes_atomic`; `check_writable` asks before an expensive result is computed).
+  if anything fails; a path that is a directory is refused up front. A read-only folder, a file where a
+  folder must be, or a full disk is a `StorageError` saying where, how much was needed, that nothing was
+  corrupted and what moves the path (`storage_error`, `STORAGE_ERRNOS`; `write_bytes_atomic`;
+  `check_writable` asks before an expensive result is computed).
 * `array_checksum`: SHA-256 of named arrays (name, dtype, shape, bytes), stored inside dataset
   caches so that a well-formed but edited cache is detected and rebuilt.
 * `check_embeddings`, `check_distance_matrix`, `check_labels`, `check_per_row`, `check_margin`, `check_same_shape`,
@@ -44,6 +45,7 @@ import torch
 from torch import Tensor
 
 from hedgekit.errors import InputError, StorageError
+from hedgekit.paths import existing_parent, moved_by as default_moved_by, writable_fallback
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
@@ -260,9 +262,13 @@ def _human(n_bytes: float) -> str:
     return f"{n_bytes} B" if i == 0 else f"{value:.3g} {units[i]}" if value < 1000 else f"{value:.0f} {units[i]}"
 
 
-# errno values that mean "this folder cannot take the file": read-only, no permission, disk or quota full
+# errno values that mean "this folder cannot take the file": read-only, no permission, disk or quota full, a file
+# where a folder must be (ENOTDIR: a folder of the path is a file; EEXIST: mkdir of a path that is a file), a folder
+# where the file must be
 _READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+_NOT_A_FOLDER = (errno.ENOTDIR, errno.EEXIST)
+STORAGE_ERRNOS = _READ_ONLY + _NO_SPACE + _NOT_A_FOLDER + (errno.EISDIR,)
 
 
 @contextlib.contextmanager
@@ -271,8 +277,8 @@ def atomic_write(path: str | os.PathLike, need: int | None = None) -> Iterator[P
 
     The folder is created if missing. The temporary file (``<name>.<pid>.tmp`` beside ``path``) is removed on
     any failure, so no ``.tmp`` is left behind; a failure of that cleanup never hides the first error. A
-    read-only folder or a full disk raises `StorageError` (`storage_error`; ``need``: the bytes the file
-    takes, for its message). A ``path`` that is a directory is refused with an InputError before anything
+    read-only folder, a file where a folder must be, or a full disk raises `StorageError` (`storage_error`;
+    ``need``: the bytes the file takes, for its message). A ``path`` that is a directory is refused with an InputError before anything
     is written.
     """
     path = Path(path)
@@ -286,7 +292,7 @@ def atomic_write(path: str | os.PathLike, need: int | None = None) -> Iterator[P
     except BaseException as exc:
         with contextlib.suppress(OSError):  # e.g. EROFS again: the first error is the one to report
             tmp.unlink(missing_ok=True)
-        if isinstance(exc, OSError) and not isinstance(exc, StorageError) and exc.errno in _READ_ONLY + _NO_SPACE:
+        if isinstance(exc, OSError) and not isinstance(exc, StorageError) and exc.errno in STORAGE_ERRNOS:
             raise storage_error(path, exc, need) from exc
         raise
 
@@ -310,9 +316,11 @@ def _write_file(path: Path, data: bytes) -> None:
         os.fsync(f.fileno())
 
 
-def check_writable(path: str | os.PathLike, need: int = 0) -> None:
+def check_writable(path: str | os.PathLike, need: int = 0, moved_by: str | None = None) -> None:
     """`StorageError` unless ``path``'s folder (created if missing) takes a new file of ``need`` bytes: call it
-    before an expensive result is computed, so that a read-only or full disk is reported before the work."""
+    before an expensive result is computed, so that a read-only or full disk, or a file where a folder must be
+    (``HEDGEKIT_DATA=<a file>``, ``--out <a file>``), is reported before the work. ``moved_by``: as in
+    `storage_error`."""
     path = Path(path)
     probe = path.with_name(f".hedgekit-write-test.{os.getpid()}")
     try:
@@ -320,11 +328,11 @@ def check_writable(path: str | os.PathLike, need: int = 0) -> None:
         _write_file(probe, b"")
         probe.unlink()
     except OSError as exc:
-        if exc.errno in _READ_ONLY + _NO_SPACE:
-            raise storage_error(path, exc, need) from exc
+        if exc.errno in STORAGE_ERRNOS:
+            raise storage_error(path, exc, need, moved_by) from exc
         raise
     if free_bytes(path.parent) < need:
-        raise storage_error(path, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), need)
+        raise storage_error(path, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), need, moved_by)
 
 
 def free_bytes(folder: Path) -> int:
@@ -332,31 +340,79 @@ def free_bytes(folder: Path) -> int:
     return shutil.disk_usage(folder).free
 
 
-def storage_error(path: Path, exc: OSError, need: int | None = None) -> StorageError:
-    """The `StorageError` for an OSError raised while writing ``path``: what happened, where, what was needed,
-    that nothing was corrupted, and the fix (`HEDGEKIT_DATA` names the cache folder, `hedgekit.paths`)."""
-    unchanged = (f"nothing was corrupted: {path} is unchanged" if path.exists()
-                 else f"nothing was corrupted: {path.name} was not written") + " and no partial file was left"
-    if exc.errno in _NO_SPACE:
-        try:
-            free = f", {_human(free_bytes(_existing_parent(path)))} free"
-        except OSError:
-            free = ""
-        needed = f"writing {path.name} needs {_human(need)}{free}" if need is not None else f"{exc.strerror}{free}"
-        err = StorageError(f"no space left on device at {path.parent}: {needed}; {unchanged}. Free some space, or "
-                           "set HEDGEKIT_DATA to a folder on a disk with room")
+def storage_error(path: str | os.PathLike | None, exc: OSError, need: int | None = None,
+                  moved_by: str | None = None, example: str = "hedgekit-out") -> StorageError:
+    """The `StorageError` for an OSError raised while writing ``path``, as one paragraph (issue 45 item 6): what
+    happened and where (read-only, no space, a file where a folder must be, a folder where the file must be), what
+    was needed, that nothing was corrupted, and the fix: what moves the path (``moved_by``: a flag such as
+    ``--out`` or a variable such as ``HEDGEKIT_DATA``; default `hedgekit.paths.moved_by`), with another folder as
+    an example only if it is checked writable (`hedgekit.paths.writable_fallback`; ``example``: the name a flag's
+    example folder or file gets there). ``path`` None: unknown (an OSError without a file name, e.g. ENOSPC from a
+    write).
+
+    The error keeps ``errno``, ``path``, ``need`` and ``reason`` (the OS's words), so that the command line can
+    word it again with the flag that moves the path (`hedgekit.cli`)."""
+    path = Path(path) if path is not None else None
+    reason = getattr(exc, "reason", None) or exc.strerror or os.strerror(exc.errno or 0)
+    moved_by = moved_by or (default_moved_by(path) if path is not None else None)
+    if path is None:
+        what, unchanged = f"a write failed: {reason.lower()}", ""  # which file, and what it holds now, is unknown
     else:
-        err = StorageError(f"cannot write to {path.parent}: the folder is read-only ({exc.strerror}); {unchanged}. "
-                           "Set HEDGEKIT_DATA to a writable folder (e.g. HEDGEKIT_DATA=~/hedgekit-data) for "
-                           "hedgekit's caches and trained models")
-    err.errno = exc.errno
+        unchanged = (f"nothing was corrupted: {path} is unchanged" if path.exists()
+                     else f"nothing was corrupted: {path.name} was not written") + " and no partial file was left"
+    if exc.errno in _NO_SPACE:
+        if path is not None:
+            try:
+                free = f", {_human(free_bytes(existing_parent(path)))} free"
+            except OSError:
+                free = ""
+            needed = f"writing {path.name} needs {_human(need)}{free}" if need is not None else f"{reason}{free}"
+            what = f"no space left on device at {path.parent}: {needed}"
+        move = _move(moved_by, example, full=True, avoid=path)
+        fix = "Free some space" + (f", or {move[0].lower()}{move[1:]}" if move else "")
+    else:
+        if path is not None and exc.errno in _NOT_A_FOLDER:
+            blocker = _file_in_the_way(path)
+            what = (f"cannot write into {path}: it is a file, not a folder" if blocker == path else
+                    f"cannot write {path}: {blocker} is a file, not a folder" if blocker is not None else
+                    f"cannot write {path}: part of it is a file, not a folder")
+        elif path is not None and exc.errno == errno.EISDIR:
+            what = f"cannot write {path}: it is a folder, not a file"
+        elif path is not None:
+            what = f"cannot write to {path.parent}: the folder is read-only ({reason})"
+        fix = _move(moved_by, example, full=False, avoid=None)
+    err = StorageError(what + (f"; {unchanged}." if unchanged else ".") + (f" {fix}" if fix else ""))
+    err.errno, err.path, err.need, err.reason = exc.errno, path, need, reason
     return err
 
 
-def _existing_parent(path: Path) -> Path:
-    while not path.exists() and path != path.parent:
-        path = path.parent
-    return path
+# what each flag or variable is for, in the fix of `storage_error`; the fallback folder's name for an example
+_MOVES = {"HEDGEKIT_DATA": ("for hedgekit's caches and trained models", "hedgekit-data")}
+
+
+def _move(moved_by: str | None, name: str, full: bool, avoid: Path | None) -> str:
+    """The sentence that moves the path: "Set HEDGEKIT_DATA to a writable folder (e.g. HEDGEKIT_DATA=/tmp/x) ...",
+    "Choose a writable place with --out (e.g. --out ~/<name>)"; ``full``: a disk with room is what is needed. The
+    example only if `writable_fallback` finds one (on another disk than ``avoid``, the full one); "" when nothing
+    is known to move the path."""
+    if moved_by is None:
+        return ""
+    if moved_by.startswith("-"):  # a flag of the command
+        example = writable_fallback(name, avoid=avoid)
+        return (f"Choose {'a place on a disk with room' if full else 'a writable place'} with {moved_by}"
+                + (f" (e.g. {moved_by} {example})" if example else ""))
+    purpose, name = _MOVES.get(moved_by, ("", None))
+    example = writable_fallback(name, avoid=avoid) if name else None
+    return (f"Set {moved_by} to {'a folder on a disk with room' if full else 'a writable folder'}"
+            + (f" (e.g. {moved_by}={example})" if example else "") + (f" {purpose}" if purpose else ""))
+
+
+def _file_in_the_way(path: Path) -> Path | None:
+    """The file (not a folder) that stands where ``path`` or one of its folders must be, if there is one."""
+    for p in (path, *path.parents):
+        if (p.exists() or p.is_symlink()) and not p.is_dir():
+            return p
+    return None
 
 
 def array_checksum(arrays: Mapping[str, np.ndarray]) -> str:

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
+from pathlib import Path
 
 import torch
 
@@ -117,8 +119,14 @@ def cmd_train(a) -> int:
     _, meta = load_or_train(spec, device=a.device, retrain=a.retrain, precision=a.precision)
     how = "trained now" if meta["source"] == "trained now" else f"loaded ({meta['source']})"
     print(f"{spec.name}: {how}; training took {meta['train_seconds']:.0f} s; checkpoint {meta['path'] or '(not saved)'}")
-    print(json.dumps({k: round(v, 4) for k, v in meta["metrics"].items()}, indent=1))
+    print(json.dumps({k: _json_number(v) for k, v in meta["metrics"].items()}, indent=1, allow_nan=False))
     return 0
+
+
+def _json_number(value: float | None) -> float | None:
+    """A metric as JSON has it: rounded to 4 decimals, ``null`` where it is missing or not finite (JSON has no NaN;
+    e.g. a tau of a metric that is constant over the test set)."""
+    return None if value is None or not math.isfinite(value) else round(value, 4)
 
 
 def cmd_evaluate(a) -> int:
@@ -313,4 +321,48 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
-    return run_command(args.fn, args, argv)
+    return run_command(_answering_storage_errors(args.fn), args, argv)
+
+
+def _answering_storage_errors(fn):
+    """``fn`` whose file-system errors (`hedgekit.checks.STORAGE_ERRNOS`: a read-only place, a file in the way, a
+    folder where a file must be, no space) end as one `StorageError` paragraph that names the path and the flag or
+    variable that moves it (`_moved_by`), which `run_command` prints with exit status 2 (issue 45 item 6). A
+    `StorageError` raised inside is worded again the same way; any other OSError passes unchanged."""
+    from hedgekit.checks import STORAGE_ERRNOS, storage_error
+    from hedgekit.errors import HedgekitError, StorageError
+
+    def run(a):
+        try:
+            return fn(a)
+        except OSError as exc:
+            ours = isinstance(exc, HedgekitError) and not isinstance(exc, StorageError)  # e.g. DataNotFoundError
+            if ours or exc.errno not in STORAGE_ERRNOS:
+                raise
+            name = exc.path if isinstance(exc, StorageError) else exc.filename
+            path = Path(os.fsdecode(name)) if isinstance(name, (str, bytes, os.PathLike)) else None
+            out = getattr(a, "out", None)
+            example = Path(out).name if out else _OUT_NAMES.get(a.cmd, f"hedgekit-{a.cmd}")
+            raise storage_error(path, exc, getattr(exc, "need", None), _moved_by(a, path), example) from exc
+
+    return run
+
+
+_OUT_NAMES = {"results": "results.md"}  # the example --out of a command whose --out names a file, not a folder
+
+
+def _moved_by(a, path: Path | None) -> str | None:
+    """The flag or variable that puts ``path`` elsewhere: ``--out`` for a path under the command's ``--out`` or one
+    of the folders above it (being created for it); ``HEDGEKIT_DATA`` for one in the data cache
+    (`hedgekit.paths.moved_by`); else ``--out`` for a command that has one (its default place, e.g.
+    notebooks/students, is what --out moves), except under ``--inplace`` (which writes into notebooks/ whatever
+    --out says); else None. A path that is not known (an OSError without a file name): ``--out`` if the command
+    has one, else ``HEDGEKIT_DATA``."""
+    from hedgekit.paths import is_within, moved_by
+
+    out, has_out = getattr(a, "out", None), hasattr(a, "out") and not getattr(a, "inplace", False)
+    if path is None:
+        return "--out" if has_out else "HEDGEKIT_DATA"
+    if out and (is_within(path, out) or is_within(out, path)):
+        return "--out"
+    return moved_by(path) or ("--out" if has_out else None)

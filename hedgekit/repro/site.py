@@ -16,6 +16,7 @@ import argparse
 import html
 from pathlib import Path
 
+from hedgekit.checks import check_writable, write_bytes_atomic
 from hedgekit.repro.students import notebook_paths
 
 __all__ = ["PLOTLY_MIME", "PLOTLY_JS", "render_notebook", "build_site", "add_subcommand"]
@@ -79,28 +80,29 @@ def _index(pages: list[tuple[str, str]]) -> str:
 
 def build_site(out_dir: Path | str, sources: list[Path] | None = None) -> Path:
     """Write one page per notebook of ``sources`` (default: every numbered notebook), ``plotly.min.js`` if a
-    page needs it, and ``index.html`` into ``out_dir``; returns the index's path."""
+    page needs it, and ``index.html`` into ``out_dir``; returns the index's path. Each file is written whole or
+    not at all (`hedgekit.checks.write_bytes_atomic`): a read-only ``out_dir``, a file in its place or a full
+    disk is a `hedgekit.errors.StorageError` (checked before any page is rendered), and no half-written page is
+    left."""
     import nbformat
 
     from hedgekit.repro.results import notebook_header
 
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    check_writable(out / "index.html")
     exporter = _exporter()
     pages, needs_plotly = [], False
     for path in notebook_paths() if sources is None else [Path(p) for p in sources]:
         nb = nbformat.read(path, as_version=4)
         body, plotly = render_notebook(nb, path.stem, exporter)
-        (out / f"{path.stem}.html").write_text(body, encoding="utf-8")
+        write_bytes_atomic(out / f"{path.stem}.html", body.encode("utf-8"))
         pages.append((f"{path.stem}.html", notebook_header(nb)["title"] or path.stem))
         needs_plotly |= plotly
     if needs_plotly:
         from plotly.offline import get_plotlyjs
 
-        (out / PLOTLY_JS).write_text(get_plotlyjs(), encoding="utf-8")
-    index = out / "index.html"
-    index.write_text(_index(pages), encoding="utf-8")
-    return index
+        write_bytes_atomic(out / PLOTLY_JS, get_plotlyjs().encode("utf-8"))
+    return write_bytes_atomic(out / "index.html", _index(pages).encode("utf-8"))
 
 
 # ------------------------------------------------------------------------------ CLI

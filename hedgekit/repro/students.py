@@ -24,6 +24,7 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hedgekit.checks import write_bytes_atomic
 from hedgekit.errors import InputError
 
 __all__ = ["BEGIN", "END", "STUB", "EXERCISE_TAG", "CHECK_TAG", "strip_solutions", "has_solution",
@@ -108,17 +109,18 @@ def notebook_paths(folder: Path | None = None) -> list[Path]:
 def write_students(out_dir: Path | str, sources: list[Path] | None = None) -> list[Path]:
     """Write the student version of every notebook of ``sources`` (default: `notebook_paths`) into
     ``out_dir``, same file names; returns the paths written. Nothing is written if one notebook has
-    malformed markers."""
+    malformed markers. Each file is written whole or not at all (`hedgekit.checks.write_bytes_atomic`): a
+    read-only ``out_dir``, a file in its place or a full disk is a `hedgekit.errors.StorageError`, and no
+    half-written notebook is left."""
     import nbformat
 
     sources = notebook_paths() if sources is None else [Path(p) for p in sources]
     versions = [(src.name, student_notebook(nbformat.read(src, as_version=4), src.name)) for src in sources]
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     written = []
     for name, nb in versions:
-        nbformat.write(nb, out / name)
-        written.append(out / name)
+        text = nbformat.writes(nb)
+        written.append(write_bytes_atomic(out / name, (text if text.endswith("\n") else text + "\n").encode("utf-8")))
     return written
 
 

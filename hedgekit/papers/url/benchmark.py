@@ -33,7 +33,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from hedgekit.checks import MAX_THREADS, atomic_write, check_count, check_seed, count_arg, device_arg, resolve_device
+from hedgekit.checks import (MAX_THREADS, atomic_write, check_count, check_seed, check_writable, count_arg, device_arg,
+                             resolve_device)
 from hedgekit.hardware import device_description
 from hedgekit.errors import CheckpointError, DivergedError, InputError
 from hedgekit.papers.url import protocol
@@ -759,10 +760,12 @@ def _seeds_arg(text: str) -> int:
 def cmd_url_benchmark(a) -> int:
     """``python -m hedgekit url-benchmark``: run (or read back) every run, print and write the leaderboard. A run
     that diverged is its method's status in the leaderboard and one line below it; the others are ranked and the
-    command exits 0 (issue 45 item 7)."""
+    command exits 0 (issue 45 item 7). The leaderboard's folder is checked writable before anything trains."""
     torch.set_num_threads(a.threads)
     budget = "fast" if a.fast else a.budget
     methods = check_methods(a.methods or list(method_registry()))
+    folder = Path(a.out) if a.out is not None else cache_root()
+    check_writable(folder / f"leaderboard-{_budget(budget).name}.md")  # --out <a file>: refused before training
     runs = run_benchmark(methods, a.seeds, budget, retrain=a.retrain, progress=not a.quiet, device=a.device)
     board = leaderboard(runs)
     csv, md = write_leaderboard(board, budget, a.out)
