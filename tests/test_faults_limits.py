@@ -255,11 +255,12 @@ def test_reproduce_main_of_its_own_handles_ctrl_c(monkeypatch, capsys):
 def test_interrupted_training_leaves_no_partial_checkpoint(monkeypatch, tmp_path, capsys):
     """Ctrl-C while the checkpoint is being written: exit 130 and no file (complete or partial) in the cache."""
     import hedgekit.zoo as zoo
+    from hedgekit.zoo import store
 
     monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path))
     spec = zoo.Spec(kind="point", preset="fast")
-    monkeypatch.setattr(zoo, "find_checkpoint", lambda spec: None)
-    monkeypatch.setattr(zoo, "train_spec", lambda spec, **kw: (spec.build(), {"name": spec.name, "metrics": {}}))
+    monkeypatch.setattr(store, "find_checkpoint", lambda spec: None)
+    monkeypatch.setattr(store, "train_spec", lambda spec, **kw: (spec.build(), {"name": spec.name, "metrics": {}}))
 
     def half_written(obj, f, *args, **kwargs):
         if hasattr(f, "write"):

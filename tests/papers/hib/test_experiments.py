@@ -1,6 +1,7 @@
 """hedgekit.papers.hib.experiments: notebook 04's model grid with HIB Table 4 (issue 16)."""
 import hedgekit.papers.hib.experiments as X
 from hedgekit import zoo
+from hedgekit.zoo import store
 
 TABLE4_NAMES = ["point-n3-d4-paper-s0", "hib-n3-d4-c1-beta0.0001-k8-paper-s0",
                 "hib-n3-d4-c2-beta0.0001-k8-paper-s0"]
@@ -89,7 +90,7 @@ def test_fast_mode_loads_the_shipped_paper_models_where_a_figure_ships_and_fast_
 
 
 def test_fast_mode_trains_fast_models_for_a_whole_figure_when_one_of_its_models_is_not_shipped(monkeypatch):
-    monkeypatch.setattr(zoo, "shipped_names", lambda: FAST_02[:2])  # point and MoG-1 only
+    monkeypatch.setattr(store, "shipped_names", lambda: FAST_02[:2])  # point and MoG-1 only
     specs = X.embedding_specs(True)
     assert [s.name for s in specs.values()] == ["point-n2-d2-fast-s0", "hib-n2-d2-c1-beta0.0001-fast-s0",
                                                 "hib-n2-d2-c2-beta0.0001-fast-s0", "hib-n2-d3-c1-beta0.0001-fast-s0"]

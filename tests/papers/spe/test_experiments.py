@@ -1,6 +1,7 @@
 """Tests of hedgekit.papers.spe.experiments: the model grids of notebooks 06-07."""
 import hedgekit.papers.spe.experiments as X
 from hedgekit import zoo
+from hedgekit.zoo import store
 
 
 def test_experiment_grids():
@@ -72,7 +73,7 @@ def test_table2_holds_pn_spe_hib_and_point_per_setting_and_fast_mode_loads_the_f
 
 
 def test_fast_table2_trains_four_fast_models_when_one_of_the_four_is_not_shipped(monkeypatch):
-    monkeypatch.setattr(zoo, "shipped_names", lambda: TABLE2_N2D2[1:])  # no PN
+    monkeypatch.setattr(store, "shipped_names", lambda: TABLE2_N2D2[1:])  # no PN
     fast = X.table2_specs(True)[(2, 2)]
     assert [s.name for s in fast.values()] == ["pn-n2-d2-fast-s0", "spe-n2-d2-intersection1-fast-s0",
                                                 "hib-n2-d2-c1-beta0.0001-fast-s0", "point-n2-d2-fast-s0"]

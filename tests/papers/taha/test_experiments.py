@@ -58,13 +58,13 @@ def test_triplet_data_image_dependent_recipe(monkeypatch):
     import hedgekit.data.fashion as fashion
     from hedgekit import zoo
     from hedgekit.data.subsets import FASHION_LOOKALIKES
-    from hedgekit.zoo import Spec
+    from hedgekit.zoo import Spec, recipes
 
     rng = np.random.default_rng(0)
     sets = {s: SimpleNamespace(images=rng.integers(0, 255, (n, 8, 8), dtype=np.uint8), labels=np.arange(n) % 10)
             for s, n in (("train", 6000), ("test", 2000))}
     monkeypatch.setattr(fashion, "load_fashion", lambda split="train": sets[split])
-    zoo._ambiguous_fashion.cache_clear()
+    recipes._ambiguous_fashion.cache_clear()
     try:
         spec = Spec(kind="het", data="fashion", dim=8, recipe="ambnoisy")
         d = zoo.triplet_data(spec)
@@ -80,4 +80,4 @@ def test_triplet_data_image_dependent_recipe(monkeypatch):
         clean = zoo.triplet_data(Spec(kind="triplet", data="fashion", dim=8, recipe="ambclean"))
         assert len(clean["labels"]) == 30 and not clean["flipped"].any()
     finally:
-        zoo._ambiguous_fashion.cache_clear()
+        recipes._ambiguous_fashion.cache_clear()

@@ -16,9 +16,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from hedgekit import cli, zoo
+from hedgekit import cli
 from hedgekit.papers.url import benchmark
 from hedgekit.training.upstream import UpstreamConfig
+from hedgekit.zoo import url_runs
 
 
 class StandIn(nn.Module):
@@ -366,14 +367,14 @@ def test_url_run_interrupted_between_weights_and_metrics_is_retrained(tiny, monk
     record = benchmark.run_path("standin", 0, "fast")
     weights = record.with_suffix(".pt")
     old_record, old_weights = record.read_text(), weights.read_bytes()
-    real_write = zoo.atomic_write  # the zoo writes URL runs (`hedgekit.zoo.save_url_run`)
+    real_write = url_runs.atomic_write  # the zoo writes URL runs (`hedgekit.zoo.url_runs.save_url_run`)
 
     def metrics_interrupted(path):
         if str(path).endswith(".json"):
             raise KeyboardInterrupt  # after the new weights, before the metrics
         return real_write(path)
 
-    monkeypatch.setattr(zoo, "atomic_write", metrics_interrupted)
+    monkeypatch.setattr(url_runs, "atomic_write", metrics_interrupted)
     real_build = benchmark.build_model  # other initial weights, so that the retrained weights differ
     monkeypatch.setattr(benchmark, "build_model", lambda method, seed, n_classes=70: real_build(method, seed + 7,
                                                                                                  n_classes))
@@ -381,7 +382,7 @@ def test_url_run_interrupted_between_weights_and_metrics_is_retrained(tiny, monk
         benchmark.run_one("standin", 0, "fast", retrain=True)
     assert record.read_text() == old_record and weights.read_bytes() != old_weights  # new weights, old metrics
     assert [p.name for p in record.parent.iterdir() if p.name.endswith(".tmp")] == []
-    monkeypatch.setattr(zoo, "atomic_write", real_write)
+    monkeypatch.setattr(url_runs, "atomic_write", real_write)
     assert benchmark.cached_runs("fast").empty  # the mismatched pair is not a run
     with pytest.raises(benchmark.CheckpointError, match="not the weights its metrics were measured on"):
         benchmark.load_run_model("standin", 0, "fast")
