@@ -76,6 +76,38 @@ def test_train_init_var_eps_names_notebook_07s_n3_d3_spe(monkeypatch, capsys):
     assert main(["train", "--kind", "spe"]) == 0 and asked[1].init_var == "unit"
 
 
+def test_train_prints_valid_json_with_null_for_missing_or_non_finite_metrics(monkeypatch, capsys):
+    """JSON has no NaN: a metric that is NaN, infinite or missing prints as null (issue 45 item 8)."""
+    import json
+
+    import hedgekit.zoo as zoo
+
+    metrics = {"ap_clean": 0.57594, "tau_knn_clean": float("nan"), "up": float("inf"), "down": -float("inf"),
+               "none": None, "count": 3}
+    monkeypatch.setattr(zoo, "load_or_train", lambda spec, **kw: (
+        None, {"source": "cache", "train_seconds": 1.0, "path": "x.pt", "metrics": metrics}))
+    assert main(["train", "--kind", "hib", "--preset", "fast"]) == 0
+    out = capsys.readouterr().out
+    text = out[out.index("{"):]
+
+    def no_constants(name):
+        raise AssertionError(f"{name} is not JSON")
+
+    assert json.loads(text, parse_constant=no_constants) == {"ap_clean": 0.5759, "tau_knn_clean": None, "up": None,
+                                                             "down": None, "none": None, "count": 3}
+
+
+def test_train_refuses_an_absurd_kl_weight_naming_it(monkeypatch, tmp_path, capsys):
+    """--beta 1e308 makes the KL term infinite from the first step; the error names the KL weight, not the learning
+    rate, and comes before anything is trained or written (issue 45 item 8)."""
+    monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path))
+    assert main(["train", "--kind", "hib", "--preset", "fast", "--steps", "5", "--beta", "1e308"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: TrainConfig.beta, the KL weight of HIB eq. 8, must be <= 1e+06; got 1e+308")
+    assert "learning rate" not in err and len(err.strip().splitlines()) == 1
+    assert not list(tmp_path.rglob("*.pt"))
+
+
 # --------------------------------------------------------------------------- hardening (issue 14)
 @pytest.mark.parametrize("argv, flag, said", [
     (["train", "--seed", "-1"], "--seed", "an integer >= 0"),

@@ -49,6 +49,12 @@ def body_autocast(precision: str, device: torch.device):
     return torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bfloat16")
 
 
+# The largest KL weight (HIB eq. 8) a config takes. The paper uses 1e-4 and App. E sweeps 1e-6..1e-2; at 1e6 the
+# match term (order 1) is still above float32's resolution (1.2e-7) of beta x KL, beyond it the KL term drowns it
+# and, at beta > 3.4e38 (float32's largest number), is infinite from the first step (issue 45 item 8).
+MAX_BETA = 1e6
+
+
 @dataclass
 class TrainConfig:
     """Hyper-parameters of `fit`. Presets live in `hedgekit.zoo.PRESETS`."""
@@ -77,6 +83,11 @@ class TrainConfig:
                      choices=dict(loss=("soft", "hard"), pairing=("all", "two_stream"), precision=PRECISIONS))
         check_batch(self, self.classes_per_batch * self.per_class, "classes_per_batch x per_class")
         check_batch(self, 2 * self.pairs_per_batch, "2 x pairs_per_batch")
+        if self.beta > MAX_BETA:
+            raise InputError(f"TrainConfig.beta, the KL weight of HIB eq. 8, must be <= {MAX_BETA:g}; got "
+                             f"{self.beta:g}. The paper uses 1e-4 (App. E: 1e-6..1e-2); a larger weight drowns the "
+                             "match term and can overflow the loss")
+
 
 
 def seed_everything(seed: int) -> torch.Generator:

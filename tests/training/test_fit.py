@@ -189,6 +189,8 @@ def test_divergence_through_weights_raises_floating_point_error(data):
         (dict(beta=-1e-4), "TrainConfig.beta must be >= 0"),
         (dict(beta=float("nan")), "TrainConfig.beta must be a finite number"),
         (dict(beta=float("inf")), "TrainConfig.beta must be a finite number"),
+        (dict(beta=1e308), r"TrainConfig.beta, the KL weight of HIB eq. 8, must be <= 1e\+06; got 1e\+308"),
+        (dict(beta=1.000001e6), "the KL weight of HIB eq. 8, must be <= 1e"),  # issue 45 item 8: not "learning rate"
         (dict(per_class=1), "TrainConfig.per_class must be an integer >= 2"),
         (dict(classes_per_batch=-2), "TrainConfig.classes_per_batch must be an integer >= 1"),
         (dict(pairs_per_batch=0), "TrainConfig.pairs_per_batch must be an integer >= 1"),
