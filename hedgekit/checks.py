@@ -266,9 +266,9 @@ def _human(n_bytes: float) -> str:
 # where a folder must be (ENOTDIR: a folder of the path is a file; EEXIST: mkdir of a path that is a file), a folder
 # where the file must be
 _READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
-_NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 _NOT_A_FOLDER = (errno.ENOTDIR, errno.EEXIST)
-STORAGE_ERRNOS = _READ_ONLY + _NO_SPACE + _NOT_A_FOLDER + (errno.EISDIR,)
+STORAGE_ERRNOS = _READ_ONLY + NO_SPACE + _NOT_A_FOLDER + (errno.EISDIR,)
 
 
 @contextlib.contextmanager
@@ -360,7 +360,7 @@ def storage_error(path: str | os.PathLike | None, exc: OSError, need: int | None
     else:
         unchanged = (f"nothing was corrupted: {path} is unchanged" if path.exists()
                      else f"nothing was corrupted: {path.name} was not written") + " and no partial file was left"
-    if exc.errno in _NO_SPACE:
+    if exc.errno in NO_SPACE:
         if path is not None:
             try:
                 free = f", {_human(free_bytes(existing_parent(path)))} free"

@@ -176,18 +176,20 @@ def test_students_on_a_full_disk_leave_no_partial_notebook(place, capsys, monkey
 
     monkeypatch.setattr(checks, "_write_file", full)
     msg = answer(capsys, ["students", "--out", "s"])
-    assert msg.startswith(f"error: no space left on device at s: writing 00_start_here.ipynb needs ")
+    assert msg.startswith("error: no space left on device at s: writing 00_start_here.ipynb needs ")
     assert "Free some space, or choose a place on a disk with room with --out" in msg
     assert list((place / "s").iterdir()) == []
 
 
-def test_other_os_errors_are_not_disguised(place, monkeypatch):
+@pytest.mark.parametrize("code, named", [(errno.EIO, True), (errno.EPERM, False)], ids=["EIO", "EPERM-no-file"])
+def test_other_os_errors_are_not_disguised(place, monkeypatch, code, named):
+    """An I/O error is not a read-only folder, nor is an EPERM without a file (``os.kill``'s): they pass as they are."""
     from hedgekit.repro import students
 
     def broken(out):
-        raise OSError(errno.EIO, os.strerror(errno.EIO), str(out))
+        raise OSError(code, os.strerror(code), *([str(out)] if named else []))
 
     monkeypatch.setattr(students, "write_students", broken)
     with pytest.raises(OSError) as err:
         cli.main(["students", "--out", "s"])
-    assert err.value.errno == errno.EIO
+    assert err.value.errno == code and not isinstance(err.value, StorageError)
