@@ -10,8 +10,9 @@ from hedgekit.zoo import (SHIPPED_DIR, episode_metrics, eval_set, is_stale, load
 
 APP_DEFAULTS = [app_spec(choice, preset="paper").name for choice in APP_MODELS]  # the playground's four models
 # KNN re-ranks 10,000 probes against the whole gallery by match probability: 1-5 CPU-min per HIB checkpoint, most
-# of this file's time. The KNN code itself is checked against a naive loop (tests/test_zoo.py), so the recorded
-# KNN numbers are reproduced for every point checkpoint and one HIB checkpoint, the rest of Table 1 for all.
+# of this file's time. The KNN code itself is checked against a naive loop (tests/evaluation/test_retrieval.py), so
+# the recorded KNN numbers are reproduced for every point checkpoint and one HIB checkpoint, the rest of Table 1 for
+# all.
 KNN_REPRODUCED = {"hib-n2-d2-c1-beta0.0001-paper-s0"}
 
 
