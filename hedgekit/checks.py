@@ -278,8 +278,8 @@ def atomic_write(path: str | os.PathLike, need: int | None = None) -> Iterator[P
     The folder is created if missing. The temporary file (``<name>.<pid>.tmp`` beside ``path``) is removed on
     any failure, so no ``.tmp`` is left behind; a failure of that cleanup never hides the first error. A
     read-only folder, a file where a folder must be, or a full disk raises `StorageError` (`storage_error`;
-    ``need``: the bytes the file takes, for its message). A ``path`` that is a directory is refused with an InputError before anything
-    is written.
+    ``need``: the bytes the file takes, for its message). A ``path`` that is a directory is refused with an
+    InputError before anything is written.
     """
     path = Path(path)
     if path.is_dir():
