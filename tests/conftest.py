@@ -1,7 +1,16 @@
 """Shared test setup: one torch thread (the CI machine has 2 shared cores), the app's fast-preset models
-(trained once, then loaded from data/checkpoints; about 45 s per model on first use), and tests marked ``gpu``
-skipped, with the reason, where ``torch.cuda.is_available()`` is False (`pytest_collection_modifyitems`;
-tests/gpu_check.sh runs them on a GPU machine)."""
+(trained once per session, about 45 s per model), and tests marked ``gpu`` skipped, with the reason, where
+``torch.cuda.is_available()`` is False (`pytest_collection_modifyitems`; tests/gpu_check.sh runs them on a GPU
+machine).
+
+Tests do not depend on each other (issue 45, item 2): the session runs with ``HEDGEKIT_DATA`` set to an empty
+folder of its own (`_hedgekit_data`; with pytest-xdist each worker has its own, so two workers never share a
+half-written cache), and the run fails if it changed the repository's ``data/`` folder (`pytest_sessionstart`,
+`pytest_sessionfinish`; tests/test_isolation.py checks both)."""
+import os
+import stat
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -10,9 +19,64 @@ import numpy as np
 
 from hedgekit.data import NDigitSet, load_ndigit, occlude, sample_digit_boxes
 from hedgekit.data.ndigit import spelled_number
+from hedgekit.paths import REPO_DIR
 
 HIB, MOG2, POINT = pg.DEFAULT_MODEL, "MoG-2, D=2", pg.POINT_MODEL
 NO_CUDA = "needs a CUDA GPU: torch.cuda.is_available() is False here (tests/gpu_check.sh runs the gpu tests on one)"
+REPO_DATA = REPO_DIR / "data"  # `hedgekit.paths.data_dir()` without HEDGEKIT_DATA: a run must leave it as found
+_DATA_LISTING = pytest.StashKey[dict]()
+
+
+def data_listing(root: Path) -> dict[str, tuple]:
+    """Every entry under ``root``: relative POSIX path -> () for a folder, (size, mtime_ns) for anything else (a
+    symbolic link is not followed); {} if ``root`` is absent."""
+    listing = {}
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = Path(folder, name)
+            st = path.lstat()
+            listing[path.relative_to(root).as_posix()] = () if stat.S_ISDIR(st.st_mode) else (st.st_size,
+                                                                                               st.st_mtime_ns)
+    return listing
+
+
+def listing_changes(before: dict, after: dict) -> list[str]:
+    """What differs between two `data_listing`s, one line per path ("added x", "removed x", "changed x")."""
+    return sorted([f"added {p}" for p in after.keys() - before.keys()]
+                  + [f"removed {p}" for p in before.keys() - after.keys()]
+                  + [f"changed {p}" for p in before.keys() & after.keys() if before[p] != after[p]])
+
+
+def _is_xdist_worker(config) -> bool:
+    return hasattr(config, "workerinput")  # the controller (or a run without xdist) checks data/ once for all
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    """`REPO_DATA` as found, before collection (and before any xdist worker starts)."""
+    if not _is_xdist_worker(session.config):
+        session.config.stash[_DATA_LISTING] = data_listing(REPO_DATA)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session):
+    """Fail the run (exit status 1, the changed paths listed) if it changed `REPO_DATA`: a test that wrote there
+    instead of into its HEDGEKIT_DATA (issue 45: the repository's data/ is left as it was found)."""
+    if _is_xdist_worker(session.config) or _DATA_LISTING not in session.config.stash:
+        return
+    changes = listing_changes(session.config.stash[_DATA_LISTING], data_listing(REPO_DATA))
+    if not changes:
+        return
+    shown = changes[:20] + ([f"... and {len(changes) - 20} more"] if len(changes) > 20 else [])
+    message = (f"ERROR: this test run changed {REPO_DATA}, which tests must leave as they found it (they write "
+               "into their own HEDGEKIT_DATA, tests/conftest.py):\n  " + "\n  ".join(shown))
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(message, red=True, bold=True)
+    else:
+        print(message)
+    if session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_collection_modifyitems(config, items):
@@ -27,6 +91,18 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _hedgekit_data(tmp_path_factory):
+    """``HEDGEKIT_DATA`` for the whole session: an empty folder under pytest's base temporary folder, outside the
+    repository, so no test reads what an earlier run left behind and none writes into `REPO_DATA`. Under
+    pytest-xdist each worker has its own base folder, hence its own cache: no two processes write the same cache
+    file, at the price of models both workers need being trained twice. Subprocesses inherit it through
+    os.environ; a test that sets its own (``monkeypatch.setenv``) gets this one back afterwards."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HEDGEKIT_DATA", str(tmp_path_factory.mktemp("hedgekit-data")))
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _one_torch_thread():
     previous = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -36,7 +112,7 @@ def _one_torch_thread():
 
 @pytest.fixture(scope="session")
 def fast_models():
-    """The app's default models at the fast preset (trained once, then loaded from data/checkpoints)."""
+    """The app's default models at the fast preset (trained once per session into its `_hedgekit_data`)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("HEDGEKIT_PRESET", "fast")
         yield {c: pg.load_model(pg.app_spec(c, "fast"))[0] for c in (HIB, MOG2, POINT)}

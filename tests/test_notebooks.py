@@ -1,8 +1,8 @@
 """Every registered reproduction notebook runs top to bottom in FAST mode (papermill, kernel python3).
 
 FAST mode loads the shipped `paper` models where a figure's models all ship and otherwise
-the `fast` preset models (trained once, then cached in data/checkpoints), so each notebook
-stays under 3 minutes on 2 CPU cores. The `python3` kernelspec comes
+the `fast` preset models (trained once per test session, into the session's HEDGEKIT_DATA:
+tests/conftest.py), so each notebook stays under 3 minutes on 2 CPU cores. The `python3` kernelspec comes
 with ipykernel; if it is missing run ``python -m ipykernel install --user``.
 """
 from __future__ import annotations
