@@ -24,6 +24,7 @@ these PyTorch layers.
 """
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
 from dataclasses import dataclass
@@ -164,7 +165,7 @@ def plain_step(model: EmbeddingNet, images: Tensor, labels: Tensor, batch: int, 
     dev = images.device
     model.to(dev)
     gen = torch.Generator(device=dev).manual_seed(seed)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=True)  # PyTorch's default on a GPU, also on the CPU
     a, b = model.match.a_raw, model.match.b
     i, j = torch.triu_indices(batch, batch, 1, device=dev)
     synchronize(dev)
@@ -307,3 +308,60 @@ def compare(kind: str, k: int, images: Tensor, labels: Tensor, steps: int = 30, 
     ceiling = gflops * 1e9 / train_flops_per_image(build_model(kind, n_digits, 2))
     return Throughput(kind, k, precision, statistics.median(ours), statistics.median(plain), ceiling, gflops, ours,
                       plain, str(dev))
+
+
+# Per-step op counts (`ops_per_step`): each trainer on small synthetic uint8 data, the plain loop beside it where
+# one exists (`plain_step` covers point and MoG-1 pair losses).
+OPS_TRAINERS = ("point", "hib-k4", "hib-k8", "pn", "spe", "triplet")
+
+
+def ops_per_step(trainer: str, device: str | torch.device = "cpu", n_images: int = 1200):
+    """(hedgekit's, the plain loop's or None) `hedgekit.opcount.StepCounts` per training step of ``trainer`` (one of
+    `OPS_TRAINERS`), at the batch sizes the kit trains with (256-image pair batches, 32 x 10-image episodes, 18 x 4
+    triplet batches), counted on ``device`` on random uint8 two-digit images. On the CPU the step is counted as a
+    GPU runs it (`hedgekit.hardware.as_launch_bound`): every dispatched op is then a kernel launch there."""
+    from hedgekit.data import random_occlusion
+    from hedgekit.hardware import as_launch_bound
+    from hedgekit.methods.prototypes import SPE
+    from hedgekit.opcount import step_counts
+    from hedgekit.training.episodic import EpisodicConfig, fit_episodic
+    from hedgekit.training.fit import TrainConfig, fit
+    from hedgekit.training.triplets import TripletConfig, fit_triplets
+
+    if trainer not in OPS_TRAINERS:
+        raise InputError(f"trainer must be one of {OPS_TRAINERS}; got {trainer!r}")
+    dev = resolve_device(device)
+    gen = torch.Generator().manual_seed(0)
+    images = torch.randint(0, 256, (n_images, DIGIT, 2 * DIGIT), dtype=torch.uint8, generator=gen)
+    labels = torch.randperm(n_images, generator=gen) % 40  # 40 classes of equal size: 32-class batches and episodes
+    kind, _, k = trainer.partition("-k")
+    quiet = dict(device=dev, progress=False, augment=random_occlusion(0.2))
+    runs = {
+        "point": lambda n: fit(build_model("point", 2, 2), images, labels, TrainConfig(steps=n, k=1, log_every=10**9),
+                               **quiet),
+        "hib": lambda n: fit(build_model("hib", 2, 2), images, labels, TrainConfig(steps=n, k=int(k or 1),
+                                                                               log_every=10**9), **quiet),
+        "pn": lambda n: fit_episodic(build_model("point", 2, 2), None, images, labels,
+                                     EpisodicConfig(steps=n, log_every=10**9), **quiet),
+        "spe": lambda n: fit_episodic(build_model("hib", 2, 2), SPE(5, 2), images, labels,
+                                      EpisodicConfig(steps=n, log_every=10**9), **quiet),
+        "triplet": lambda n: fit_triplets(build_model("het", 2, 4), images, labels,
+                                          TripletConfig(steps=n, log_every=10**9), **quiet),
+    }
+    plain = None
+    if kind in ("point", "hib"):
+        on_device = images.to(dev), labels.to(dev)
+        plain = step_counts(lambda n: plain_step(build_model(kind, 2, 2).train(), *on_device, 256, int(k or 1), n))
+    with as_launch_bound() if dev.type == "cpu" else contextlib.nullcontext():
+        ours = step_counts(runs[kind])
+    return ours, plain
+
+
+def ops_line(trainer: str, ours, plain) -> str:
+    """One line a script can read: ``ops <trainer>: hedgekit N/step, plain M/step, hedgekit/plain R; host syncs S``
+    (``plain -``, ``hedgekit/plain -`` where the trainer has no plain loop)."""
+    ratio = f"{ours.launches / plain.launches:.2f}" if plain else "-"
+    plain_text = f"{plain.launches:.0f}/step" if plain else "-"
+    syncs = ", ".join(f"{op} {n:g}" for op, n in ours.sync_ops.items())
+    return (f"ops {trainer}: hedgekit {ours.launches:.0f}/step, plain {plain_text}, hedgekit/plain "
+            f"{ratio}; host syncs {ours.syncs:g}" + (f" ({syncs})" if syncs else ""))

@@ -186,6 +186,18 @@ def cmd_table1(a) -> int:
     return 0
 
 
+def _bench_ops(dev: torch.device) -> int:
+    """`bench --ops`: one `hedgekit.bench.ops_line` per trainer."""
+    from hedgekit.bench import OPS_TRAINERS, ops_line, ops_per_step
+
+    print(f"hedgekit bench --ops — torch {torch.__version__}, device {dev}: ATen ops per training step that launch a "
+          "kernel (views excluded) and host synchronisations, counted over steps 4-8 of each run"
+          + (", the step as a GPU runs it (hedgekit.hardware.as_launch_bound)" if dev.type == "cpu" else ""))
+    for trainer in OPS_TRAINERS:
+        print(ops_line(trainer, *ops_per_step(trainer, dev)), flush=True)
+    return 0
+
+
 def cmd_bench(a) -> int:
     from hedgekit.bench import MATMUL_N, compare, train_flops_per_image
     from hedgekit.checks import resolve_device
@@ -198,6 +210,8 @@ def cmd_bench(a) -> int:
 
     torch.set_num_threads(a.threads)
     dev = resolve_device(a.device)
+    if a.ops:
+        return _bench_ops(dev)
     test = load_ndigit(2, "test_seen")
     x, y = test.tensors()
     print(f"hedgekit bench — torch {torch.__version__}, {torch.get_num_threads()} thread(s), N=2 (28x56 images), "
@@ -298,6 +312,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="interleaved runs per loop; medians are printed")
     b.add_argument("--app", action="store_true", help="also time one playground update")
     b.add_argument("--layers", action="store_true", help="also time every layer of the point model alone")
+    b.add_argument("--ops", action="store_true",
+                   help="instead of timing, count each trainer's kernel launches and host synchronisations per step "
+                        "beside the plain loop's (hedgekit.opcount); on the CPU the step is counted as a GPU runs it")
     b.add_argument("--preset", choices=("fast", "paper"), default="paper")
     b.add_argument("--precision", choices=PRECISIONS + ("both",), default="both",
                    help="training precision of hedgekit's step (TrainConfig.precision); the plain loop is float32")

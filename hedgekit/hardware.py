@@ -12,6 +12,7 @@ bfloat16 and a step is several times slower than float32 (docs/speed.md has the 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import platform
 import warnings
@@ -19,7 +20,8 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["BF16_FLAGS", "cpu_flags", "cpu_summary", "device_description", "native_bfloat16", "resolve_precision"]
+__all__ = ["BF16_FLAGS", "as_launch_bound", "cpu_flags", "cpu_summary", "device_description", "launch_bound",
+           "native_bfloat16", "resolve_precision"]
 
 BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # the x86 flags of a CPU that computes bfloat16 natively
 _SHOWN = ("avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16")  # what `bench` prints beside its figures
@@ -115,3 +117,30 @@ def ieee_float32(device: str | torch.device):
     finally:
         for (obj, name), value in zip(flags, before):
             setattr(obj, name, value)
+
+
+_AS_LAUNCH_BOUND = contextvars.ContextVar("as_launch_bound", default=False)
+
+
+def launch_bound(device: str | torch.device) -> bool:
+    """Whether a training step on ``device`` is paid for by its kernel launches rather than its arithmetic.
+
+    True on CUDA and MPS: a LeNet at batch 256 reaches about 1% of an H100's FLOP ceiling, so a step costs about
+    its number of kernels (design.md section 7) and the kit takes the path with fewer, larger ones: the all-pairs
+    loss over the whole pair matrix in one block (`hedgekit.methods.all_pairs.all_pairs_nll`), masked sums instead
+    of boolean selections (`hedgekit.methods.contrastive.masked_sum`), fused Adam (`hedgekit.training.fit.optimise`).
+    False on the CPU, where arithmetic is what costs and the path every recorded result was trained with stays.
+    Inside `as_launch_bound` it is True on every device.
+    """
+    return _AS_LAUNCH_BOUND.get() or torch.device(device).type in ("cuda", "mps")
+
+
+@contextlib.contextmanager
+def as_launch_bound():
+    """Inside the block, `launch_bound` is True on every device: the CPU runs the step a GPU runs, so its kernels
+    and host synchronisations can be counted without a GPU (`hedgekit.opcount`, `bench --ops`)."""
+    token = _AS_LAUNCH_BOUND.set(True)
+    try:
+        yield
+    finally:
+        _AS_LAUNCH_BOUND.reset(token)

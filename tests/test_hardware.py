@@ -135,3 +135,16 @@ def test_ieee_float32_turns_tf32_off_on_cuda_only_and_restores_the_settings(user
             conv.fp32_precision, mm.fp32_precision = saved
         else:
             torch.backends.cudnn.allow_tf32, mm.allow_tf32 = saved
+
+
+def test_a_step_is_launch_bound_on_gpus_and_everywhere_inside_as_launch_bound():
+    from hedgekit.hardware import as_launch_bound, launch_bound
+
+    assert not launch_bound("cpu") and launch_bound("cuda") and launch_bound(torch.device("cuda", 1))
+    assert launch_bound("mps")
+    with as_launch_bound():
+        assert launch_bound("cpu")
+    assert not launch_bound("cpu")  # restored on exit
+    with pytest.raises(ValueError), as_launch_bound():
+        raise ValueError
+    assert not launch_bound("cpu")  # also after an error

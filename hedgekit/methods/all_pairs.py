@@ -31,6 +31,7 @@ from torch import Tensor
 
 from hedgekit.checks import values_checked
 from hedgekit.errors import InputError
+from hedgekit.hardware import launch_bound
 from hedgekit.methods.contrastive import TINY, masked_sum
 
 
@@ -88,14 +89,16 @@ class _AllPairsNLL(torch.autograd.Function):
         return grad_s.view(n, k, dim), grad_a, grad_b, None, None
 
 
-def all_pairs_nll(samples: Tensor, a: Tensor, b: Tensor, same: Tensor, chunks: int = 8) -> Tensor:
+def all_pairs_nll(samples: Tensor, a: Tensor, b: Tensor, same: Tensor, chunks: int | None = None) -> Tensor:
     """Mean match NLL of the matching and of the non-matching pairs i < j of a batch (HIB eq. 5, 8).
 
     Args:
         samples: (B, K, D) K samples per input (K = 1 and the mean for point embeddings).
         a, b: the calibrated match's slope (> 0) and offset (HIB eq. 2), 0-d tensors.
         same: (B, B) bool, True where inputs i and j match (only i < j is read).
-        chunks: row groups of the triangle (more: closer to half the matrix, more, smaller ops).
+        chunks: row groups of the triangle (more: closer to half the matrix, more, smaller ops). None: 8 on
+            the CPU, where arithmetic costs; 1 where a step is launch-bound (`hedgekit.hardware.launch_bound`:
+            a GPU), where a fifth of the kernels wins over 44% less arithmetic.
 
     Returns:
         (2,) tensor [mean over matching pairs of -log p, mean over non-matching pairs of -log(1 - p)],
@@ -112,6 +115,8 @@ def all_pairs_nll(samples: Tensor, a: Tensor, b: Tensor, same: Tensor, chunks: i
         n_pos = int(same.triu(1).sum())
         if n_pos == 0 or n_pos == n * (n - 1) // 2:
             raise InputError("a batch needs both matching and non-matching pairs (use a class-balanced sampler)")
+    if chunks is None:
+        chunks = 1 if launch_bound(samples.device) else 8
     if not isinstance(chunks, int) or chunks < 1:
         raise InputError(f"chunks must be an int >= 1; got {chunks!r}")
     return _AllPairsNLL.apply(samples, a.to(samples.dtype), b.to(samples.dtype), same, chunks)

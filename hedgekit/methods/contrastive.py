@@ -16,6 +16,7 @@ from torch import Tensor
 
 from hedgekit.checks import values_checked
 from hedgekit.errors import InputError
+from hedgekit.hardware import launch_bound
 from hedgekit.nets.match import SoftMatch
 
 TINY = 1e-38  # smallest normal float32 is 1.18e-38
@@ -37,8 +38,9 @@ def masked_mean(x: Tensor, mask: Tensor) -> Tensor:
 
 
 def _selects(x: Tensor) -> bool:
-    """Whether `masked_sum` selects (on the CPU) or masks (elsewhere)."""
-    return x.device.type == "cpu"
+    """Whether `masked_sum` selects (on the CPU) or masks (where a step is launch-bound:
+    `hedgekit.hardware.launch_bound`)."""
+    return not launch_bound(x.device)
 
 
 def _check_pairs(z1: Tensor, z2: Tensor, same: Tensor) -> None:

@@ -25,6 +25,7 @@ from torch import Tensor
 from hedgekit.checks import check_batch, check_fields, check_training_set, deferred_value_checks, resolve_device
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
+from hedgekit.hardware import launch_bound
 from hedgekit.data.samplers import ClassBalancedSampler, two_stream_pairs
 from hedgekit.methods import contrastive_from_distance, hard_contrastive_all_pairs, hib_batch_loss, hib_pair_loss
 from hedgekit.nets import EmbeddingNet
@@ -87,7 +88,6 @@ class TrainConfig:
             raise InputError(f"TrainConfig.beta, the KL weight of HIB eq. 8, must be <= {MAX_BETA:g}; got "
                              f"{self.beta:g}. The paper uses 1e-4 (App. E: 1e-6..1e-2); a larger weight drowns the "
                              "match term and can overflow the loss")
-
 
 
 def seed_everything(seed: int) -> torch.Generator:
@@ -161,9 +161,12 @@ def optimise(params: list, cfg, step_loss: Callable[[int], tuple[Tensor, dict]],
     """
     from tqdm.auto import tqdm
 
-    # foreach: one kernel per operation for all tensors (bit-identical to the loop; docs/speed.md)
-    opt = torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay,
-                           foreach=None if params[0].device.type == "mps" else True)
+    # foreach on the CPU: one kernel per operation for all tensors (bit-identical to the loop; docs/speed.md);
+    # fused where a step is launch-bound (a GPU): the whole update in one kernel (`hedgekit.hardware.launch_bound`)
+    dev = params[0].device
+    fused = launch_bound(dev) and dev.type != "mps"
+    opt = torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay, fused=fused or None,
+                           foreach=None if fused or dev.type == "mps" else True)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg.steps, cfg.warmup))
     ctx = distributed.context()
     hist, t0 = History(), time.perf_counter()
