@@ -32,6 +32,8 @@ import json
 import multiprocessing
 import os
 import platform
+import shutil
+import signal
 import sys
 import time
 import traceback
@@ -41,7 +43,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 
 from hedgekit.checks import check_count, count_arg, device_arg, resolve_device
 from hedgekit.errors import InputError
-from hedgekit.paths import REPO_DIR
+from hedgekit.paths import REPO_DIR, data_dir
 from hedgekit.repro.report import read_manifest
 from hedgekit.repro.report import precision_note
 
@@ -50,8 +52,20 @@ FAST_MODE = "FAST (CI sizes: shipped paper models where they exist, else fast pr
 if TYPE_CHECKING:
     from hedgekit.zoo import Spec
 
-__all__ = ["NOTEBOOKS", "register", "notebook_dir", "select", "notebook_models", "train_missing", "run_notebook",
-           "trained_in_run", "reproduce", "write_summary", "main", "add_subcommand", "build_parser"]
+__all__ = ["NOTEBOOKS", "register", "notebook_dir", "select", "notebook_models", "WORKER_MEMORY", "job_limit",
+           "train_missing", "run_notebook", "trained_in_run", "reproduce", "write_summary", "main", "add_subcommand",
+           "build_parser"]
+
+# The memory one `train_missing` worker needs, in bytes (issue 45, item 3): 3 GiB, the largest peak resident set
+# measured (once, 2026-11-27, torch 2.13 CPU, 2 cores) in a worker forked from a parent that had imported hedgekit
+# (as `train_missing`'s pool does), training each kind of spec of the notebooks for 20 steps and evaluating it
+# (`hedgekit.zoo.train_spec`), read as ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` in the worker:
+# spe-lshapes-d2 3.0 GB (64x64 RGB L-shapes); hib-n3-d3 k8 1.38 GB; point-n3 / pn-n3 / spe-n3 1.26-1.29 GB;
+# hib / point / pn / spe at N = 2 0.90-1.05 GB. These counts include the ~0.39 GB the worker shares with its
+# parent, so the cap errs on the safe side. (With --jobs 1000 and no cap, 165 workers held ~20 GB and the kernel's
+# out-of-memory killer broke the pool.)
+WORKER_MEMORY = 3 * 2**30
+MEMINFO = "/proc/meminfo"  # MemAvailable: what the kernel can give new processes without swapping
 
 # Group -> notebooks (file names in notebooks/), in running order. SPE (06, 07) registers
 # under "spe": add the file names here or call register("spe", "06_....ipynb", ...).
@@ -112,16 +126,81 @@ def notebook_models(only: Sequence[str] | str | None = None, fast: bool = False)
             for paper in (hib, spe, taha) for spec in paper.experiments.notebook_specs(nb, fast)]
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the OS has one, else ``os.cpu_count``)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
+def available_memory() -> int | None:
+    """``MemAvailable`` of `MEMINFO` in bytes; None where there is no such file (macOS, Windows) or it has no line."""
+    try:
+        with open(MEMINFO) as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024  # kB
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def job_limit() -> tuple[int, str]:
+    """(the most `train_missing` workers this machine takes now, why): one per usable core (`usable_cores`) and
+    one per `WORKER_MEMORY` of available memory (`available_memory`), at least 1."""
+    cores, memory = usable_cores(), available_memory()
+    limit, why = cores, f"{cores} usable core{'s' if cores != 1 else ''}"
+    if memory is not None:
+        by_memory = max(1, memory // WORKER_MEMORY)
+        limit = min(limit, by_memory)
+        why += (f", {memory / 2**30:.1f} GiB of memory available / {WORKER_MEMORY / 2**30:.0f} GiB per worker = "
+                f"{by_memory}")
+    return limit, why
+
+
 def _init_worker() -> None:
     """Start of a `train_missing` worker process: one torch thread, so N workers share N cores; Ctrl-C is the
     parent's to handle (it stops the workers and prints the one line of `hedgekit.commands.run_command`), so a
-    worker ignores SIGINT instead of printing a traceback of its own."""
-    import signal
-
+    worker ignores SIGINT instead of printing a traceback of its own. SIGTERM (the parent's ``terminate``) ends it
+    at once: a forked worker would otherwise inherit the parent's handler (`hedgekit.commands.Terminated`), whose
+    interrupt the pool's worker loop catches before taking the next model."""
     import torch
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     torch.set_num_threads(1)
+
+
+def _end_workers(pool) -> None:
+    """End ``pool``'s worker processes now and wait for them (SIGTERM, SIGKILL after 10 s), cancel the models still
+    queued, and remove the temporary files a worker stopped in the middle of a write left in the cache
+    (`hedgekit.checks.atomic_write` names them ``<file>.<pid>.tmp``; the file itself is written whole or not at
+    all)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.join(10)
+        if process.is_alive():
+            process.kill()
+            process.join()
+    pool.shutdown(wait=False, cancel_futures=True)
+    root = data_dir()
+    for process in processes:
+        for tmp in root.rglob(f"*.{process.pid}.tmp") if root.is_dir() else ():
+            tmp.unlink(missing_ok=True)
+
+
+def _models_kept(result: dict, missing: int, ended: int, training: Sequence[str]) -> str:
+    """`run_command`'s line for an interrupted `train_missing` (``missing`` models to train, ``ended`` of them
+    finished, ``training`` the names in training): the models trained and cached, those stopped, those not
+    started."""
+    left = missing - ended - len(training)
+    return (f"models: {len(result['trained'])} of the {missing} missing trained and cached"
+            + (f", {len(result['failed'])} failed" if result["failed"] else "")
+            + (f"; stopped before they finished, not saved: {', '.join(training)}" if training else "")
+            + (f"; {left} not started" if left > 0 else ""))
 
 
 def _train_one(spec: Spec, device: str = "cpu") -> dict:
@@ -140,10 +219,15 @@ def train_missing(pairs: Sequence[tuple[str, Spec]], jobs: int = 1, echo=print, 
 
     Specs are deduplicated by name (in listing order) before anything is dispatched, so none trains twice.
     With ``jobs`` > 1 (and more than one model missing) the models train in ``min(jobs, missing)`` worker
-    processes of one torch thread each; otherwise in this process. On a CUDA device the workers share the one
+    processes of one torch thread each; otherwise in this process. More workers than `job_limit` allows (cores,
+    memory) are lowered to it with a one-line note (issue 45, item 3). On a CUDA device the workers share the one
     GPU, each with a CUDA context of its own, and are started by "spawn" (CUDA cannot be used in a forked
     child). A model that fails is reported and the others still train. Returns ``{"trained": [...],
     "cached": [...], "failed": {name: message}, "seconds": wall time}``.
+
+    Ctrl-C or SIGTERM (`hedgekit.commands.Terminated`) ends every worker before the interrupt goes on
+    (`_end_workers`: no orphan keeps training into the cache) and sets its ``kept``: the models trained, those
+    stopped in training (not saved), those not started.
     """
     from hedgekit.zoo import find_checkpoint
 
@@ -155,14 +239,20 @@ def train_missing(pairs: Sequence[tuple[str, Spec]], jobs: int = 1, echo=print, 
     cached = [name for name, spec in distinct.items() if find_checkpoint(spec) is not None]
     todo = [spec for name, spec in distinct.items() if name not in cached]
     workers = min(jobs, len(todo))
+    limit, why = job_limit()
+    if workers > limit:
+        echo(f"[train] --jobs {jobs} lowered to {limit}: {why}")
+        workers = limit
     result: dict = {"trained": [], "cached": cached, "failed": {}, "seconds": 0.0}
+    ended: list[str] = []  # the models of `todo` finished (trained, failed or cached meanwhile)
     t0 = time.perf_counter()
     if todo:
         echo(f"[train] {len(todo)} of {len(distinct)} checkpoints missing; training "
              + (f"in {workers} worker processes" if workers > 1 else "in this process") + f", on {dev}")
 
     def finished(name: str, rec: dict | None, exc: BaseException | None) -> None:
-        done = len(result["trained"]) + len(result["failed"]) + 1
+        ended.append(name)
+        done = len(ended)
         if exc is not None:
             result["failed"][name] = f"{type(exc).__name__}: {exc}".strip()
             echo(f"[train] {name}: FAILED ({done}/{len(todo)}) — {result['failed'][name].splitlines()[0][:300]}")
@@ -176,21 +266,28 @@ def train_missing(pairs: Sequence[tuple[str, Spec]], jobs: int = 1, echo=print, 
     if workers > 1:
         spawn = multiprocessing.get_context("spawn") if dev.startswith("cuda") else None
         pool = ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, mp_context=spawn)
+        futures: dict = {}
         try:
-            futures = {pool.submit(_train_one, spec, dev): spec.name for spec in todo}
+            for spec in todo:
+                futures[pool.submit(_train_one, spec, dev)] = spec.name
             for future in as_completed(futures):
                 exc = future.exception()
                 finished(futures[future], None if exc else future.result(), exc)
-        except KeyboardInterrupt:  # stop the workers now (their checkpoints are written whole or not at all)
-            for process in list((getattr(pool, "_processes", None) or {}).values()):
-                process.terminate()
-            pool.shutdown(wait=False, cancel_futures=True)
+        except KeyboardInterrupt as interrupt:  # Ctrl-C or SIGTERM: end the workers before anything else
+            training = [name for future, name in futures.items() if future.running() and name not in ended]
+            _end_workers(pool)
+            interrupt.kept = _models_kept(result, len(todo), len(ended), training)
+            interrupt.again = "to train the rest (the cached ones are not trained again)"
             raise
         pool.shutdown()
     else:
         for spec in todo:
             try:
                 rec = _train_one(spec, dev)
+            except KeyboardInterrupt as interrupt:
+                interrupt.kept = _models_kept(result, len(todo), len(ended), [spec.name])
+                interrupt.again = "to train the rest (the cached ones are not trained again)"
+                raise
             except Exception as exc:
                 finished(spec.name, None, exc)
             else:
@@ -202,9 +299,40 @@ def train_missing(pairs: Sequence[tuple[str, Spec]], jobs: int = 1, echo=print, 
     return result
 
 
+def _tracked_kernels(kernels: list):
+    """A jupyter kernel manager class that appends each of its instances to ``kernels`` (for `_end_kernels`)."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class TrackedKernelManager(AsyncKernelManager):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            kernels.append(self)
+
+    return TrackedKernelManager
+
+
+def _end_kernels(kernels: list) -> None:
+    """Kill the kernels of ``kernels`` that still run, with their process group (jupyter starts a kernel in a
+    session of its own, so this ends what the notebook started too), and wait for them: after an interrupt the
+    kernel must not write into the report's assets while they are put back."""
+    for km in kernels:
+        provisioner = getattr(km, "provisioner", None)
+        process = getattr(provisioner, "process", None)
+        if process is None or process.poll() is not None:
+            continue
+        pgid = getattr(provisioner, "pgid", None)
+        try:
+            os.killpg(pgid, signal.SIGKILL) if pgid and hasattr(os, "killpg") else process.kill()
+        except OSError:  # ended meanwhile
+            pass
+        process.wait(30)
+
+
 def run_notebook(src: Path, dst: Path, parameters: dict, kernel: str = "python3", timeout: int | None = None,
                  progress: bool = False) -> dict:
-    """Execute one notebook with papermill; never raises (errors are returned in the record)."""
+    """Execute one notebook with papermill into ``dst``; never raises (errors are returned in the record), except on
+    Ctrl-C or SIGTERM (`hedgekit.commands.Terminated`): then the notebook's kernel is ended (`_end_kernels`) and
+    the interrupt goes on; ``dst`` is then a partial run (papermill writes it cell by cell)."""
     import papermill as pm
 
     rec: dict = {"notebook": src.name, "output": str(dst), "status": "ok", "error": "", "seconds": 0.0}
@@ -213,9 +341,14 @@ def run_notebook(src: Path, dst: Path, parameters: dict, kernel: str = "python3"
         return rec
     dst.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
+    kernels: list = []
     try:
         pm.execute_notebook(str(src), str(dst), parameters=parameters, kernel_name=kernel, cwd=str(src.parent),
-                            progress_bar=progress, execution_timeout=timeout, log_output=False)
+                            progress_bar=progress, execution_timeout=timeout, log_output=False,
+                            kernel_manager_class=_tracked_kernels(kernels))
+    except KeyboardInterrupt:
+        _end_kernels(kernels)
+        raise
     except Exception as exc:  # PapermillExecutionError carries the cell's traceback
         name = type(exc).__name__
         detail = getattr(exc, "evalue", None) or str(exc)
@@ -249,10 +382,17 @@ def reproduce(fast: bool = False, only: Sequence[str] | str | None = None, out_d
             instead of FULL mode.
         only: group names ("hib", "spe") or notebook names/prefixes ("04"); default all.
         inplace: write executed notebooks back into notebooks/ (outputs kept) instead of
-            ``<out_dir>/notebooks``.
+            ``<out_dir>/notebooks``; a notebook that failed is not written back (its executed copy goes to
+            ``<out_dir>/notebooks``, where its error can be read).
         device: the notebooks' ``DEVICE`` parameter ("auto", "cpu", "cuda", ...): where they train the models
             they do not find (`hedgekit.repro.session.Session.configure`).
         registry, notebooks: another registry / notebook folder (tests).
+
+    Nothing is damaged by an interrupt (issue 45, item 4): a notebook runs into a temporary file beside its
+    destination, which replaces the destination (the committed notebook with ``inplace``) only once the run
+    finished; its report assets are set aside, not deleted, and put back if the run is interrupted. On Ctrl-C or
+    SIGTERM the running notebook's kernel is ended, its temporary file removed, its assets put back, and the
+    interrupt says which notebooks finished and which one was running (``kept``).
     """
     resolve_device(device)  # "cuda" without CUDA: an InputError now, not a failure in every notebook
     out = Path(out_dir).resolve()
@@ -266,19 +406,27 @@ def reproduce(fast: bool = False, only: Sequence[str] | str | None = None, out_d
         src = src_dir / name
         stem = Path(name).stem
         assets = out / "assets" / stem
-        if assets.exists():  # a fresh manifest per run
-            for f in assets.iterdir():
-                if f.is_file():
-                    f.unlink()
+        previous = _set_aside(assets)  # a fresh manifest per run; the last run's back if this one is interrupted
         dst = src if inplace else out / "notebooks" / name
+        partial = dst.with_name(f".{stem}.{os.getpid()}.partial.ipynb")
         echo(f"[reproduce] {name} ({'FAST' if fast else 'full'}) ...")
         # Relative to the notebook's folder (papermill runs it there), so a notebook written back with
         # --inplace carries no machine-specific path in its injected-parameters cell.
         report_dir = os.path.relpath(assets, src.parent.resolve()) if src.parent.exists() else str(assets)
-        rec = run_notebook(src, dst, {"FAST": bool(fast), "REPORT_DIR": report_dir, "DEVICE": str(device)}, kernel,
-                           timeout, progress)
-        if inplace:
-            drop_injected_parameters(dst)
+        try:
+            rec = run_notebook(src, partial, {"FAST": bool(fast), "REPORT_DIR": report_dir, "DEVICE": str(device)},
+                               kernel, timeout, progress)
+        except KeyboardInterrupt as interrupt:
+            partial.unlink(missing_ok=True)
+            _put_back(assets, previous)
+            finished = ", ".join(r["notebook"] for r in runs)
+            interrupt.kept = (f"notebooks: {len(runs)} of {len(names)} finished and written"
+                              + (f" ({finished})" if finished else "") + f"; {name} was running and was not "
+                              f"written: {dst} and its report assets are as they were")
+            raise
+        if previous is not None:
+            shutil.rmtree(previous, ignore_errors=True)
+        rec["output"] = str(_keep(partial, dst, rec, inplace, out))
         n_trained, train_seconds = trained_in_run(assets)
         if n_trained:  # part of the run time went into training what it did not find
             rec.update(trained=n_trained, train_seconds=round(train_seconds, 1))
@@ -286,11 +434,52 @@ def reproduce(fast: bool = False, only: Sequence[str] | str | None = None, out_d
         rec["output"] = Path(os.path.relpath(Path(rec["output"]).resolve(), out)).as_posix()
         runs.append(rec)
         echo(f"[reproduce] {name}: {rec['status']} in {rec['seconds']:.0f} s" +
-             (f" — {rec['error'].splitlines()[0][:200]}" if rec["error"] else ""))
+             (f" — {rec['error'].splitlines()[0][:200]}" if rec["error"] else "")
+             + (f" (not written back; the executed notebook is {rec['output']})"
+                if inplace and rec["status"] == "failed" else ""))
     total = time.perf_counter() - t_all
     summary = write_summary(runs, out, fast, total, registry)
     echo(f"[reproduce] summary: {summary}")
     return summary
+
+
+def _set_aside(assets: Path) -> Path | None:
+    """Move a notebook's report assets out of the way of its new run; returns where they are (None: there were none).
+
+    A set-aside folder found already is what a killed run (SIGKILL) left: it holds the last finished run's
+    assets, and ``assets`` the killed run's partial ones, which are dropped."""
+    aside = assets.with_name(f".{assets.name}.previous")
+    if aside.is_dir():
+        shutil.rmtree(assets, ignore_errors=True)
+        return aside
+    if assets.is_dir():
+        assets.rename(aside)
+        return aside
+    return None
+
+
+def _put_back(assets: Path, aside: Path | None) -> None:
+    """Replace an interrupted run's partial assets with those `_set_aside` kept (or with none)."""
+    shutil.rmtree(assets, ignore_errors=True)
+    if aside is not None:
+        aside.rename(assets)
+
+
+def _keep(partial: Path, dst: Path, rec: dict, inplace: bool, out: Path) -> Path:
+    """Where a finished run's notebook (executed into ``partial``) goes, put there by an atomic rename: ``dst``;
+    with ``inplace`` only an "ok" run replaces the notebook in notebooks/, without papermill's injected-parameters
+    cell, and a failed one goes to ``out/notebooks`` instead."""
+    if not partial.is_file():  # the notebook was missing: nothing ran
+        return dst
+    if inplace and rec["status"] != "ok":
+        dst = out / "notebooks" / dst.name
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(partial, dst.with_name(partial.name))  # another file system, maybe: there, then renamed
+        partial = dst.with_name(partial.name)
+    elif inplace:
+        drop_injected_parameters(partial)
+    os.replace(partial, dst)
+    return dst
 
 
 def drop_injected_parameters(path: Path) -> None:
@@ -468,7 +657,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", type=count_arg(1), default=1,
                    help="with --train-missing: models trained side by side, in worker processes of one torch "
                         "thread each (default: 1, in this process); on cuda the N processes share the one GPU, "
-                        "each with a CUDA context of its own")
+                        "each with a CUDA context of its own. More than the usable cores, or than the available "
+                        f"memory holds at {WORKER_MEMORY / 2**30:.0f} GiB per worker, is lowered to that, with a "
+                        "one-line note")
     p.add_argument("--device", type=device_arg, default="auto",
                    help="where missing models train, with --train-missing and in the notebooks (their DEVICE "
                         "parameter): cpu, cuda, cuda:N, mps or auto (default: cuda if available, else mps, else cpu)")

@@ -324,6 +324,17 @@ def _fake_load_or_train(spec, progress=True, device="cpu", **_):
     return None, {"source": "trained now"}
 
 
+def _machine(monkeypatch, tmp_path, cores: int, available_gib: float | None):
+    """`job_limit` sees ``cores`` usable cores and a /proc/meminfo with ``available_gib`` GiB available (None: no
+    such file, as on macOS)."""
+    meminfo = tmp_path / "meminfo"
+    if available_gib is not None:
+        meminfo.write_text(f"MemTotal:       99999999 kB\nMemFree:        1 kB\n"
+                           f"MemAvailable:   {int(available_gib * 2**20)} kB\nBuffers:  1 kB\n")
+    monkeypatch.setattr(R, "MEMINFO", str(meminfo))
+    monkeypatch.setattr(R, "usable_cores", lambda: cores)
+
+
 @pytest.fixture
 def fake_zoo(tmp_path, monkeypatch):
     """An empty cache in tmp_path, fake training, and notebooks whose specs the test names:
@@ -338,6 +349,7 @@ def fake_zoo(tmp_path, monkeypatch):
     monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path))
     monkeypatch.setattr(zoo, "load_or_train", _fake_load_or_train)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # --device auto: cpu, forked workers, even on a GPU
+    _machine(monkeypatch, tmp_path, cores=64, available_gib=1024)  # --jobs is not capped unless a test says so
     log = tmp_path / "calls.log"
 
     def setup(seeds_per_notebook: dict):
@@ -435,6 +447,42 @@ def test_a_failing_spec_fails_the_run_and_the_others_still_train(fake_zoo, capsy
     assert (os.getpid() in first) == (jobs == "1")
 
 
+@pytest.mark.parametrize("cores, gib, limit", [(16, 7.5, 2), (2, 100, 2), (16, None, 16), (8, 1, 1), (3, 9, 3)])
+def test_job_limit_is_the_cores_and_the_memory_at_worker_memory_each(monkeypatch, tmp_path, cores, gib, limit):
+    """Issue 45, item 3: one worker per usable core and per `WORKER_MEMORY` (3 GiB) of MemAvailable, at least 1."""
+    _machine(monkeypatch, tmp_path, cores, gib)
+    got, why = R.job_limit()
+    assert got == limit and why.startswith(f"{cores} usable core")
+    assert ("GiB of memory available / 3 GiB per worker = " in why) == (gib is not None)
+
+
+def test_the_real_machine_has_a_job_limit_of_at_least_one():
+    import os
+
+    limit, why = R.job_limit()
+    assert 1 <= limit <= (os.cpu_count() or 1) and "usable core" in why
+
+
+def test_jobs_beyond_the_limit_is_lowered_with_a_one_line_note(fake_zoo, monkeypatch, tmp_path, capsys):
+    """`--jobs 1000` once started 165 workers on 2 cores and the OOM killer broke the pool: now the pool gets the
+    limit and one line says why; a request within the limit is left alone."""
+    monkeypatch.setattr(R, "ProcessPoolExecutor", _RecordingPool)
+    monkeypatch.setattr(_RecordingPool, "built", [])
+    sizes = []
+    monkeypatch.setattr(_RecordingPool, "__init__", lambda self, max_workers=None, **_: sizes.append(max_workers))
+    calls = fake_zoo({"01_a.ipynb": [901, 902, 903, 904, 905]})
+    _machine(monkeypatch, tmp_path, cores=16, available_gib=9.5)  # memory: 3 workers
+    assert R.main(["--train-missing", "--jobs", "1000"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == ("[train] --jobs 1000 lowered to 3: 16 usable cores, 9.5 GiB of memory available / 3 GiB per "
+                      "worker = 3")
+    assert sizes == [3] and len(calls()) == 5 and "training in 3 worker processes" in out[1]
+    _machine(monkeypatch, tmp_path, cores=2, available_gib=9.5)  # cores: 2
+    assert R.main(["--train-missing", "--fast", "--jobs", "2"]) == 0  # within the limit: no note
+    assert sizes == [3, 2] and "lowered" not in capsys.readouterr().out
+    assert "lowered to that, with a one-line note" in " ".join(R.build_parser().format_help().split())
+
+
 @pytest.mark.parametrize("value", ["0", "x", "1.5"])
 def test_jobs_must_be_a_positive_integer(capsys, value):
     with pytest.raises(SystemExit) as exc:
@@ -468,15 +516,28 @@ def test_ctrl_c_during_parallel_training_stops_the_workers_and_propagates(monkey
     calls = []
 
     class Process:
+        pid = 123456789  # no such process: no temporary file of it to remove
+
         def terminate(self):
             calls.append("terminate")
+
+        def join(self, timeout=None):
+            calls.append(("join", timeout))
+
+        def is_alive(self):
+            return False
 
     class Pool:
         def __init__(self, max_workers, initializer, mp_context):
             self._processes = {1: Process(), 2: Process()}
 
         def submit(self, fn, spec, device):
-            return spec.name
+            from concurrent.futures import Future
+
+            future = Future()
+            if spec.seed == 0:  # handed to a worker; seed 1 still queued
+                future.set_running_or_notify_cancel()
+            return future
 
         def shutdown(self, wait=True, cancel_futures=False):
             calls.append(("shutdown", wait, cancel_futures))
@@ -489,9 +550,12 @@ def test_ctrl_c_during_parallel_training_stops_the_workers_and_propagates(monkey
     monkeypatch.setattr(R, "as_completed", interrupted)
     monkeypatch.setattr(zoo, "find_checkpoint", lambda spec: None)
     specs = [("02", Spec(kind="hib", preset="fast", seed=s)) for s in (0, 1)]
-    with pytest.raises(KeyboardInterrupt):
+    monkeypatch.setattr(R, "job_limit", lambda: (2, "2 usable cores"))
+    with pytest.raises(KeyboardInterrupt) as interrupt:
         R.train_missing(specs, jobs=2, echo=lambda line: None)
-    assert calls == ["terminate", "terminate", ("shutdown", False, True)]
+    assert calls == ["terminate", "terminate", ("join", 10), ("join", 10), ("shutdown", False, True)]
+    assert interrupt.value.kept == ("models: 0 of the 2 missing trained and cached; stopped before they finished, "
+                                    f"not saved: {specs[0][1].name}; 1 not started")
 
 
 # ----------------------------------------------------------- --device
