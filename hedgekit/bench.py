@@ -365,3 +365,47 @@ def ops_line(trainer: str, ours, plain) -> str:
     syncs = ", ".join(f"{op} {n:g}" for op, n in ours.sync_ops.items())
     return (f"ops {trainer}: hedgekit {ours.launches:.0f}/step, plain {plain_text}, hedgekit/plain "
             f"{ratio}; host syncs {ours.syncs:g}" + (f" ({syncs})" if syncs else ""))
+
+
+def _per_step(run, short: int, long: int) -> float:
+    """Seconds per step of ``run(steps) -> seconds`` over the steps a long run has beyond a short one: set-up,
+    warm-up steps and a capture occur in both and cancel."""
+    return max(run(long) - run(short), 0.0) / (long - short)
+
+
+def captured_step(kind: str, k: int, images: Tensor, labels: Tensor, steps: int = 30,
+                  device: str | torch.device = "cuda") -> float:
+    """Seconds per step of `hedgekit.training.captured.fit_captured` (the step replayed from one CUDA graph) for the
+    bench's network and batch (point or MoG-1, 32 x 8 images, HIB App. A occlusion) on ``device``; the warm-up
+    and the capture are cancelled out by timing a run of ``steps`` more steps than a short one."""
+    from hedgekit.data import random_occlusion
+    from hedgekit.training.captured import WARMUP, fit_captured
+    from hedgekit.training.fit import TrainConfig
+
+    dev = resolve_device(device)
+
+    def run(n: int) -> float:
+        cfg = TrainConfig(steps=n, k=k, log_every=10**9)
+        return fit_captured(build_model(kind, images.shape[-1] // DIGIT, 2), images, labels, cfg, device=dev,
+                            augment=random_occlusion(0.2)).seconds
+
+    return _per_step(run, WARMUP + 2, WARMUP + 2 + steps)
+
+
+def seeds_step(n_seeds: int, images: Tensor, labels: Tensor, steps: int = 30, k: int = 8,
+               device: str | torch.device = "cpu") -> float:
+    """Seconds per step of `hedgekit.training.seeds.fit_seeds` training ``n_seeds`` MoG-1 seeds as one model (the
+    bench's batch per seed: 32 x 8 images, K = ``k``, HIB App. A occlusion) on ``device``."""
+    from hedgekit.data import random_occlusion
+    from hedgekit.training.fit import TrainConfig
+    from hedgekit.training.seeds import fit_seeds
+
+    dev = resolve_device(device)
+
+    def run(n: int) -> float:
+        models = [build_model("hib", images.shape[-1] // DIGIT, 2) for _ in range(n_seeds)]
+        hists = fit_seeds(models, list(range(n_seeds)), images, labels, TrainConfig(steps=n, k=k, log_every=10**9),
+                          device=dev, augment=random_occlusion(0.2), progress=False)
+        return hists[0].seconds
+
+    return _per_step(run, 2, 2 + steps)

@@ -198,8 +198,20 @@ def _bench_ops(dev: torch.device) -> int:
     return 0
 
 
+def _bench_seeds(n_seeds: int, images: torch.Tensor, labels: torch.Tensor, steps: int, dev: torch.device) -> int:
+    """`bench --seeds S`: S MoG-1 seeds as one model (`hedgekit.training.seeds.fit_seeds`) beside one seed."""
+    from hedgekit.bench import seeds_step
+
+    one = seeds_step(1, images, labels, steps, device=dev)
+    many = seeds_step(n_seeds, images, labels, steps, device=dev)
+    print(f"seeds {n_seeds} vmapped (MoG-1, K=8, batch 256 each, {dev}): {many * 1000:.2f} ms/step, one seed "
+          f"{one * 1000:.2f} ms/step; {n_seeds} seeds / one {many / one:.2f}x the time "
+          f"({n_seeds * one / many:.2f}x the seeds per second)")
+    return 0
+
+
 def cmd_bench(a) -> int:
-    from hedgekit.bench import MATMUL_N, compare, train_flops_per_image
+    from hedgekit.bench import MATMUL_N, captured_step, compare, train_flops_per_image
     from hedgekit.checks import resolve_device
     from hedgekit.hardware import cpu_summary, native_bfloat16
     from hedgekit.data import load_ndigit
@@ -214,6 +226,8 @@ def cmd_bench(a) -> int:
         return _bench_ops(dev)
     test = load_ndigit(2, "test_seen")
     x, y = test.tensors()
+    if a.seeds:
+        return _bench_seeds(a.seeds, torch.from_numpy(test.images), y, a.steps, dev)
     print(f"hedgekit bench — torch {torch.__version__}, {torch.get_num_threads()} thread(s), N=2 (28x56 images), "
           f"device {dev}")
     print(cpu_summary())
@@ -246,6 +260,14 @@ def cmd_bench(a) -> int:
                 steps = paper[kind].steps
                 line += f"  -> paper preset: {steps} steps = {steps * ms / 60000:.1f} min"
             print(line)
+            if dev.type == "cuda" and precision == "float32":
+                try:
+                    s = captured_step(kind, k, images, y, steps=a.steps, device=dev)
+                except RuntimeError as exc:  # a capture CUDA refuses is a finding of the bench, not its end
+                    print(f"captured {kind:<5} (K={k}): could not capture the step: {exc}")
+                    continue
+                print(f"captured {kind:<5} (K={k}, one CUDA graph per step): {s * 1000:7.2f} ms/step "
+                      f"{256 / s:8.0f} images/s | captured/plain {256 / s / r.plain:.2f}")
         if len(rates) == 2:
             print(f"  bfloat16 / float32: {rates['bfloat16'] / rates['float32']:.2f}x")
     if a.layers:
@@ -315,6 +337,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--ops", action="store_true",
                    help="instead of timing, count each trainer's kernel launches and host synchronisations per step "
                         "beside the plain loop's (hedgekit.opcount); on the CPU the step is counted as a GPU runs it")
+    b.add_argument("--seeds", type=count_arg(2, 64), default=None, metavar="S",
+                   help="instead of the loops, time S MoG-1 seeds trained as one model (hedgekit.training.seeds) "
+                        "beside one seed")
     b.add_argument("--preset", choices=("fast", "paper"), default="paper")
     b.add_argument("--precision", choices=PRECISIONS + ("both",), default="both",
                    help="training precision of hedgekit's step (TrainConfig.precision); the plain loop is float32")

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# tests/gpu_check.sh: issue 37's check of the kit on one CUDA GPU, in one call of at most 8 minutes.
+# tests/gpu_check.sh: issues 37 and 50's check of the kit on one CUDA GPU, in one call of at most 8 minutes.
 #
 # Steps (each under `timeout`, each ends with one summary line "gpu_check: STEP: ..."):
 #   1. the gpu-marked tests (`pytest -m gpu` over the test files that mark any);
 #   2. `python -m hedgekit bench --device cuda`: hedgekit's step, the plain eager loop (data and occlusion on
-#      the GPU) and the IEEE float32 matmul ceiling, with their ratios, for point, HIB K = 4 and K = 8;
+#      the GPU) and the IEEE float32 matmul ceiling, with their ratios, for point, HIB K = 4 and K = 8, and the
+#      step captured as one CUDA graph (`hedgekit.training.captured`) beside the plain loop; then `bench --ops`
+#      (launches and host syncs per step, counted on cuda) and `bench --seeds 4` (four seeds as one model);
 #   3. one `paper` HIB model (N = 2, D = 2, MoG-1) trained and evaluated on cuda (`train --retrain`), its
 #      Table 1 numbers (AP and KNN, clean and corrupt) beside those recorded in the shipped checkpoint
 #      hedgekit/checkpoints/hib-n2-d2-c1-beta0.0001-paper-s0.pt; it fails when one differs by more than
@@ -115,7 +117,18 @@ run "bench" 150 "$RESULTS/bench.txt" "$PY" -m hedgekit bench --device cuda
 line='^train ([a-z]+) +\((K=[0-9]+), batch 256, all pairs, ([a-z0-9]+)\).*hedgekit/plain ([0-9.]+),.*'
 ratios=$(sed -nE "s#$line#\\1 \\2 \\3 \\4#p" "$RESULTS/bench.txt" | paste -sd';' - | sed 's/;/; /g')
 [[ $(grep -c 'hedgekit/plain' "$RESULTS/bench.txt") -ge 3 ]] || fail "bench: FAILED, fewer than 3 training lines"
-say "bench: passed: hedgekit/plain $ratios (target >= 0.9; rates and ceilings in $RESULTS/bench.txt)"
+captured=$(sed -nE 's#^captured ([a-z]+) +\((K=[0-9]+),.*captured/plain ([0-9.]+)#\1 \2 \3#p' "$RESULTS/bench.txt" |
+    paste -sd';' - | sed 's/;/; /g')
+say "bench: passed: hedgekit/plain $ratios (target >= 0.9); captured/plain $captured (target >= 2); rates and \
+ceilings in $RESULTS/bench.txt"
+
+# ---------------------------------------------------------------- 2b. launches and host syncs per step, on cuda
+run "bench --ops" 60 "$RESULTS/ops.txt" "$PY" -m hedgekit bench --ops --device cuda
+say "bench --ops: passed: $(grep -c '^ops ' "$RESULTS/ops.txt") trainers counted on cuda (in $RESULTS/ops.txt)"
+
+# ---------------------------------------------------------------- 2c. four seeds as one model
+run "bench --seeds" 90 "$RESULTS/seeds.txt" "$PY" -m hedgekit bench --seeds 4 --device cuda
+say "bench --seeds: passed: $(grep '^seeds ' "$RESULTS/seeds.txt") (target: <= 1.5x the time of one)"
 
 # ---------------------------------------------------------------- 3. one paper HIB model on cuda vs Table 1
 t0=$SECONDS
@@ -149,4 +162,4 @@ run "url-benchmark" 150 "$RESULTS/url.txt" "$PY" -m hedgekit url-benchmark --met
     --retrain --quiet --out "$RESULTS" ${url_device[@]+"${url_device[@]}"}
 say "url-benchmark: passed ($where): $(grep -c '^|' "$RESULTS/url.txt") leaderboard lines in $RESULTS/url.txt"
 
-say "all 4 steps passed in ${SECONDS} s"
+say "all steps passed in ${SECONDS} s"
