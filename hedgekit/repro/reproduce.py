@@ -194,8 +194,8 @@ def _end_workers(pool) -> None:
 
 def _models_kept(result: dict, missing: int, ended: int, training: Sequence[str]) -> str:
     """`run_command`'s line for an interrupted `train_missing` (``missing`` models to train, ``ended`` of them
-    finished, ``training`` the names in training): the models trained and cached, those stopped, those not
-    started."""
+    finished, ``training`` the names handed to a worker: in training, or queued for the next free worker, which a
+    process pool does not tell apart): the models trained and cached, those stopped, those not started."""
     left = missing - ended - len(training)
     return (f"models: {len(result['trained'])} of the {missing} missing trained and cached"
             + (f", {len(result['failed'])} failed" if result["failed"] else "")
@@ -332,7 +332,9 @@ def run_notebook(src: Path, dst: Path, parameters: dict, kernel: str = "python3"
                  progress: bool = False) -> dict:
     """Execute one notebook with papermill into ``dst``; never raises (errors are returned in the record), except on
     Ctrl-C or SIGTERM (`hedgekit.commands.Terminated`): then the notebook's kernel is ended (`_end_kernels`) and
-    the interrupt goes on; ``dst`` is then a partial run (papermill writes it cell by cell)."""
+    the interrupt goes on; ``dst`` is then a partial run (papermill writes it cell by cell). The kernel is stopped
+    at once when the run ends (nbclient's ``shutdown_kernel="immediate"``): a graceful shutdown of a kernel still in
+    a cell, as after an interrupt, makes it print a traceback of its own."""
     import papermill as pm
 
     rec: dict = {"notebook": src.name, "output": str(dst), "status": "ok", "error": "", "seconds": 0.0}
@@ -345,7 +347,7 @@ def run_notebook(src: Path, dst: Path, parameters: dict, kernel: str = "python3"
     try:
         pm.execute_notebook(str(src), str(dst), parameters=parameters, kernel_name=kernel, cwd=str(src.parent),
                             progress_bar=progress, execution_timeout=timeout, log_output=False,
-                            kernel_manager_class=_tracked_kernels(kernels))
+                            kernel_manager_class=_tracked_kernels(kernels), shutdown_kernel="immediate")
     except KeyboardInterrupt:
         _end_kernels(kernels)
         raise

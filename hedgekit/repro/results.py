@@ -13,6 +13,9 @@ Sources, all committed:
 
     python -m hedgekit results             # writes docs/results.md
     python -m hedgekit results --check     # exit 1 if docs/results.md is not what the notebooks say
+
+A notebook that is not a complete run is refused, by name, with exit status 2 (`partial_run`, issue 45, item 4),
+so that an interrupted run can never publish a tally from the cells that happened to run.
 """
 from __future__ import annotations
 
@@ -28,8 +31,8 @@ from hedgekit.errors import InputError
 from hedgekit.paths import REPO_DIR
 from hedgekit.repro.report import read_manifest
 
-__all__ = ["VERDICT_HEADING", "NotebookResults", "verdict_blocks", "tally", "html_table_markdown", "notebook_header", "collect",
-           "render", "results_path", "generate", "add_subcommand"]
+__all__ = ["VERDICT_HEADING", "NotebookResults", "verdict_blocks", "tally", "html_table_markdown", "notebook_header",
+           "partial_run", "collect", "render", "results_path", "generate", "add_subcommand"]
 
 VERDICT_HEADING = "### What matched, what did not, and why — "
 # the bold tally line of a verdict block; "did not" is how blocks rendered before the one vocabulary of
@@ -171,16 +174,52 @@ def notebook_header(nb) -> dict:
             "seconds": float(seconds.group(1)) if seconds else None}
 
 
+def partial_run(nb) -> str | None:
+    """Why ``nb`` is not the record of a complete run, or None if it is.
+
+    A complete run executes every code cell with source in order, and each then carries an execution count:
+    papermill (and nbclient, `reproduce`) and JupyterLab's "Run All" number each such cell, and papermill clears
+    every count before it starts. So ``nb`` is partial when
+
+    * a code cell with source has no execution count: the run stopped before it (interrupted, or an error in
+      an earlier cell; papermill then still marks the cells it never reached "completed" in its metadata, so
+      that metadata is not read), or
+    * it holds papermill's ``injected-parameters`` cell: `reproduce --inplace` drops it only from a run that
+      finished, so it marks a run written back part-way, or papermill's own output copied over the notebook.
+
+    Empty code cells are never executed and never count.
+    """
+    injected = [i for i, c in enumerate(nb.cells) if "injected-parameters" in c.get("metadata", {}).get("tags", [])]
+    if injected:
+        return (f"cell {injected[0] + 1} is papermill's injected-parameters cell, which a run written back by "
+                "`reproduce --inplace` only loses once it finished")
+    code = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.strip()]
+    not_run = [i for i in code if nb.cells[i].get("execution_count") is None]
+    if not_run:
+        return (f"{len(not_run)} of its {len(code)} code cells did not run (no execution count, from cell "
+                f"{not_run[0] + 1} on), so the run stopped part-way")
+    return None
+
+
 def collect(notebooks: list[Path], report_dir: Path) -> list[NotebookResults]:
     """The recorded results of each notebook (in the given order); run times from ``report_dir/run.json``
-    where it has the notebook, else from the notebook's first cell."""
+    where it has the notebook, else from the notebook's first cell.
+
+    Raises InputError naming every notebook that is a partial run (`partial_run`), before anything is rendered.
+    """
     import nbformat
 
     run = report_dir / "run.json"
     runs = {r["notebook"]: r for r in json.loads(run.read_text())["runs"]} if run.is_file() else {}
+    books = {path: nbformat.read(path, as_version=4) for path in notebooks}
+    partial = {path: why for path, nb in books.items() if (why := partial_run(nb)) is not None}
+    if partial:
+        raise InputError("results are rendered from complete runs only; "
+                         + "; ".join(f"{path.name} is a partial run: {why}" for path, why in partial.items())
+                         + ". Put back the committed notebook (`git checkout -- notebooks/<name>`) or run it again "
+                         "to the end (`python -m hedgekit reproduce --only <prefix> --inplace`)")
     out = []
-    for path in notebooks:
-        nb = nbformat.read(path, as_version=4)
+    for path, nb in books.items():
         head = notebook_header(nb)
         if path.name in runs and runs[path.name].get("status") == "ok":
             head["seconds"] = float(runs[path.name]["seconds"])

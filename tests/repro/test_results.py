@@ -138,3 +138,80 @@ def test_the_note_on_earlier_rules_appears_only_while_a_notebook_has_them():
     assert "| current | 2 | 1 | 0 |" in R.render([current])
     text = R.render([current, earlier])
     assert "says *earlier* under *rules*" in text and "| *earlier* | 3 | 2 | 0 |" in text
+
+
+# ----------------------------------------------------------- partial runs are refused (issue 45, item 4)
+def _point_results_at(monkeypatch, folder, names):
+    """`python -m hedgekit results` reads ``names`` in ``folder`` instead of the committed notebooks."""
+    from hedgekit.repro import reproduce
+
+    monkeypatch.setattr(reproduce, "NOTEBOOKS", {"x": list(names)})
+    monkeypatch.setattr(reproduce, "notebook_dir", lambda: folder)
+
+
+def _unrun_from(nb, index: int):
+    """``nb`` as papermill leaves a run stopped before cell ``index``: later code cells without count or outputs."""
+    for cell in nb.cells[index:]:
+        if cell.cell_type == "code":
+            cell.execution_count, cell.outputs = None, []
+    return nb
+
+
+def test_a_crafted_partial_notebook_is_refused_by_name_with_exit_2(tmp_path, monkeypatch, capsys):
+    """The fault of issue 45: notebook 02 with 9 of its code cells run was published ("fast, 0 matched") with exit
+    0. Now the command names it, says why, exits 2 and writes nothing; the complete notebooks still render."""
+    import shutil
+
+    import nbformat
+
+    from hedgekit.cli import main
+
+    name, other = "02_hib_embeddings.ipynb", "03_self_organization.ipynb"
+    for nb in (name, other):
+        shutil.copy(notebook_dir() / nb, tmp_path / nb)
+    _point_results_at(monkeypatch, tmp_path, [name, other])
+    out = tmp_path / "results.md"
+    assert main(["results", "--out", str(out)]) == 0 and "## 02_hib_embeddings" in out.read_text()
+    out.unlink()
+    committed = nbformat.read(tmp_path / name, as_version=4)
+    code = [i for i, c in enumerate(committed.cells) if c.cell_type == "code"]
+    nbformat.write(_unrun_from(committed, code[9]), tmp_path / name)  # the issue's case: 9 code cells ran
+    assert main(["results", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: results are rendered from complete runs only; 02_hib_embeddings.ipynb is a partial "
+                          f"run: {len(code) - 9} of its {len(code)} code cells did not run (no execution count, from "
+                          f"cell {code[9] + 1} on)") and other not in err and "\n" not in err
+    assert not out.exists()
+    assert main(["results", "--out", str(out), "--check"]) == 2  # --check refuses too: there is nothing to compare
+
+
+def test_a_notebook_with_an_injected_parameters_cell_is_refused(tmp_path, monkeypatch, capsys):
+    import nbformat
+
+    from hedgekit.cli import main
+
+    nb = nbformat.read(notebook_dir() / "05_kl_and_soft_contrastive.ipynb", as_version=4)
+    injected = nbformat.v4.new_code_cell('FAST = True\nREPORT_DIR = "../reports/assets/05"', execution_count=3)
+    injected.metadata["tags"] = ["injected-parameters"]
+    params = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
+    nb.cells.insert(params + 1, injected)  # every cell run: only the injected cell gives it away
+    nbformat.write(nb, tmp_path / "05_x.ipynb")
+    _point_results_at(monkeypatch, tmp_path, ["05_x.ipynb"])
+    assert main(["results", "--out", str(tmp_path / "r.md")]) == 2
+    err = capsys.readouterr().err
+    assert (f"05_x.ipynb is a partial run: cell {params + 2} is papermill's injected-parameters cell, which a run "
+            "written back by `reproduce --inplace` only loses once it finished") in err
+
+
+def test_partial_run_rule_on_small_cases():
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# t"), nbformat.v4.new_code_cell("x = 1", execution_count=1),
+                nbformat.v4.new_code_cell("   \n"),  # empty: never executed, never counts
+                nbformat.v4.new_code_cell("y = 2", execution_count=2)]
+    assert R.partial_run(nb) is None
+    nb.cells[3].execution_count = None  # a cell without output may be complete; a cell without count did not run
+    assert R.partial_run(nb) == ("1 of its 2 code cells did not run (no execution count, from cell 4 on), so the run "
+                                 "stopped part-way")
+    assert all(R.partial_run(nbformat.read(notebook_dir() / name, as_version=4)) is None for name in select())
