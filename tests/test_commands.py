@@ -35,3 +35,47 @@ def test_ctrl_c_is_still_130_and_names_the_interrupt(capsys):
 
     assert run_command(command, None, ["bench"]) == 130
     assert capsys.readouterr().err.strip().startswith("interrupted: nothing was written; run `python -m hedgekit bench`")
+
+
+TRAIN = """
+import os, sys, time
+from pathlib import Path
+from hedgekit import cli, zoo
+from hedgekit.checks import atomic_write
+
+def writing_forever(spec, progress=True, device="cpu", **_):  # stopped in the middle of writing its checkpoint
+    with atomic_write(Path(os.environ["HEDGEKIT_DATA"]) / "checkpoints" / f"{spec.name}.pt") as tmp:
+        tmp.write_bytes(b"half a checkpoint")
+        Path(os.environ["MARKER"]).write_text("writing")
+        time.sleep(120)
+
+zoo.load_or_train = writing_forever
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def test_sigterm_to_python_m_hedgekit_train_leaves_no_partial_file_and_exits_143(tmp_path):
+    """A real subprocess and a real signal: `train` (one process) ends on SIGTERM as on Ctrl-C."""
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    launcher, marker, data = tmp_path / "launch.py", tmp_path / "marker", tmp_path / "data"
+    launcher.write_text(TRAIN)
+    argv = ["train", "--kind", "point", "--preset", "fast"]
+    proc = subprocess.Popen([sys.executable, str(launcher), *argv], text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**os.environ, "HEDGEKIT_DATA": str(data),
+                                                         "MARKER": str(marker)})
+    deadline = time.monotonic() + 120
+    while not marker.is_file() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [p.name for p in (data / "checkpoints").iterdir()] == [f"point-n2-d2-fast-s0.pt.{proc.pid}.tmp"]
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert err.strip().splitlines() == [
+        "terminated (SIGTERM): checkpoints are written whole or not at all: the model in training was not saved, "
+        f"every model finished before is kept; run `python -m hedgekit {' '.join(argv)}` again to train it from the "
+        "start"]
+    assert list(Path(data / "checkpoints").iterdir()) == []

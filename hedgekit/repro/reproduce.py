@@ -437,7 +437,7 @@ def reproduce(fast: bool = False, only: Sequence[str] | str | None = None, out_d
         runs.append(rec)
         echo(f"[reproduce] {name}: {rec['status']} in {rec['seconds']:.0f} s" +
              (f" — {rec['error'].splitlines()[0][:200]}" if rec["error"] else "")
-             + (f" (not written back; the executed notebook is {rec['output']})"
+             + (f" (not written back; the executed notebook is {out / rec['output']})"
                 if inplace and rec["status"] == "failed" else ""))
     total = time.perf_counter() - t_all
     summary = write_summary(runs, out, fast, total, registry)
@@ -607,12 +607,21 @@ def write_summary(runs: Sequence[dict], out_dir: str | Path, fast: bool, total_s
                 lines += ["", _read(out / base / e["file"])]
     md = "\n".join(lines) + "\n"
     path = out / "summary.md"
-    path.write_text(md)
-    (out / "run.json").write_text(json.dumps({"fast": fast, "total_seconds": round(total, 1), "missing": missing,
-                                              "runs": [{k: v for k, v in r.items() if k != "entries"} for r in runs],
-                                              "meta": metas}, indent=1, default=str))
+    _write_text(path, md)
+    _write_text(out / "run.json", json.dumps({"fast": fast, "total_seconds": round(total, 1), "missing": missing,
+                                             "runs": [{k: v for k, v in r.items() if k != "entries"} for r in runs],
+                                             "meta": metas}, indent=1, default=str))
     _write_html(md, out / "summary.html")
     return path
+
+
+def _write_text(path: Path, text: str) -> None:
+    """``path.write_text(text)``, whole or not at all (`hedgekit.checks.atomic_write`): an interrupt while the report
+    is written leaves the previous one."""
+    from hedgekit.checks import atomic_write
+
+    with atomic_write(path) as tmp:
+        tmp.write_text(text)
 
 
 def _write_html(md: str, path: Path) -> None:
@@ -628,8 +637,8 @@ def _write_html(md: str, path: Path) -> None:
            "background:#fff;color:#222}table{border-collapse:collapse;font-size:.85em;margin:.5em 0}"
            "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}img{max-width:100%}"
            "code,pre{background:#f4f4f4}")
-    path.write_text(f"<!doctype html><html><head><meta charset='utf-8'><title>hedgekit reproduction</title>"
-                    f"<style>{css}</style></head><body>{body}</body></html>")
+    _write_text(path, f"<!doctype html><html><head><meta charset='utf-8'><title>hedgekit reproduction</title>"
+                      f"<style>{css}</style></head><body>{body}</body></html>")
 
 
 # ------------------------------------------------------------------------------ CLI

@@ -204,6 +204,25 @@ def test_inplace_writes_back(tmp_path):
     assert sum("parameters" in c.metadata.get("tags", []) for c in nb.cells) == 1
 
 
+def test_inplace_does_not_write_back_a_failed_run(tmp_path):
+    """A run that failed is a partial run: the notebook in notebooks/ keeps its committed outputs, and the executed
+    copy, where the error can be read, goes to the output folder (issue 45, item 4)."""
+    src = tmp_path / "nbs"
+    src.mkdir()
+    _notebook(src / "01_fake.ipynb", "print('ran')", fail=True)
+    before = (src / "01_fake.ipynb").read_bytes()
+    lines = []
+    R.reproduce(fast=True, out_dir=tmp_path / "r", inplace=True, registry={"x": ["01_fake.ipynb"]}, notebooks=src,
+                progress=False, echo=lines.append)
+    assert (src / "01_fake.ipynb").read_bytes() == before and [p.name for p in src.iterdir()] == ["01_fake.ipynb"]
+    executed = nbformat.read(tmp_path / "r" / "notebooks" / "01_fake.ipynb", 4)
+    assert executed.cells[-1].outputs[0]["evalue"] == "boom in the notebook"
+    assert json.loads((tmp_path / "r" / "run.json").read_text())["runs"][0]["output"] == "notebooks/01_fake.ipynb"
+    assert any(line.startswith("[reproduce] 01_fake.ipynb: failed in ") and line.endswith(
+        f"(not written back; the executed notebook is {tmp_path / 'r' / 'notebooks' / '01_fake.ipynb'})")
+        for line in lines), lines
+
+
 def test_main_lists(capsys):
     assert R.main(["--list"]) == 0
     assert "hib: 01_ndigit_mnist.ipynb" in capsys.readouterr().out
