@@ -34,7 +34,8 @@ def test_ctrl_c_is_still_130_and_names_the_interrupt(capsys):
         raise KeyboardInterrupt
 
     assert run_command(command, None, ["bench"]) == 130
-    assert capsys.readouterr().err.strip().startswith("interrupted: nothing was written; run `python -m hedgekit bench`")
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("interrupted: nothing was written; run `python -m hedgekit bench`")
 
 
 TRAIN = """

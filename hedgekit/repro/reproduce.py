@@ -38,6 +38,7 @@ import sys
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
 
@@ -56,15 +57,7 @@ __all__ = ["NOTEBOOKS", "register", "notebook_dir", "select", "notebook_models",
            "train_missing", "run_notebook", "trained_in_run", "reproduce", "write_summary", "main", "add_subcommand",
            "build_parser"]
 
-# The memory one `train_missing` worker needs, in bytes (issue 45, item 3): 3 GiB, the largest peak resident set
-# measured (once, 2026-11-27, torch 2.13 CPU, 2 cores) in a worker forked from a parent that had imported hedgekit
-# (as `train_missing`'s pool does), training each kind of spec of the notebooks for 20 steps and evaluating it
-# (`hedgekit.zoo.train_spec`), read as ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` in the worker:
-# spe-lshapes-d2 3.0 GB (64x64 RGB L-shapes); hib-n3-d3 k8 1.38 GB; point-n3 / pn-n3 / spe-n3 1.26-1.29 GB;
-# hib / point / pn / spe at N = 2 0.90-1.05 GB. These counts include the ~0.39 GB the worker shares with its
-# parent, so the cap errs on the safe side. (With --jobs 1000 and no cap, 165 workers held ~20 GB and the kernel's
-# out-of-memory killer broke the pool.)
-WORKER_MEMORY = 3 * 2**30
+WORKER_MEMORY = 3 * 2**30  # bytes one `train_missing` worker needs at its peak: measured, see `job_limit`
 MEMINFO = "/proc/meminfo"  # MemAvailable: what the kernel can give new processes without swapping
 
 # Group -> notebooks (file names in notebooks/), in running order. SPE (06, 07) registers
@@ -148,7 +141,16 @@ def available_memory() -> int | None:
 
 def job_limit() -> tuple[int, str]:
     """(the most `train_missing` workers this machine takes now, why): one per usable core (`usable_cores`) and
-    one per `WORKER_MEMORY` of available memory (`available_memory`), at least 1."""
+    one per `WORKER_MEMORY` of available memory (`available_memory`), at least 1 (issue 45, item 3: with
+    ``--jobs 1000`` and no cap, 165 workers held ~20 GB and the out-of-memory killer broke the pool).
+
+    `WORKER_MEMORY` = 3 GiB is the largest peak resident set measured, once (2026-11-27, torch 2.13 CPU, 2 cores),
+    in a worker forked from a parent that had imported hedgekit, as `train_missing`'s pool does, training one spec
+    of each kind the notebooks need for 20 steps and evaluating it (`hedgekit.zoo.train_spec`), read in the worker
+    as ``resource.getrusage(RUSAGE_SELF).ru_maxrss``: spe-lshapes-d2 3.0 GB (64x64 RGB L-shapes); hib-n3-d3 (K = 8)
+    1.38 GB; point / pn / spe at N = 3 1.26-1.29 GB; hib / point / pn / spe / triplet / het at N = 2 0.90-1.33 GB.
+    The Fashion-MNIST triplet models were not measured (that data set was not installed; its images are MNIST's
+    size). The counts include the ~0.39 GB a worker shares with its parent, so the cap errs on the safe side."""
     cores, memory = usable_cores(), available_memory()
     limit, why = cores, f"{cores} usable core{'s' if cores != 1 else ''}"
     if memory is not None:
@@ -255,6 +257,9 @@ def train_missing(pairs: Sequence[tuple[str, Spec]], jobs: int = 1, echo=print, 
         done = len(ended)
         if exc is not None:
             result["failed"][name] = f"{type(exc).__name__}: {exc}".strip()
+            if isinstance(exc, BrokenProcessPool):  # a worker was killed, most often by the out-of-memory killer
+                result["failed"][name] += (f" (a worker process died: out of memory? each needs up to "
+                                           f"{WORKER_MEMORY / 2**30:.0f} GiB; try a smaller --jobs)")
             echo(f"[train] {name}: FAILED ({done}/{len(todo)}) — {result['failed'][name].splitlines()[0][:300]}")
             return
         if rec["source"] == "trained now":

@@ -337,6 +337,10 @@ def _fake_load_or_train(spec, progress=True, device="cpu", **_):
         f.write(f"{spec.name} {os.getpid()} {device}\n")
     if spec.seed == 13:
         raise RuntimeError(f"boom while training {spec.name}")
+    if spec.seed == 66:  # what the out-of-memory killer does to a worker
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
     path = cache_path("checkpoints", f"{spec.name}.pt")
     path.parent.mkdir(parents=True, exist_ok=True)  # cache_path creates nothing
     path.write_bytes(b"stub")
@@ -500,6 +504,20 @@ def test_jobs_beyond_the_limit_is_lowered_with_a_one_line_note(fake_zoo, monkeyp
     assert R.main(["--train-missing", "--fast", "--jobs", "2"]) == 0  # within the limit: no note
     assert sizes == [3, 2] and "lowered" not in capsys.readouterr().out
     assert "lowered to that, with a one-line note" in " ".join(R.build_parser().format_help().split())
+
+
+def test_a_killed_worker_is_reported_with_a_word_about_memory_and_jobs(fake_zoo, capsys):
+    """The fault: under --jobs 1000 the OOM killer ended workers and every model said only `BrokenProcessPool`."""
+    import multiprocessing
+
+    if multiprocessing.get_start_method() != "fork":
+        pytest.skip("the fake training reaches the workers by fork only")
+    fake_zoo({"01_a.ipynb": [66, 901]})
+    assert R.main(["--train-missing", "--fast", "--jobs", "2"]) == 1
+    out = capsys.readouterr().out
+    assert "[train] point-n2-d2-fast-s66: FAILED (" in out
+    assert "BrokenProcessPool: " in out and out.count("(a worker process died: out of memory? each needs up to 3 GiB; "
+                                                       "try a smaller --jobs)") >= 1
 
 
 @pytest.mark.parametrize("value", ["0", "x", "1.5"])
