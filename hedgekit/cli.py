@@ -199,12 +199,13 @@ def _bench_ops(dev: torch.device) -> int:
 
 
 def _bench_seeds(n_seeds: int, images: torch.Tensor, labels: torch.Tensor, steps: int, dev: torch.device) -> int:
-    """`bench --seeds S`: S MoG-1 seeds as one model (`hedgekit.training.seeds.fit_seeds`) beside one seed."""
+    """`bench --seeds S`: S MoG-1 seeds as one model (`hedgekit.training.seeds.fit_seeds`) beside one seed trained
+    by `hedgekit.training.fit.fit`."""
     from hedgekit.bench import seeds_step
 
     one = seeds_step(1, images, labels, steps, device=dev)
     many = seeds_step(n_seeds, images, labels, steps, device=dev)
-    print(f"seeds {n_seeds} vmapped (MoG-1, K=8, batch 256 each, {dev}): {many * 1000:.2f} ms/step, one seed "
+    print(f"seeds {n_seeds} vmapped (MoG-1, K=8, batch 256 each, {dev}): {many * 1000:.2f} ms/step, one seed by fit "
           f"{one * 1000:.2f} ms/step; {n_seeds} seeds / one {many / one:.2f}x the time "
           f"({n_seeds * one / many:.2f}x the seeds per second)")
     return 0

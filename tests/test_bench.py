@@ -369,3 +369,35 @@ def test_fused_adam_on_the_gpu_path_takes_the_cpu_paths_steps():
         weights.append(w.detach())
     torch.testing.assert_close(weights[1], weights[0], rtol=1e-6, atol=1e-7)
     assert not torch.equal(weights[0], torch.zeros(50))
+
+
+def test_per_step_time_is_the_extra_steps_cost():
+    """Set-up (here 5 s) occurs in both runs and cancels; a long run 10 steps longer at 0.25 s a step gives 0.25."""
+    assert bench._per_step(lambda n: 5.0 + 0.25 * n, 2, 12) == pytest.approx(0.25)
+
+
+def test_bench_seeds_prints_both_times_and_their_ratio(capsys, monkeypatch, tiny_ndigit):
+    """`bench --seeds S` times S stacked seeds and one seed by `fit`; the line's ratio and seeds per second are their
+    quotients (times stood in: 12 ms for 4 seeds, 6 ms for one)."""
+    import hedgekit.data
+    from hedgekit.cli import main
+
+    monkeypatch.setattr(hedgekit.data, "load_ndigit", lambda n, split: tiny_ndigit(n, split, 100))
+    monkeypatch.setattr(bench, "seeds_step", lambda s, *args, **kw: 0.006 if s == 1 else 0.003 * s)
+    assert main(["bench", "--seeds", "4", "--threads", "1"]) == 0
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    assert line.startswith("seeds 4 vmapped") and "12.00 ms/step, one seed by fit 6.00 ms/step" in line
+    assert "2.00x the time (2.00x the seeds per second)" in line
+
+
+@pytest.mark.slow
+def test_seeds_step_times_stacked_seeds_and_one_fit_on_the_cpu(tiny_ndigit):
+    images, labels = tiny_ndigit(2, "train", 400).tensors()
+    for n_seeds in (1, 2):
+        assert bench.seeds_step(n_seeds, images, labels, steps=1, k=2) > 0
+
+
+@pytest.mark.gpu
+def test_captured_step_times_the_cuda_graph(tiny_ndigit):
+    images, labels = tiny_ndigit(2, "train", 400).tensors()
+    assert bench.captured_step("hib", 4, images, labels, steps=2, device="cuda") > 0
