@@ -79,6 +79,25 @@ def pytest_sessionfinish(session):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+# The packages whose versions can change the suite's outcome, shown in the run's header (issue 45: CI shows what it
+# installed; constraints.txt pins them).
+REPORTED_PACKAGES = ("torch", "numpy", "scipy", "pandas", "pytest", "pytest-xdist", "nbmake", "papermill", "nbclient",
+                     "ipykernel", "streamlit", "playwright", "plotly", "matplotlib", "cleanlab")
+
+
+def pytest_report_header(config):
+    """One header line with the installed version of each of `REPORTED_PACKAGES` ("-" where it is missing)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def installed(name):
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "-"
+
+    return "versions: " + ", ".join(f"{name} {installed(name)}" for name in REPORTED_PACKAGES)
+
+
 def pytest_collection_modifyitems(config, items):
     """Every test marked ``gpu`` (on itself, its class or its module) is skipped with `NO_CUDA` when CUDA is not
     available; with CUDA every test runs. Asked at collection time, so a monkeypatched check in a test changes
