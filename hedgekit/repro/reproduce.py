@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import multiprocessing
 import os
 import platform
@@ -161,14 +162,20 @@ def job_limit() -> tuple[int, str]:
     return limit, why
 
 
-def _init_worker() -> None:
+_STARTED = None  # in a `train_missing` worker: one flag per model, set when the model's training starts
+
+
+def _init_worker(started=None) -> None:
     """Start of a `train_missing` worker process: one torch thread, so N workers share N cores; Ctrl-C is the
     parent's to handle (it stops the workers and prints the one line of `hedgekit.commands.run_command`), so a
     worker ignores SIGINT instead of printing a traceback of its own. SIGTERM (the parent's ``terminate``) ends it
     at once: a forked worker would otherwise inherit the parent's handler (`hedgekit.commands.Terminated`), whose
-    interrupt the pool's worker loop catches before taking the next model."""
+    interrupt the pool's worker loop catches before taking the next model. ``started``: shared flags, one per
+    model, that `_train_one` sets (a pool does not tell a model in training from one queued for the next worker)."""
     import torch
 
+    global _STARTED
+    _STARTED = started
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     torch.set_num_threads(1)
@@ -196,20 +203,22 @@ def _end_workers(pool) -> None:
 
 def _models_kept(result: dict, missing: int, ended: int, training: Sequence[str]) -> str:
     """`run_command`'s line for an interrupted `train_missing` (``missing`` models to train, ``ended`` of them
-    finished, ``training`` the names handed to a worker: in training, or queued for the next free worker, which a
-    process pool does not tell apart): the models trained and cached, those stopped, those not started."""
+    finished, ``training`` the names in training): the models trained and cached, those stopped, those not
+    started."""
     left = missing - ended - len(training)
     return (f"models: {len(result['trained'])} of the {missing} missing trained and cached"
             + (f", {len(result['failed'])} failed" if result["failed"] else "")
-            + (f"; stopped before they finished, not saved: {', '.join(training)}" if training else "")
+            + (f"; stopped in training, not saved: {', '.join(training)}" if training else "")
             + (f"; {left} not started" if left > 0 else ""))
 
 
-def _train_one(spec: Spec, device: str = "cpu") -> dict:
-    """Train (and cache) one checkpoint on ``device`` with `hedgekit.zoo.load_or_train`; runs in a worker or in this
-    process."""
+def _train_one(spec: Spec, device: str = "cpu", index: int = 0) -> dict:
+    """Train (and cache) one checkpoint on ``device`` with `hedgekit.zoo.load_or_train`; runs in a worker (where it
+    sets flag ``index`` of `_STARTED` first) or in this process."""
     from hedgekit import zoo
 
+    if _STARTED is not None:
+        _STARTED[index] = 1
     t0 = time.perf_counter()
     _model, meta = zoo.load_or_train(spec, progress=False, device=device)
     return {"name": spec.name, "seconds": time.perf_counter() - t0, "source": meta.get("source", "")}
@@ -229,7 +238,7 @@ def train_missing(pairs: Sequence[tuple[str, Spec]], jobs: int = 1, echo=print, 
 
     Ctrl-C or SIGTERM (`hedgekit.commands.Terminated`) ends every worker before the interrupt goes on
     (`_end_workers`: no orphan keeps training into the cache) and sets its ``kept``: the models trained, those
-    stopped in training (not saved), those not started.
+    stopped in training (not saved; the workers flag each model they start), those not started.
     """
     from hedgekit.zoo import find_checkpoint
 
@@ -270,17 +279,19 @@ def train_missing(pairs: Sequence[tuple[str, Spec]], jobs: int = 1, echo=print, 
 
     if workers > 1:
         spawn = multiprocessing.get_context("spawn") if dev.startswith("cuda") else None
-        pool = ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, mp_context=spawn)
+        started = (spawn or multiprocessing).RawArray("b", len(todo))  # `_init_worker`: set as each model starts
+        pool = ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(started,),
+                                   mp_context=spawn)
         futures: dict = {}
         try:
-            for spec in todo:
-                futures[pool.submit(_train_one, spec, dev)] = spec.name
+            for index, spec in enumerate(todo):
+                futures[pool.submit(_train_one, spec, dev, index)] = spec.name
             for future in as_completed(futures):
                 exc = future.exception()
                 finished(futures[future], None if exc else future.result(), exc)
         except KeyboardInterrupt as interrupt:  # Ctrl-C or SIGTERM: end the workers before anything else
-            training = [name for future, name in futures.items() if future.running() and name not in ended]
             _end_workers(pool)
+            training = [spec.name for spec, flag in zip(todo, started) if flag and spec.name not in ended]
             interrupt.kept = _models_kept(result, len(todo), len(ended), training)
             interrupt.again = "to train the rest (the cached ones are not trained again)"
             raise
@@ -355,6 +366,9 @@ def run_notebook(src: Path, dst: Path, parameters: dict, kernel: str = "python3"
                             kernel_manager_class=_tracked_kernels(kernels), shutdown_kernel="immediate")
     except KeyboardInterrupt:
         _end_kernels(kernels)
+        # nbclient's task for the cell in progress fails with DeadKernelError once garbage, unread: asyncio would log
+        # that at exit as "Task exception was never retrieved", a traceback after the interrupt's one line
+        logging.getLogger("asyncio").setLevel(logging.CRITICAL)
         raise
     except Exception as exc:  # PapermillExecutionError carries the cell's traceback
         name = type(exc).__name__

@@ -422,8 +422,9 @@ def test_jobs_trains_in_a_process_pool(fake_zoo, monkeypatch, capsys):
 
     class InlinePool:
         """ProcessPoolExecutor stand-in: records how it was built and runs each task at once, in this process."""
-        def __init__(self, max_workers=None, initializer=None, mp_context=None):
-            pools.append(dict(max_workers=max_workers, initializer=initializer, mp_context=mp_context))
+        def __init__(self, max_workers=None, initializer=None, initargs=(), mp_context=None):
+            pools.append(dict(max_workers=max_workers, initializer=initializer, mp_context=mp_context,
+                              flags=len(initargs[0])))
 
         def submit(self, fn, *args):
             future = Future()
@@ -436,7 +437,7 @@ def test_jobs_trains_in_a_process_pool(fake_zoo, monkeypatch, capsys):
     monkeypatch.setattr(R, "ProcessPoolExecutor", InlinePool)
     calls = fake_zoo({"01_a.ipynb": [901, 902], "02_b.ipynb": [903]})
     assert R.main(["--train-missing", "--fast", "--only", "01", "--jobs", "2"]) == 0
-    assert pools == [dict(max_workers=2, initializer=R._init_worker, mp_context=None, **{"shut down": True})]
+    assert pools == [dict(max_workers=2, initializer=R._init_worker, mp_context=None, flags=2, **{"shut down": True})]
     assert len(calls()) == 2  # on the CPU: the platform's default start method (fork on Linux)
     assert "training in 2 worker processes" in capsys.readouterr().out
     assert R.main(["--train-missing", "--fast", "--jobs", "4"]) == 0  # 1 missing: no pool, this process
@@ -565,15 +566,17 @@ def test_ctrl_c_during_parallel_training_stops_the_workers_and_propagates(monkey
             return False
 
     class Pool:
-        def __init__(self, max_workers, initializer, mp_context):
+        def __init__(self, max_workers, initializer, initargs, mp_context):
             self._processes = {1: Process(), 2: Process()}
+            self.started = initargs[0]
 
-        def submit(self, fn, spec, device):
+        def submit(self, fn, spec, device, index):
             from concurrent.futures import Future
 
             future = Future()
-            if spec.seed == 0:  # handed to a worker; seed 1 still queued
-                future.set_running_or_notify_cancel()
+            future.set_running_or_notify_cancel()  # both handed to the pool ...
+            if spec.seed == 0:  # ... and seed 0 started in a worker, seed 1 still waiting for one
+                self.started[index] = 1
             return future
 
         def shutdown(self, wait=True, cancel_futures=False):
@@ -591,8 +594,8 @@ def test_ctrl_c_during_parallel_training_stops_the_workers_and_propagates(monkey
     with pytest.raises(KeyboardInterrupt) as interrupt:
         R.train_missing(specs, jobs=2, echo=lambda line: None)
     assert calls == ["terminate", "terminate", ("join", 10), ("join", 10), ("shutdown", False, True)]
-    assert interrupt.value.kept == ("models: 0 of the 2 missing trained and cached; stopped before they finished, "
-                                    f"not saved: {specs[0][1].name}; 1 not started")
+    assert interrupt.value.kept == ("models: 0 of the 2 missing trained and cached; stopped in training, not saved: "
+                                    f"{specs[0][1].name}; 1 not started")
 
 
 # ----------------------------------------------------------- --device
@@ -600,7 +603,7 @@ class _RecordingPool:
     """ProcessPoolExecutor stand-in that records its start method and runs each task at once, in this process."""
     built: list = []
 
-    def __init__(self, max_workers=None, initializer=None, mp_context=None):
+    def __init__(self, max_workers=None, initializer=None, initargs=(), mp_context=None):
         _RecordingPool.built.append(mp_context)
 
     def submit(self, fn, *args):
