@@ -22,6 +22,7 @@ pairs, float32.
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 import numpy as np
 import torch
@@ -48,12 +49,26 @@ def _check(cfg: TrainConfig, augment) -> None:
                          f"the graph; got augment={augment!r}")
 
 
+def capturable(cfg: TrainConfig, device: str | torch.device, augment) -> bool:
+    """Whether `fit_captured` can train ``cfg`` on ``device``: a CUDA device, one process (not torchrun), the soft
+    loss on all pairs in float32, HIB App. A's occlusion or none."""
+    from hedgekit.training import distributed
+
+    return (torch.device(device).type == "cuda" and not distributed.context().active and cfg.loss == "soft"
+            and cfg.pairing == "all" and cfg.precision == "float32"
+            and (augment is None or isinstance(augment, RandomOcclusion)))
+
+
 def fit_captured(model: EmbeddingNet, images: Tensor, labels: Tensor, cfg: TrainConfig, seed: int = 0,
                  device: str | torch.device | None = "cuda", augment: RandomOcclusion | None = None,
-                 capture: bool | None = None) -> History:
+                 capture: bool | None = None, progress: bool = True,
+                 callback: Callable[[int, dict], None] | None = None) -> History:
     """Train ``model`` in place as `hedgekit.training.fit.fit` does (same batches, occlusions and schedule), with
     every step from the `WARMUP`-th on replayed from one CUDA graph where ``capture`` (default: on CUDA).
-    Returns a `History` with step, loss, lr, a, b, nll_pos and nll_neg at the log steps."""
+    Returns a `History` with step, loss, lr, a, b, nll_pos and nll_neg at the log steps, each also passed to
+    ``callback(step, row)``; ``progress`` shows a progress bar."""
+    from tqdm.auto import tqdm
+
     _check(cfg, augment)
     check_training_set(images, labels, model)
     dev = resolve_device(device)
@@ -87,7 +102,7 @@ def fit_captured(model: EmbeddingNet, images: Tensor, labels: Tensor, cfg: Train
 
     graph, hist, t0 = None, History(), time.perf_counter()
     side = torch.cuda.Stream() if capture else None
-    for i in range(cfg.steps):
+    for i in tqdm(range(cfg.steps), desc="train (captured)", disable=not progress, leave=False):
         idx_buf.copy_(torch.from_numpy(next(sampler)))
         if augment is not None:
             boxes = sample_digit_boxes(rng, batch, n_digits, augment.p_occlude, augment.sides)
@@ -111,6 +126,8 @@ def fit_captured(model: EmbeddingNet, images: Tensor, labels: Tensor, cfg: Train
             graph.replay()
         if i % cfg.log_every == 0 or i == cfg.steps - 1:
             _log(hist, i, loss.detach(), stats, float(lr_buf), model, params)
+            if callback is not None:
+                callback(i, hist.rows[-1])
     hist.seconds = time.perf_counter() - t0
     model.to(memory_format=torch.contiguous_format).eval()
     return hist

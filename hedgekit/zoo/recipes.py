@@ -20,6 +20,7 @@ from hedgekit.data.ndigit import per_class_subset
 from hedgekit.evaluation.episodes import evaluate_episodes
 from hedgekit.methods.prototypes import PN, SPE
 from hedgekit.nets import EmbeddingNet
+from hedgekit.training.captured import capturable, fit_captured
 from hedgekit.training.episodic import EpisodicConfig, fit_episodic
 from hedgekit.training.fit import History, TrainConfig, fit, seed_everything
 from hedgekit.training.triplets import TripletConfig, fit_triplets
@@ -37,16 +38,20 @@ def eval_set(spec: ModelSpec):
 
 def _train_pairs(spec: ModelSpec, cfg: TrainConfig, progress: bool, device: str,
                  callback) -> tuple[EmbeddingNet, None, History, dict]:
-    """Point / HIB: `hedgekit.training.fit` on N-digit MNIST, then HIB's Table 1 metrics, measured on the training
-    device (`hedgekit.evaluation.retrieval.table1_metrics`); the model is handed back on the CPU."""
+    """Point / HIB: `hedgekit.training.fit` on N-digit MNIST (on a CUDA device, where it can, with the step captured
+    as one CUDA graph: `hedgekit.training.captured.fit_captured`), then HIB's Table 1 metrics, measured on the
+    training device (`hedgekit.evaluation.retrieval.table1_metrics`); the model is handed back on the CPU."""
     from hedgekit.evaluation.retrieval import table1_metrics
 
     train = load_ndigit(spec.n_digits, "train")
     x, y = torch.from_numpy(train.images), torch.from_numpy(train.labels)
     seed_everything(spec.seed)  # the initial weights too: one name, one model
     model = spec.build()
-    hist = fit(model, x, y, cfg, seed=spec.seed, device=device, progress=progress,
-               augment=random_occlusion(cfg.occlusion_p), callback=callback)
+    augment = random_occlusion(cfg.occlusion_p)
+    # on a GPU the step replayed from one CUDA graph: the same batches and schedule, 3-4x the eager step's speed
+    train = fit_captured if capturable(cfg, device, augment) else fit
+    hist = train(model, x, y, cfg, seed=spec.seed, device=device, progress=progress, augment=augment,
+                 callback=callback)
     test = eval_set(spec)
     metrics = table1_metrics(model.eval(), test, progress=progress)
     return model.cpu(), None, hist, {"metrics": metrics, "eval_images": len(test)}

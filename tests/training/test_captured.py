@@ -67,3 +67,38 @@ def test_the_cuda_graph_replays_the_eager_step():
     (_, loss_ref), (_, loss) = _runs("hib", 4, device="cuda", steps=12)
     assert loss[:WARMUP] == pytest.approx(loss_ref[:WARMUP], rel=1e-4)
     assert loss == pytest.approx(loss_ref, rel=1e-2)
+
+
+@pytest.mark.parametrize("device, cfg, augment, can", [
+    ("cuda", {}, random_occlusion(0.2), True),
+    ("cuda", {}, None, True),
+    ("cpu", {}, random_occlusion(0.2), False),  # no graphs on the CPU
+    ("cuda", {"loss": "hard"}, None, False),
+    ("cuda", {"pairing": "two_stream"}, None, False),
+    ("cuda", {"precision": "bfloat16"}, None, False),
+    ("cuda", {}, lambda x, rng: x, False),
+])
+def test_capturable_says_which_trainings_the_graph_can_take(device, cfg, augment, can):
+    from hedgekit.training.captured import capturable
+
+    assert capturable(TrainConfig(**cfg), device, augment) is can
+
+
+def test_a_paper_pair_model_trains_captured_on_cuda_and_eagerly_elsewhere(monkeypatch):
+    """The zoo's pair recipe picks the captured step where it can (stood-in trainers record which ran)."""
+    from hedgekit.zoo import Spec, recipes
+
+    images, labels = _data()
+    ran = []
+    monkeypatch.setattr(recipes, "load_ndigit", lambda n, split: type("S", (), {
+        "images": images.numpy(), "labels": labels.numpy()})())
+    monkeypatch.setattr(recipes, "eval_set", lambda spec: [])
+    import hedgekit.evaluation.retrieval as retrieval
+
+    monkeypatch.setattr(retrieval, "table1_metrics", lambda *a, **k: {})
+    for name in ("fit", "fit_captured"):
+        monkeypatch.setattr(recipes, name, lambda *a, _n=name, **k: ran.append(_n) or type("H", (), {"rows": []})())
+    spec = Spec(kind="hib", preset="fast")
+    for device in ("cpu", "cuda"):
+        recipes._train_pairs(spec, spec.train_config(), False, device, None)
+    assert ran == ["fit", "fit_captured"]
