@@ -10,9 +10,9 @@
 #   3. one `paper` HIB model (N = 2, D = 2, MoG-1) trained and evaluated on cuda (`train --retrain`), its
 #      Table 1 numbers (AP and KNN, clean and corrupt) beside those recorded in the shipped checkpoint
 #      hedgekit/checkpoints/hib-n2-d2-c1-beta0.0001-paper-s0.pt; it fails when one differs by more than
-#      TABLE1_TOL (default 0.03, over twice the largest difference between two float32 seeds, KNN 0.013, in
-#      docs/speed.md's N = 2, D = 3 runs; a GPU run draws other random numbers, so only seed-level agreement
-#      can be asked);
+#      TABLE1_TOL (default 0.07: a GPU run draws other random numbers, so only seed-level agreement can be asked,
+#      and six GPU seeds of this model gave KNN corrupt 0.721-0.803, sd about 0.03, against the shipped CPU seed's
+#      0.790: docs/speed.md, issue 50; 0.07 is over twice that sd, and a model that did not learn, KNN ~0.1, fails);
 #   4. `python -m hedgekit url-benchmark` for two methods (ce, hib), fast budget, 1 seed, retrained, with
 #      `--device cuda` where url-benchmark takes it (it says so in its summary line when it does not).
 #
@@ -41,7 +41,7 @@ RESULTS="$(mkdir -p "${1:-${OUT:-gpu-check-results}}" && cd "${1:-${OUT:-gpu-che
 cd "$REPO"
 PY="${PYTHON:-python}"
 BUDGET_S=470  # the whole check: 8 minutes, less 10 s of margin
-TABLE1_TOL="${TABLE1_TOL:-0.03}"
+TABLE1_TOL="${TABLE1_TOL:-0.07}"
 export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1
 
