@@ -6,7 +6,7 @@ the CPU, before a GPU is at hand:
 
 * **dispatched ops**: every ATen operator that reaches a backend kernel, seen by a
   `torch.utils._python_dispatch.TorchDispatchMode` (`OpCounter`). On a GPU each is (at least) one kernel launch;
-  views and metadata-only ops (`VIEW_OPS`) launch nothing and are counted apart;
+  views, metadata queries and uninitialised allocations (`VIEW_OPS`) launch nothing and are counted apart;
 * **host synchronisations**: the operators that make the host wait for the device's result (`SYNC_OPS`:
   `.item()`/`bool(t)`/`float(t)` reach ``aten._local_scalar_dense``; boolean-mask indexing and ``nonzero`` need
   the output's size; ``masked_select`` and ``unique`` likewise), and copies to the CPU, which read the result.
@@ -32,7 +32,7 @@ SYNC_OPS = frozenset({
     "aten._local_scalar_dense", "aten.nonzero", "aten.masked_select", "aten.nonzero_numpy", "aten.unique_dim",
     "aten._unique2", "aten.unique_consecutive", "aten.repeat_interleave",
 })
-# Operators that only make a new view of existing memory or report metadata: no kernel on any backend.
+# Operators that launch no kernel on any backend: views of existing memory, metadata queries, uninitialised allocations.
 VIEW_OPS = frozenset({
     "aten.view", "aten._unsafe_view", "aten.reshape", "aten.t", "aten.transpose", "aten.permute", "aten.expand",
     "aten.unsqueeze", "aten.squeeze", "aten.slice", "aten.select", "aten.as_strided", "aten.alias", "aten.detach",
