@@ -78,8 +78,9 @@ def _optimiser_counter_read(name: str, depth: int = 8) -> bool:
 
 class OpCounter(TorchDispatchMode):
     """Counts the ATen operators dispatched inside the ``with`` block, by name (``ops``), and the host
-    synchronisations among them (``syncs``): `SYNC_OPS` (bar the optimiser's host-side step counters), copies to the CPU from another device, and boolean-mask
-    indexing (``aten.index`` or ``index_put_`` with a bool index, which runs ``nonzero`` inside the kernel)."""
+    synchronisations among them (``syncs``): `SYNC_OPS` (bar the optimiser's host-side step counters), copies to
+    the CPU from another device, and boolean-mask indexing (``aten.index`` or ``index_put_`` with a bool index,
+    which runs ``nonzero`` inside the kernel)."""
 
     def __init__(self):
         super().__init__()

@@ -162,7 +162,8 @@ def fit_seeds(models: Sequence[EmbeddingNet], seeds: Sequence[int], images: Tens
 
 def _log(hists, seeds, step, loss, nll, a, b, lr, weights) -> None:
     """One history row per seed; a non-finite loss or weight stops training naming the step and the seed."""
-    finite = torch.isfinite(loss) & torch.stack([torch.isfinite(w.detach().reshape(len(seeds), -1)).all(1) for w in weights]).all(0)
+    weights_finite = torch.stack([torch.isfinite(w.detach().reshape(len(seeds), -1)).all(1) for w in weights])
+    finite = torch.isfinite(loss) & weights_finite.all(0)
     if not bool(finite.all()):
         bad = [s for s, ok in zip(seeds, finite.tolist()) if not ok]
         raise FloatingPointError(f"training diverged at step {step} (seed {bad[0]}); lower the learning rate")
