@@ -322,7 +322,7 @@ def ops_per_step(trainer: str, device: str | torch.device = "cpu", n_images: int
     GPU runs it (`hedgekit.hardware.as_launch_bound`): every dispatched op is then a kernel launch there."""
     from hedgekit.data import random_occlusion
     from hedgekit.hardware import as_launch_bound
-    from hedgekit.methods.prototypes import SPE
+    from hedgekit.methods.spe import SPE
     from hedgekit.opcount import step_counts
     from hedgekit.training.episodic import EpisodicConfig, fit_episodic
     from hedgekit.training.fit import TrainConfig, fit

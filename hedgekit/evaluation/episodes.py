@@ -61,7 +61,8 @@ def evaluate_episodes(
     Returns:
         (mean accuracy, std over episodes, per-episode accuracies (n_episodes,)).
     """
-    from hedgekit.methods.prototypes import PN
+    from hedgekit.methods.pn import PN
+    from hedgekit.methods.spe import SPE
 
     n_episodes = check_count(n_episodes, "n_episodes")
     k_support = check_count(k_support, "k_support")
@@ -82,6 +83,7 @@ def evaluate_episodes(
     support_set, query_set = support_set.to(device), query_set.to(device)
     if device.type != "cpu":
         generator = torch.Generator(device).manual_seed(seed)
+    sampling = dict(sampler=sampler, n_samples=n_samples, generator=generator) if isinstance(head, SPE) else {}
     accs = np.empty(n_episodes)
     was_training = head.training
     head.eval()
@@ -90,8 +92,7 @@ def evaluate_episodes(
             for e in range(n_episodes):
                 ep = episodes.sample()
                 query, support = query_set[torch.as_tensor(ep.query)], support_set[torch.as_tensor(ep.support)]
-                log_p = head.log_posterior(query, support, torch.as_tensor(ep.support_labels), ep.n_classes,
-                                           sampler, n_samples, generator)
+                log_p = head.log_posterior(query, support, torch.as_tensor(ep.support_labels), ep.n_classes, **sampling)
                 pred = log_p.argmax(1).cpu().numpy()
                 accs[e] = float((pred == ep.query_labels).mean())
     finally:

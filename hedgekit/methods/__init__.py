@@ -4,7 +4,9 @@ from hedgekit.methods.hib import hib_batch_loss, hib_pair_loss, kl_to_standard_n
 from hedgekit.data.samplers import ClassBalancedSampler, two_stream_pairs
 from hedgekit.methods import ce, elk, ensemble, hetxl, infonce, losspred, mcdropout, mcinfonce, nivmf, sngp, url_hib  # noqa: F401  (URL methods register themselves in upstream.METHODS)
 from hedgekit.methods.upstream import METHODS, UpstreamMethod, build_method
-from hedgekit.methods.prototypes import (PN, SPE, gamma_init, gaussian_product, log_posterior_intersection, log_posterior_naive, pn_log_posterior, pn_prototypes, spe_prototypes)
+from hedgekit.methods.pn import PN, pn_log_posterior, pn_prototypes
+from hedgekit.methods.spe import (SPE, gamma_init, gaussian_product, log_posterior_intersection, log_posterior_naive,
+                                  spe_prototypes)
 
 __all__ = [
     "contrastive_from_distance", "hard_contrastive", "hard_contrastive_all_pairs", "log_match", "soft_contrastive",

@@ -23,7 +23,8 @@ from torch import Tensor
 
 from hedgekit.data.samplers import EpisodeSampler
 from hedgekit.checks import check_batch, check_fields, check_training_set
-from hedgekit.methods.prototypes import PN, SAMPLERS, SPE
+from hedgekit.methods.pn import PN
+from hedgekit.methods.spe import SAMPLERS, SPE
 from hedgekit.training.batches import DeviceImages
 from hedgekit.training.fit import (PRECISIONS, History, body_autocast, memory_format, optimise, resolve_device,
                                    seed_everything)
@@ -96,7 +97,7 @@ def fit_episodic(
     data = DeviceImages(images, dev, fmt)
     dev_gen = gen if dev.type == "cpu" else None
     n_support = cfg.n_classes * cfg.k_support
-    sampler_kw = dict(sampler=cfg.sampler, n_samples=cfg.samples, generator=dev_gen)
+    sampler_kw = dict(sampler=cfg.sampler, n_samples=cfg.samples, generator=dev_gen) if is_spe else {}
 
     def step_loss(step: int):
         ep = episodes.sample()

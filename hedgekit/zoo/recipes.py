@@ -18,7 +18,8 @@ import torch
 from hedgekit.data import load_ndigit, make_lshapes, random_occlusion
 from hedgekit.data.ndigit import per_class_subset
 from hedgekit.evaluation.episodes import evaluate_episodes
-from hedgekit.methods.prototypes import PN, SPE
+from hedgekit.methods.pn import PN
+from hedgekit.methods.spe import SPE
 from hedgekit.nets import EmbeddingNet
 from hedgekit.training.captured import capturable, fit_captured
 from hedgekit.training.episodic import EpisodicConfig, fit_episodic

@@ -23,7 +23,8 @@ from typing import ClassVar
 
 from hedgekit.checks import MAX_STEPS, check_count, check_margin, check_number, check_seed
 from hedgekit.errors import InputError
-from hedgekit.methods.prototypes import PN, SAMPLERS, SPE, gamma_init
+from hedgekit.methods.pn import PN
+from hedgekit.methods.spe import SAMPLERS, SPE, gamma_init
 from hedgekit.nets import EmbeddingNet, model_from_config
 from hedgekit.training.episodic import EpisodicConfig
 from hedgekit.training.fit import TrainConfig

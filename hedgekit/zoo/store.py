@@ -34,7 +34,8 @@ from hedgekit.checks import check_writable, resolve_device, write_bytes_atomic
 from hedgekit.data.provenance import Source, matches
 from hedgekit.errors import CheckpointError, DataNotFoundError, InputError
 from hedgekit.hardware import device_description, resolve_precision
-from hedgekit.methods.prototypes import PN, SPE
+from hedgekit.methods.pn import PN
+from hedgekit.methods.spe import SPE
 from hedgekit.nets import EmbeddingNet, model_from_config
 from hedgekit.paths import PACKAGE_DIR, cache_path
 from hedgekit.training import distributed

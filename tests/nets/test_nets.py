@@ -1,14 +1,17 @@
-"""Tests of hedgekit.nets: shapes for every kind/N/D, input validation, embed(), SoftMatch (HIB eq. 2)."""
+"""Tests of hedgekit.nets: shapes for every kind/N/D, input validation, embed(), SoftMatch (HIB eq. 2), conv body."""
 import math
 
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 from hedgekit.nets import EmbeddingNet, GaussianHead, PointHead, SoftMatch, build_model, model_from_config
+from hedgekit.nets.backbones import ConvBody
+from hedgekit.nets.embedder import build_conv_model, build_lshape_model, conv_model_from_config
 
 KINDS = [("point", 1), ("hib", 1), ("hib", 2)]  # point, MoG-1, MoG-2
 
@@ -250,3 +253,22 @@ def test_lenet_body_equals_conv_relu_pool_order_bit_for_bit(fmt):
     params = list(body.parameters())
     for g1, g2 in zip(torch.autograd.grad(ours, params, g), torch.autograd.grad(paper, params, g)):
         assert torch.equal(g1, g2)
+
+
+def test_conv_body_shapes_init_and_config_rebuild():
+    body = ConvBody(3, 64, 64, blocks=5)
+    assert body.out_features == 64 * 2 * 2
+    conv = body.features[0]
+    assert conv.weight.std().item() == pytest.approx(math.sqrt(2 / 27), rel=0.15)  # He: sqrt(2 / fan_in)
+    assert conv.bias.abs().max().item() <= 1 / math.sqrt(27)
+    assert sum(isinstance(m, nn.BatchNorm2d) for m in body.modules()) == 5
+    model = build_lshape_model("hib", dim=2)
+    emb = model(torch.rand(4, 3, 64, 64))
+    assert emb.mean.shape == (4, 1, 2) and (emb.var > 0).all()
+    again = conv_model_from_config(model.config)
+    again.load_state_dict(model.state_dict())
+    assert again.config == model.config and model.config["body"] == "conv"
+    omniglot = build_conv_model("point", 2, in_channels=1, height=28, width=28, blocks=3)
+    assert omniglot.body.out_features == 576 and omniglot(torch.rand(2, 1, 28, 28)).is_point
+    with pytest.raises(InputError, match="shrink"):
+        ConvBody(1, 28, 28, blocks=5)

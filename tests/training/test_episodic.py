@@ -1,5 +1,5 @@
 """Tests of hedgekit.training.episodic: the input checks of `fit_episodic` (its training is tested with the
-prototype heads in tests/methods/test_prototypes.py)."""
+prototype heads in tests/evaluation/test_episodes.py)."""
 import pytest
 import torch
 

@@ -5,7 +5,7 @@ import pytest
 
 import hedgekit.zoo as zoo
 from hedgekit.errors import InputError
-from hedgekit.methods.prototypes import PN
+from hedgekit.methods.pn import PN
 from hedgekit.zoo import Spec
 
 pytestmark = pytest.mark.filterwarnings("ignore:Converting a tensor with requires_grad=True to a scalar")

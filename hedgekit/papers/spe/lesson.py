@@ -22,7 +22,8 @@ from hedgekit.checks import check_count
 from hedgekit.data.samplers import EpisodeSampler
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
-from hedgekit.methods.prototypes import PN, SPE
+from hedgekit.methods.pn import PN
+from hedgekit.methods.spe import SPE
 
 
 def occlude_squares(images: Tensor, rng: np.random.Generator, side: float = 0.6) -> Tensor:
@@ -90,7 +91,7 @@ def mixed_support_accuracy(head: SPE | PN | None, clean: Embedding, corrupt: Emb
     head = PN() if head is None else head
     episodes = EpisodeSampler(labels, n_classes, k_support, query_per_class, seed)
     take_corrupt = torch.from_numpy(np.tile(np.arange(k_support) < n_corrupt, episodes.n_classes))[:, None, None]
-    generator = torch.Generator().manual_seed(seed)
+    sampling = dict(n_samples=n_samples, generator=torch.Generator().manual_seed(seed)) if isinstance(head, SPE) else {}
     accs = np.empty(n_episodes)
     with torch.no_grad():
         for e in range(n_episodes):
@@ -99,6 +100,6 @@ def mixed_support_accuracy(head: SPE | PN | None, clean: Embedding, corrupt: Emb
             support = Embedding.mixture(torch.where(take_corrupt, corrupt.mean[s_idx], clean.mean[s_idx]),
                                         torch.where(take_corrupt, corrupt.var[s_idx], clean.var[s_idx]))
             log_p = head.log_posterior(clean[torch.as_tensor(ep.query)], support, torch.as_tensor(ep.support_labels),
-                                       ep.n_classes, n_samples=n_samples, generator=generator)
+                                       ep.n_classes, **sampling)
             accs[e] = float((log_p.argmax(1).numpy() == ep.query_labels).mean())
     return float(accs.mean()), float(accs.std(ddof=1) / np.sqrt(n_episodes)) if n_episodes > 1 else 0.0

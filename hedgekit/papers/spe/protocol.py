@@ -22,7 +22,8 @@ from hedgekit.data.samplers import EpisodeSampler
 from hedgekit.evaluation.episodes import evaluate_episodes
 from hedgekit.evaluation.embedded import EmbeddedSet, embed_set, images_to_tensor
 from hedgekit.errors import InputError
-from hedgekit.methods.prototypes import PN, SPE
+from hedgekit.methods.pn import PN
+from hedgekit.methods.spe import SPE
 
 
 # (support, query) corruption conditions of Table 2 / Figure 6 (App. E), in the paper's order.
@@ -94,7 +95,7 @@ def class_prototypes(head, embedded: Embedding, labels) -> tuple[np.ndarray, np.
         if isinstance(head, SPE):
             mu, var = head.prototypes(embedded, y, len(ids))
         else:
-            from hedgekit.methods.prototypes import pn_prototypes
+            from hedgekit.methods.pn import pn_prototypes
 
             mu = pn_prototypes(embedded.mixture_mean(), y, len(ids))
             var = torch.zeros_like(mu)

@@ -11,7 +11,8 @@ import torch
 from hedgekit.data.samplers import EpisodeSampler
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
-from hedgekit.methods.prototypes import PN, SPE, pn_log_posterior, pn_prototypes
+from hedgekit.methods.pn import PN, pn_log_posterior, pn_prototypes
+from hedgekit.methods.spe import SPE
 from hedgekit.papers.spe.lesson import mixed_support_accuracy, occlude_squares, square_occlusion
 
 

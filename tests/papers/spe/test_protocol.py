@@ -20,7 +20,8 @@ from hedgekit.data.lshapes import CLASS_CENTERS, render_batch
 from hedgekit.data.ndigit import spelled_number
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
-from hedgekit.methods.prototypes import PN, SPE
+from hedgekit.methods.pn import PN
+from hedgekit.methods.spe import SPE
 from hedgekit.papers.verdict import training_context
 
 pytestmark = pytest.mark.filterwarnings("ignore:Converting a tensor with requires_grad=True to a scalar")

@@ -1,11 +1,10 @@
-"""Tests of PN / SPE prototypes (Scott et al. 2019, eq. 3-9, App. B), episodes and episodic training.
+"""Tests of hedgekit.methods.spe: Stochastic Prototype Embeddings (Scott et al. 2019, eq. 3-9, App. B).
 
 Oracles: closed-form Gaussian products and brute-force density multiplication on grids, numerical
-quadrature of eq. 7, the naive sampler with many samples, the PN limit stated under eq. 7,
-hand-built embeddings whose episode accuracy is known exactly.
+quadrature of eq. 7, the naive sampler with many samples, the PN limit stated under eq. 7, and a second,
+plain implementation of the samplers (no chunks, no matmul form, no probability-space shortcut) fed the same noise.
 """
 import math
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -14,15 +13,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from hedgekit.embedding import Embedding
-from hedgekit.data.samplers import EpisodeSampler
-from hedgekit.evaluation.episodes import evaluate_episodes
-from hedgekit.evaluation.embedded import EmbeddedSet, embed_set
-from hedgekit.training.episodic import EpisodicConfig, fit_episodic
 from hedgekit.errors import InputError
-from hedgekit.methods.prototypes import (PN, SPE, gamma_init, gaussian_log_density, gaussian_product, log_posterior_intersection, log_posterior_naive, pn_log_posterior, pn_prototypes, spe_prototypes)
-from hedgekit.nets import INIT_VAR, EmbeddingNet, GaussianHead, PointHead, SoftMatch
-from hedgekit.nets.backbones import ConvBody
-from hedgekit.nets.embedder import build_conv_model, build_lshape_model, conv_model_from_config
+from hedgekit.methods import spe as spe_module
+from hedgekit.methods.pn import PN, pn_log_posterior, pn_prototypes
+from hedgekit.methods.spe import (SPE, gamma_init, gaussian_log_density, gaussian_log_density_around, gaussian_product,
+                                  log_mean_softmax, log_posterior_intersection, log_posterior_naive, spe_prototypes)
 
 torch.set_num_threads(1)
 DT = torch.float64
@@ -199,154 +194,70 @@ def test_gamma_initialisation_follows_appendix_b():
     assert defaults == ("intersection", 1, "naive", 200)
 
 
-# ----------------------------------------------------------------------------- episodes
+# ----------------------------------------------------------------------------- speed tricks against plain forms
 
 
-def test_episode_sampler_counts_disjointness_and_determinism():
-    labels = np.repeat(np.array([3, 7, 11, 20, 42]), [9, 12, 10, 15, 8])
-    sampler = EpisodeSampler(labels, n_classes=3, k_support=4, query_per_class=4, seed=5)
-    for _ in range(50):
-        ep = sampler.sample()
-        assert len(ep.classes) == 3 and len(set(ep.classes)) == 3
-        assert len(ep.support) == 12 and len(ep.query) == 12
-        assert not set(ep.support) & set(ep.query)  # disjoint
-        assert len(set(ep.support)) == 12 and len(set(ep.query)) == 12
-        np.testing.assert_array_equal(np.bincount(ep.support_labels), [4, 4, 4])
-        np.testing.assert_array_equal(np.bincount(ep.query_labels), [4, 4, 4])
-        np.testing.assert_array_equal(labels[ep.support], ep.classes[ep.support_labels])
-        np.testing.assert_array_equal(labels[ep.query], ep.classes[ep.query_labels])
-    a = [EpisodeSampler(labels, 3, 4, 4, seed=1).sample() for _ in range(2)]
-    b = EpisodeSampler(labels, 3, 4, 4, seed=1)
-    c = EpisodeSampler(labels, 3, 4, 4, seed=2)
-    e1, e2 = b.sample(), c.sample()
-    np.testing.assert_array_equal(a[0].support, e1.support)
-    np.testing.assert_array_equal(a[0].query, a[1].query)
-    assert not (np.array_equal(e1.support, e2.support) and np.array_equal(e1.classes, e2.classes))
-    full = EpisodeSampler(labels, None, 2, 3).sample()  # all classes
-    np.testing.assert_array_equal(full.classes, [3, 7, 11, 20, 42])
+def plain_log_normal(z, mean, var):
+    """log N(z; mean_c, diag var_c) for z (..., D): (..., C), written out again."""
+    return (-0.5 * (z[..., None, :] - mean) ** 2 / var - 0.5 * torch.log(2 * math.pi * var)).sum(-1)
 
 
-def swapped_twin_set(n_cls=5, per_class=12, seed=0):
-    """Clean embeddings: tight clusters at class centres. Corrupt twin: each class sits at the *next* class's
-    centre. So clean/clean and corrupt/corrupt episodes are 100% right and mixed ones 0%."""
-    g = gen(seed)
-    centres = torch.arange(n_cls, dtype=torch.float32)[:, None] * torch.tensor([[10.0, 0.0]])
-    labels = np.repeat(np.arange(n_cls), per_class)
-    noise = torch.randn(len(labels), 2, generator=g) * 0.1
-    clean = centres[labels] + noise
-    corrupt = centres[(labels + 1) % n_cls] + noise
-    var = torch.full_like(clean, 0.05)
-    return EmbeddedSet(Embedding.gaussian(clean, var), Embedding.gaussian(corrupt, var), labels)
+def test_matmul_form_equals_the_plain_density():
+    g = gen(11)
+    center, offsets = torch.randn(3, 4, generator=g, dtype=DT), torch.randn(3, 5, 4, generator=g, dtype=DT)
+    mean, var = torch.randn(6, 4, generator=g, dtype=DT), 0.1 + torch.rand(6, 4, generator=g, dtype=DT)
+    fast = gaussian_log_density_around(center, offsets, mean, var)
+    torch.testing.assert_close(fast, plain_log_normal(center[:, None] + offsets, mean, var))
+    torch.testing.assert_close(gaussian_log_density(center[:, None] + offsets, mean, var), fast)
+    zero = gaussian_log_density_around(center, torch.zeros(3, 1, 4, dtype=DT), mean, var)[:, 0]
+    torch.testing.assert_close(zero, plain_log_normal(center, mean, var), rtol=0, atol=1e-12)  # point queries
 
 
-@pytest.mark.parametrize("head", [None, SPE(20, 2)])
-def test_evaluate_episodes_selects_clean_and_corrupt_twins(head):
-    data = swapped_twin_set()
-    kw = dict(n_episodes=20, k_support=4, query_per_class=3, n_samples=20)
-    assert evaluate_episodes(None, head, data, **kw)[0] == 1.0
-    assert evaluate_episodes(None, head, data, support_corrupt=True, query_corrupt=True, **kw)[0] == 1.0
-    assert evaluate_episodes(None, head, data, support_corrupt=True, **kw)[0] == 0.0
-    assert evaluate_episodes(None, head, data, query_corrupt=True, **kw)[0] == 0.0
+def test_probability_space_mean_equals_the_log_space_form_even_when_a_class_underflows():
+    g = gen(12)
+    log_lik = torch.randn(4, 7, 3, generator=g)  # float32, (q, S, C)
+    log_lik[2, :, 1] -= 200.0  # class 1 of query 2: probability ~e^-200, below float32's range
+    plain = torch.logsumexp(F.log_softmax(log_lik, -1), 1) - math.log(7)
+    fast = log_mean_softmax(log_lik)
+    torch.testing.assert_close(fast, plain)
+    assert fast[2, 1] < -190  # the fallback kept the tiny probability instead of clamping it to 1e-30
 
 
-def test_evaluate_episodes_is_deterministic_and_reports_every_episode():
-    labels = np.repeat(np.arange(6), 12)
-    mean = torch.randn(len(labels), 2, generator=gen(1)) + torch.tensor(labels, dtype=torch.float32)[:, None] * 0.5
-    noisy = EmbeddedSet(Embedding.gaussian(mean, torch.full_like(mean, 0.3)), None, labels)  # overlapping classes
-    spe = SPE(20, 2)
-    r1 = evaluate_episodes(None, spe, noisy, n_episodes=30, n_classes=4, k_support=2, query_per_class=5, seed=3)
-    r2 = evaluate_episodes(None, spe, noisy, n_episodes=30, n_classes=4, k_support=2, query_per_class=5, seed=3)
-    r3 = evaluate_episodes(None, spe, noisy, n_episodes=30, n_classes=4, k_support=2, query_per_class=5, seed=4)
-    assert r1[0] == r2[0] and np.array_equal(r1[2], r2[2]) and not np.array_equal(r1[2], r3[2])
-    assert r1[2].shape == (30,) and r1[0] == pytest.approx(r1[2].mean()) and r1[1] == pytest.approx(r1[2].std())
-    assert set(np.round(r1[2] * 20).astype(int)) <= set(range(21))  # 4 classes x 5 queries per episode
-
-
-# ----------------------------------------------------------------------------- models and training
-
-
-class TinyMLP(nn.Module):
-    def __init__(self, features=10, hidden=32):
-        super().__init__()
-        self.net = nn.Sequential(nn.Flatten(), nn.Linear(features, hidden), nn.ReLU(),
-                                 nn.Linear(hidden, hidden), nn.ReLU())
-        self.out_features = hidden
-
-    def forward(self, x):
-        return self.net(x)
-
-
-def tiny_model(kind, features=10, dim=2):
-    body = TinyMLP(features)
-    if kind == "point":
-        head = PointHead(body.out_features, dim)
-    else:
-        head = GaussianHead(body.out_features, dim, 1, INIT_VAR)
-    return EmbeddingNet(body, head, SoftMatch(), dict(kind=kind, in_channels=1, height=1, width=features))
-
-
-def blobs(n_per_class, n_cls=12, features=10, seed=0, centre_seed=0):
-    centres = np.random.default_rng(centre_seed).normal(0, 1.0, (n_cls, features))
-    rng = np.random.default_rng(seed)
-    labels = np.repeat(np.arange(n_cls), n_per_class)
-    x = centres[labels] + rng.normal(0, 0.6, (len(labels), features))
-    corrupt = x.copy()
-    corrupt[:, : features // 2] = 0  # "occlude" half of the features
-    # squashed into [0, 1]: EmbeddingNet takes images (pixels in [0, 1]) only
-    as_img = lambda a: torch.sigmoid(torch.tensor(a, dtype=torch.float32)).reshape(len(a), 1, 1, features)
-    return SimpleNamespace(images=as_img(x), corrupt=as_img(corrupt), labels=labels)
-
-
-@pytest.mark.parametrize("kind, precision", [("pn", "float32"), ("spe", "float32"), ("spe", "bfloat16")])
-def test_tiny_episodic_training_beats_chance(kind, precision):
-    train, test = blobs(40, seed=1), blobs(30, seed=2)
-    model = tiny_model("point" if kind == "pn" else "hib")
-    cfg = EpisodicConfig(steps=300, n_classes=8, k_support=3, query_per_class=3, lr=3e-3, log_every=100,
-                         precision=precision)
-    head = SPE.for_episodes(cfg.n_classes, cfg.k_support, 2) if kind == "spe" else None
-    gamma0 = None if head is None else head.gamma.item()
-    body_dtypes = set()
-    hook = model.body.register_forward_hook(lambda module, inputs, output: body_dtypes.add(output.dtype))
-    hist = fit_episodic(model, head, train.images, torch.tensor(train.labels), cfg, seed=0, progress=False)
-    hook.remove()
-    assert body_dtypes == {getattr(torch, precision)}  # the body ran in the precision asked for
-    assert hist.rows[-1]["loss"] < hist.rows[0]["loss"] and hist.seconds > 0
-    if head is not None:
-        assert head.gamma.item() != gamma0 and "sigma_eps2" in hist.rows[-1]  # sigma_eps is learned
-    data = embed_set(model, test, eta=False)
-    acc, _, _ = evaluate_episodes(None, head, data, n_episodes=50, k_support=5, query_per_class=10, n_samples=50)
-    assert acc > 0.6  # 12-way: chance is 0.083
-    acc_corrupt_query, _, _ = evaluate_episodes(None, head, data, n_episodes=50, k_support=5, query_per_class=10,
-                                                query_corrupt=True, n_samples=50)
-    assert acc_corrupt_query < acc
-
-
-def test_fit_episodic_is_deterministic_for_a_seed():
-    train = blobs(20, n_cls=6, seed=1)
-    cfg = EpisodicConfig(steps=20, n_classes=4, k_support=2, query_per_class=2, log_every=5)
-    runs = []
-    for _ in range(2):
-        torch.manual_seed(0)  # same initial weights
-        model, head = tiny_model("hib"), SPE(8, 2)
-        runs.append(fit_episodic(model, head, train.images, train.labels, cfg, seed=4, progress=False).rows)
-    assert [r["loss"] for r in runs[0]] == [r["loss"] for r in runs[1]]
-
-
-def test_conv_body_shapes_init_and_config_rebuild():
-    body = ConvBody(3, 64, 64, blocks=5)
-    assert body.out_features == 64 * 2 * 2
-    conv = body.features[0]
-    assert conv.weight.std().item() == pytest.approx(math.sqrt(2 / 27), rel=0.15)  # He: sqrt(2 / fan_in)
-    assert conv.bias.abs().max().item() <= 1 / math.sqrt(27)
-    assert sum(isinstance(m, nn.BatchNorm2d) for m in body.modules()) == 5
-    model = build_lshape_model("hib", dim=2)
-    emb = model(torch.rand(4, 3, 64, 64))
-    assert emb.mean.shape == (4, 1, 2) and (emb.var > 0).all()
-    again = conv_model_from_config(model.config)
-    again.load_state_dict(model.state_dict())
-    assert again.config == model.config and model.config["body"] == "conv"
-    omniglot = build_conv_model("point", 2, in_channels=1, height=28, width=28, blocks=3)
-    assert omniglot.body.out_features == 576 and omniglot(torch.rand(2, 1, 28, 28)).is_point
+@pytest.mark.parametrize("targets", [None, [2, 0, 1, 2, 1]])
+def test_samplers_equal_a_plain_second_implementation_with_the_same_noise(monkeypatch, targets):
+    """Chunks of 2 queries (2, 2, 1): each chunk draws its own noise, as the plain version below does."""
+    g = gen(13)
+    q_mean, q_var = torch.randn(5, 3, generator=g, dtype=DT), 0.1 + torch.rand(5, 3, generator=g, dtype=DT)
+    c_mean, c_var = torch.randn(4, 3, generator=g, dtype=DT), 0.3 + torch.rand(4, 3, generator=g, dtype=DT)
+    s, n_cls = 6, len(c_mean)
+    chunks = [slice(0, 2), slice(2, 4), slice(4, 5)]
+    n_y = n_cls if targets is None else 1
+    # naive (sec. 3.2.1): z_s = mu_x + sigma_x eps_s, log 1/S sum_s softmax_y log N(z_s; mu_y, sigma_hat_y^2)
+    monkeypatch.setattr(spe_module, "CHUNK_ELEMENTS", 2 * s * n_cls * 3)
+    noise = gen(1)
+    expected = []
+    for sl in chunks:
+        z = q_mean[sl, None] + q_var[sl, None].sqrt() * torch.randn(len(q_mean[sl]), s, 3, generator=noise, dtype=DT)
+        expected.append(torch.logsumexp(F.log_softmax(plain_log_normal(z, c_mean, c_var), -1), 1) - math.log(s))
+    torch.testing.assert_close(log_posterior_naive(q_mean, q_var, c_mean, c_var, s, gen(1)), torch.cat(expected))
+    # intersection (eq. 8-9), in the paper's precision form
+    monkeypatch.setattr(spe_module, "CHUNK_ELEMENTS", 2 * s * n_cls * 3 * n_y)
+    noise = gen(2)
+    expected = []
+    for sl in chunks:
+        m_x, v_x = q_mean[sl, None], q_var[sl, None]  # (q, 1, D)
+        idx = torch.arange(n_cls) if targets is None else torch.tensor(targets)[sl, None]
+        m_y, v_y = c_mean[idx], c_var[idx]  # (C, D) or (q, 1, D)
+        var_xy = 1 / (1 / v_x + 1 / v_y)
+        mu_xy = var_xy * (m_x / v_x + m_y / v_y)  # (q, Y, D)
+        z = mu_xy[:, :, None] + var_xy.sqrt()[:, :, None] * torch.randn(len(m_x), n_y, s, 3, generator=noise,
+                                                                         dtype=DT)
+        first = (-0.5 * (m_x - m_y) ** 2 / (v_x + v_y) - 0.5 * torch.log(2 * math.pi * (v_x + v_y))).sum(-1)
+        second = torch.logsumexp(-torch.logsumexp(plain_log_normal(z, c_mean, c_var), -1), -1) - math.log(s)
+        res = first + second
+        expected.append(res if targets is None else res[:, 0])
+    got = log_posterior_intersection(q_mean, q_var, c_mean, c_var, s, gen(2), targets=targets)
+    torch.testing.assert_close(got, torch.cat(expected))
 
 
 # ----------------------------------------------------------------------------- errors
@@ -354,16 +265,6 @@ def test_conv_body_shapes_init_and_config_rebuild():
 
 def test_input_errors():
     z = torch.randn(6, 2)
-    with pytest.raises(InputError, match="at least one support item"):
-        pn_prototypes(z, torch.tensor([0, 0, 2, 2, 2, 0]))
-    with pytest.raises(InputError, match="out of range"):
-        pn_prototypes(z, torch.tensor([0, 1, 2, 0, 1, 2]), n_classes=2)
-    with pytest.raises(InputError, match="shape"):
-        pn_prototypes(z, torch.tensor([0, 1]))
-    with pytest.raises(InputError, match="NaN"):
-        pn_prototypes(torch.full((2, 2), float("nan")), torch.tensor([0, 1]))
-    with pytest.raises(InputError, match="integers"):
-        pn_prototypes(z, torch.zeros(6))
     with pytest.raises(InputError, match="strictly positive"):
         gaussian_product(z, torch.zeros(6, 2), torch.arange(6))
     spe = SPE(10, 2)
@@ -380,19 +281,6 @@ def test_input_errors():
         spe.loss(support, torch.tensor([0, 9, 0, 0, 0, 0]), support, torch.arange(6))
     with pytest.raises(InputError, match="gamma0"):
         SPE(10, 2, gamma0=0.0)
-    with pytest.raises(InputError, match="too few instances"):
-        EpisodeSampler(np.repeat([0, 1, 2], [10, 10, 3]), n_classes=3, k_support=2, query_per_class=2)
-    with pytest.raises(InputError, match="n_classes must be in"):
-        EpisodeSampler(np.repeat([0, 1], 10), n_classes=3)
-    no_twin = EmbeddedSet(support, None, np.arange(6) % 2)
-    with pytest.raises(InputError, match="no corrupt twin"):
-        evaluate_episodes(None, None, no_twin, n_episodes=1, k_support=1, query_per_class=1, query_corrupt=True)
-    with pytest.raises(InputError, match="sampler must be"):
-        EpisodicConfig(sampler="gibbs")
-    with pytest.raises(InputError, match="labels"):
-        fit_episodic(tiny_model("point"), None, torch.zeros(4, 1, 1, 10), np.zeros(3, dtype=int), progress=False)
-    with pytest.raises(InputError, match="shrink"):
-        ConvBody(1, 28, 28, blocks=5)
 
 
 @pytest.mark.parametrize("n_samples", [0, -1, 2.5, True, None, "200"], ids=repr)
