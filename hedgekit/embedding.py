@@ -219,14 +219,22 @@ class Embedding:
         """Linear projection z' = W^T z with W of shape (D, d) (e.g. PCA for plotting D > 2).
 
         Returns per-component means (B, C, d) and full covariances (B, C, d, d):
-        mu' = W^T mu, Sigma' = W^T Sigma W (design note: never t-SNE uncertain embeddings).
+        mu' = W^T mu, Sigma' = W^T Sigma W (`project_gaussian`; design note: never t-SNE uncertain embeddings).
         """
-        if w.ndim != 2 or w.shape[0] != self.dim:
-            raise InputError(f"projection matrix must have shape ({self.dim}, d); got {tuple(w.shape)}")
-        w = w.to(self.mean)
-        mean = self.mean @ w
-        cov = torch.einsum("di,bcd,dj->bcij", w, self.var, w)
-        return mean, cov
+        return project_gaussian(self.mean, self.var, torch.as_tensor(w, dtype=self.mean.dtype, device=self.mean.device))
 
     def with_uncertainty(self, u: Tensor) -> "Embedding":
         return replace(self, uncertainty=u)
+
+
+def project_gaussian(mean, var, w):
+    """mu' = W^T mu and Sigma' = W^T diag(var) W: the Gaussian N(mu, diag var) seen through z' = W^T z.
+
+    mean and var (..., D), W (D, d); returns (..., d) and (..., d, d). numpy arrays and torch tensors alike
+    (the app's maps project numpy, `Embedding.project` tensors): the one projection of a covariance.
+    """
+    if w.ndim != 2 or mean.shape[-1] != w.shape[0]:
+        raise InputError(f"projection matrix must have shape ({mean.shape[-1]}, d); got {tuple(w.shape)}")
+    if var.shape != mean.shape:
+        raise InputError(f"variances {tuple(var.shape)} must match the means {tuple(mean.shape)} (diagonal)")
+    return mean @ w, (w.swapaxes(0, 1) * var[..., None, :]) @ w

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from hedgekit.embedding import Embedding
+from hedgekit.embedding import Embedding, project_gaussian
 from hedgekit.errors import InputError
 
 
@@ -241,6 +241,21 @@ def test_project_covariance_vs_projected_samples():
     z = e.sample(200_000, torch.Generator().manual_seed(0))[0] @ w
     assert torch.allclose(z.mean(0), mean[0, 0], atol=0.02)
     assert torch.allclose(torch.cov(z.T), cov[0, 0], rtol=0.02, atol=0.02)
+
+
+def test_project_gaussian_by_hand_on_tensors_and_arrays():
+    """mu = (1, -2, 0.5), var = (0.5, 2, 1), W = [[1, 0], [1, 1], [0, -2]]: W^T mu = (1 - 2, -2 - 1) = (-1, -3);
+    W^T diag(var) W = [[0.5 + 2, 2], [2, 2 + 4]] = [[2.5, 2], [2, 6]]."""
+    w = [[1.0, 0.0], [1.0, 1.0], [0.0, -2.0]]
+    mean, var = [1.0, -2.0, 0.5], [0.5, 2.0, 1.0]
+    for lib in (np.asarray, lambda a: torch.tensor(a, dtype=torch.float64)):
+        mu, cov = project_gaussian(lib(mean), lib(var), lib(w))
+        np.testing.assert_allclose(np.asarray(mu), [-1.0, -3.0])
+        np.testing.assert_allclose(np.asarray(cov), [[2.5, 2.0], [2.0, 6.0]])
+    mu, cov = Embedding.gaussian(torch.tensor([mean]), torch.tensor([var])).project(torch.tensor(w))
+    np.testing.assert_allclose(cov[0, 0].numpy(), [[2.5, 2.0], [2.0, 6.0]])
+    with pytest.raises(InputError, match="must match the means"):
+        project_gaussian(np.zeros(3), np.ones((3, 3)), np.eye(3))
 
 
 def test_project_identity_and_bad_shape():

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from hedgekit.checks import check_count
-from hedgekit.embedding import Embedding
+from hedgekit.embedding import Embedding, project_gaussian
 from hedgekit.errors import InputError
 from hedgekit.evaluation.centroids import CentroidTable
 from hedgekit.interactive.inputs import covered_fraction, model_input
@@ -125,8 +125,7 @@ def analyse(model: EmbeddingNet, image, boxes=(), centroids: CentroidTable | Non
     means = emb.mean[0].numpy().astype(float)
     variances = emb.var[0].numpy().astype(float)
     weights = emb.weights[0].numpy().astype(float)
-    comp_xy = means @ w
-    comp_cov = np.einsum("di,cd,dj->cij", w, variances, w)
+    comp_xy, comp_cov = project_gaussian(means, variances, w)
     xy, cov_xy = moment_match(weights, comp_xy, comp_cov)
     return Analysis(
         image=seen, boxes=boxes, covered=covered, weights=weights, means=means, variances=variances,

@@ -8,8 +8,8 @@ notebooks (matplotlib) draw the same shapes:
 * `ellipse_axes`: semi-axes and angle, for patch-based plotting (matplotlib's
   ``Ellipse(xy, 2*a, 2*b, angle=deg)``).
 * `sigma_mass`: probability mass inside the n-sigma ellipse of a 2D Gaussian.
-* `pca_basis`, `project_gaussian`: D > 2 shown in 2D by a *linear* map W (D, 2):
-  mu' = W^T mu, Sigma' = W^T Sigma W (design note: never t-SNE uncertain embeddings).
+* `pca_basis`: D > 2 shown in 2D by a *linear* map W (D, 2), mu' = W^T mu, Sigma' = W^T Sigma W
+  (`hedgekit.embedding.project_gaussian`; design note: never t-SNE uncertain embeddings).
 * `moment_match`: one Gaussian with the mean and covariance of a mixture.
 * `similarity_fit`: the scale-rotation-translation that best maps one 2D layout
   onto another (least squares, Umeyama 1991), e.g. to overlay a second model's
@@ -23,8 +23,8 @@ import numpy as np
 
 from hedgekit.errors import InputError
 
-__all__ = ["ellipse_points", "ellipse_axes", "sigma_mass", "mahalanobis_sq", "pca_basis", "project_gaussian",
-           "moment_match", "Similarity", "similarity_fit"]
+__all__ = ["ellipse_points", "ellipse_axes", "sigma_mass", "mahalanobis_sq", "pca_basis", "moment_match",
+           "Similarity", "similarity_fit"]
 
 
 def _as_mean_cov(mean, cov) -> tuple[np.ndarray, np.ndarray]:
@@ -126,18 +126,6 @@ def pca_basis(points, d: int = 2) -> np.ndarray:
     w = vt[:d].T.copy()  # (D, d)
     flip = np.sign(w[np.abs(w).argmax(0), np.arange(d)])
     return w * np.where(flip == 0, 1.0, flip)
-
-
-def project_gaussian(mean, cov, w) -> tuple[np.ndarray, np.ndarray]:
-    """mu' = W^T mu and Sigma' = W^T Sigma W for mean (..., D), cov (..., D) diagonal or (..., D, D)."""
-    w = np.asarray(w, dtype=float)
-    mean = np.asarray(mean, dtype=float)
-    cov = np.asarray(cov, dtype=float)
-    if w.ndim != 2 or mean.shape[-1] != w.shape[0]:
-        raise InputError(f"W must be (D, d) with D = {mean.shape[-1]}; got {w.shape}")
-    if cov.shape == mean.shape:
-        cov = cov[..., :, None] * np.eye(w.shape[0])  # diagonal -> full
-    return mean @ w, np.swapaxes(w, 0, 1) @ cov @ w
 
 
 def moment_match(weights, means, covs) -> tuple[np.ndarray, np.ndarray]:
