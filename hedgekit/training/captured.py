@@ -35,7 +35,8 @@ from hedgekit.errors import InputError
 from hedgekit.methods import hib_batch_loss
 from hedgekit.nets import EmbeddingNet
 from hedgekit.training.batches import DeviceImages
-from hedgekit.training.fit import History, TrainConfig, lr_factor, memory_format, seed_everything
+from hedgekit.training.fit import TrainConfig
+from hedgekit.training.loop import History, lr_factor, memory_format, seed_everything
 
 WARMUP = 3  # eager steps before the capture (cuDNN and Adam's state are set up in them)
 

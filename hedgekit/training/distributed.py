@@ -2,8 +2,9 @@
 
 ``torchrun --nproc_per_node=N -m hedgekit train ...`` starts N copies of the same command;
 `init_from_env` joins them into one process group (gloo for CPU training, NCCL for CUDA,
-chosen from the device) and the training loops (`hedgekit.training.fit.fit`,
-`hedgekit.training.triplets.fit_triplets`) then run unchanged:
+chosen from the device) and the trainers (`hedgekit.training.fit.fit`,
+`hedgekit.training.episodic.fit_episodic`, `hedgekit.training.triplets.fit_triplets`, all through
+`hedgekit.training.loop.Loop`) then run unchanged:
 
 * **Batches.** Every rank runs the same seeded sampler and augmentation, so every rank knows
   the whole global batch; rank r embeds only its contiguous share of it (`Context.share`).
@@ -105,6 +106,14 @@ def wrap(model: nn.Module, ctx: Context, find_unused_parameters: bool = False) -
     device = next(model.parameters()).device
     ids = [device.index if device.index is not None else torch.cuda.current_device()] if device.type == "cuda" else None
     return nn.parallel.DistributedDataParallel(model, device_ids=ids, find_unused_parameters=find_unused_parameters)
+
+
+def broadcast(module: nn.Module, ctx: Context) -> None:
+    """Give ``module``'s parameters and buffers rank 0's values on every rank, as `wrap` does for the model (for
+    modules trained beside it, outside `DistributedDataParallel`: `hedgekit.training.loop.Loop`'s heads)."""
+    if ctx.active:
+        for tensor in [*module.parameters(), *module.buffers()]:
+            dist.broadcast(tensor.data, 0)
 
 
 class _Gather(torch.autograd.Function):

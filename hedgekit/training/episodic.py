@@ -6,7 +6,7 @@ the query classes: -log p(y | x, S) of SPE eq. 7 (intersection sampler, 1 sample
 or of the PN softmax (``head=None``).
 
 hedgekit's CPU recipe (the paper: lr 1e-3 halved every 50 epochs, early stopping, GPU): Adam with a
-linear warm-up and cosine decay (`hedgekit.training.fit.lr_factor`), fresh per-digit occlusion at every
+linear warm-up and cosine decay (`hedgekit.training.loop.lr_factor`), fresh per-digit occlusion at every
 step via ``augment`` (App. E: each training digit occluded with probability 0.2), smaller episodes.
 
 SPE embedding variances start near sigma_eps^2 (`hedgekit.nets.heads.INIT_VAR`), not near zero,
@@ -26,8 +26,7 @@ from hedgekit.checks import check_batch, check_fields, check_training_set
 from hedgekit.methods.pn import PN
 from hedgekit.methods.spe import SAMPLERS, SPE
 from hedgekit.training.batches import DeviceImages
-from hedgekit.training.fit import (PRECISIONS, History, body_autocast, memory_format, optimise, resolve_device,
-                                   seed_everything)
+from hedgekit.training.loop import PRECISIONS, History, Loop, body_autocast
 
 
 @dataclass
@@ -46,7 +45,7 @@ class EpisodicConfig:
     sampler: str = "intersection"  # SPE training sampler (sec. 4.2: intersection with s = 1)
     samples: int = 1  # s, samples per training query (Figure 4: s in {1, 3, 9, 27, 81})
     log_every: int = 50
-    precision: str = "float32"  # or "bfloat16": the body under bfloat16 autocast (`hedgekit.training.fit.body_autocast`)
+    precision: str = "float32"  # or "bfloat16": the body under bfloat16 autocast (`training.loop.body_autocast`)
 
     def __post_init__(self) -> None:
         check_fields(self, counts=dict(steps=1, n_classes=2, k_support=1, query_per_class=1, samples=1, log_every=1),
@@ -77,6 +76,14 @@ def fit_episodic(
         augment: ``augment(batch, rng) -> batch`` on every batch on the training device, before the forward
             pass, e.g. ``hedgekit.data.occlusion.random_occlusion(0.2)`` (as `hedgekit.training.fit.fit`).
         callback: ``callback(step, row)`` at every log step.
+
+    Under ``torchrun`` (after `hedgekit.training.distributed.init_from_env`) it trains as `hedgekit.training.fit.fit`
+    does: every rank draws the same episode, embeds its share of it and gathers the whole episode, so every rank
+    computes the loss of the whole episode, prototypes from the whole support set (issue 47 item 2: before the
+    shared loop each rank trained alone). The head (SPE's sigma_eps, gamma) is not in `DistributedDataParallel`:
+    it starts from rank 0's values and, computed from the same gathered embeddings and the same seeded
+    Monte-Carlo draws on every rank, its gradient and updates are the same on every rank
+    (tests/training/test_distributed.py).
     Returns:
         `History`; rows hold step, loss, acc (training-query accuracy with the training sampler), lr,
         var (mean embedding variance) and, for SPE, sigma_eps2.
@@ -87,23 +94,20 @@ def fit_episodic(
     check_training_set(images, labels, model)
     head = PN() if head is None else head
     is_spe = isinstance(head, SPE)
-    dev = resolve_device(device)
-    gen = seed_everything(seed)
+    # find_unused_parameters: the episode losses leave the model's match parameters (a, b) unused
+    loop = Loop(model, seed, device, heads=(head,), find_unused_parameters=True)
     rng = np.random.default_rng([seed, 1])  # augmentation stream, independent of the episode stream
     episodes = EpisodeSampler(labels, cfg.n_classes, cfg.k_support, cfg.query_per_class, seed)
-    fmt = memory_format(dev)
-    model.to(dev, memory_format=fmt).train()
-    head.to(dev).train()
-    data = DeviceImages(images, dev, fmt)
-    dev_gen = gen if dev.type == "cpu" else None
+    data = DeviceImages(images, loop.device, loop.memory_format)
     n_support = cfg.n_classes * cfg.k_support
-    sampler_kw = dict(sampler=cfg.sampler, n_samples=cfg.samples, generator=dev_gen) if is_spe else {}
+    # SPE's sampler (sec. 4.2); PN's posterior is exact and draws nothing
+    sampler_kw = dict(sampler=cfg.sampler, n_samples=cfg.samples, generator=loop.noise) if is_spe else {}
 
     def step_loss(step: int):
         ep = episodes.sample()
         x = data.batch(np.concatenate([ep.support, ep.query]), augment, rng)
-        with body_autocast(cfg.precision, dev):
-            emb = model(x)
+        with body_autocast(cfg.precision, loop.device):
+            emb = loop.embed(x)
         support, query = emb[:n_support], emb[n_support:]
         s_lab, q_lab = data.indices(ep.support_labels), data.indices(ep.query_labels)
         loss = head.loss(query, q_lab, support, s_lab, ep.n_classes, **sampler_kw)
@@ -117,8 +121,4 @@ def fit_episodic(
             row["sigma_eps2"] = float(head.sigma_eps2.detach())
         return row
 
-    params = list(model.parameters()) + list(head.parameters())
-    hist = optimise(params, cfg, step_loss, log_row, "train SPE" if is_spe else "train PN", progress, callback)
-    model.to(memory_format=torch.contiguous_format).eval()
-    head.eval()
-    return hist
+    return loop.run(cfg, step_loss, log_row, "train SPE" if is_spe else "train PN", progress, callback)

@@ -36,7 +36,8 @@ from hedgekit.errors import InputError
 from hedgekit.methods.contrastive import TINY
 from hedgekit.nets import EmbeddingNet
 from hedgekit.training.batches import DeviceImages
-from hedgekit.training.fit import History, TrainConfig, lr_factor
+from hedgekit.training.fit import TrainConfig
+from hedgekit.training.loop import History, lr_factor
 
 Augment = Callable[[Tensor, np.random.Generator], Tensor]
 

@@ -6,7 +6,7 @@ minimises `hedgekit.methods.het_triplet.heteroscedastic_triplet_loss` on a ``bui
 network, or with ``heteroscedastic=False`` the plain triplet loss on the embedding means.
 
 hedgekit's CPU recipe (the paper: ResNet-50, Adam at 3e-4 for 15k iterations decaying to 1e-7 at 25k):
-the shared loop `hedgekit.training.fit.optimise` (Adam, linear warm-up, cosine decay), fresh per-digit
+the shared loop `hedgekit.training.loop.Loop` (Adam, linear warm-up, cosine decay), fresh per-digit
 occlusion at every step (the paper's "+ Aug" runs hide small rectangles, sec. 5.1).
 """
 from __future__ import annotations
@@ -24,10 +24,8 @@ from hedgekit.data.samplers import PKSampler
 from hedgekit.checks import check_batch, check_training_set
 from hedgekit.errors import InputError
 from hedgekit.methods.het_triplet import MININGS, heteroscedastic_triplet_loss, triplet_batch_loss, z_and_log_var
-from hedgekit.training import distributed
 from hedgekit.training.batches import DeviceImages
-from hedgekit.training.fit import (PRECISIONS, History, body_autocast, memory_format, optimise, resolve_device,
-                                   seed_everything)
+from hedgekit.training.loop import PRECISIONS, History, Loop, body_autocast
 
 
 @dataclass
@@ -53,7 +51,7 @@ class TripletConfig:
             used when `fit_triplets` gets no ``augment``; 0 disables it.
         log_every: steps between history rows.
         precision: "float32", or "bfloat16" for the body under bfloat16 autocast
-            (`hedgekit.training.fit.body_autocast`; the head, loss and weights stay float32).
+            (`hedgekit.training.loop.body_autocast`; the head, loss and weights stay float32).
     """
 
     steps: int = 2000
@@ -137,7 +135,8 @@ def fit_triplets(
         images: float in [0, 1] or uint8, finite.
         labels: (N,) class labels (tensor or array); every class needs K images (`PKSampler`).
         augment: ``augment(batch, rng) -> batch`` on every batch on the training device, before the forward
-            pass (as `hedgekit.training.fit.fit`); None applies ``random_occlusion(cfg.occlusion_p)`` when ``cfg.occlusion_p > 0``.
+            pass (as `hedgekit.training.fit.fit`); None applies ``random_occlusion(cfg.occlusion_p)`` when
+            ``cfg.occlusion_p > 0``.
         callback: ``callback(step, row)`` at every log step.
     Returns:
         `History`; rows hold step, loss, lr, triplet (mean L_tri), active (fraction of violated
@@ -147,27 +146,20 @@ def fit_triplets(
     labels_np = _check_data(model, images, labels)
     sampler = PKSampler(labels_np, cfg.P, cfg.K, seed)
     augment = _default_augment(images, cfg.occlusion_p) if augment is None else augment
-    dev = resolve_device(device)
-    seed_everything(seed)
+    loop = Loop(model, seed, device, find_unused_parameters=True)  # the triplet losses leave a, b unused
     rng = np.random.default_rng([seed, 1])  # augmentation stream, independent of the batch stream
     all_labels = torch.as_tensor(np.unique(labels_np, return_inverse=True)[1])  # any label dtype -> int codes
-    fmt = memory_format(dev)
-    model.to(dev, memory_format=fmt).train()
-    data, all_labels = DeviceImages(images, dev, fmt), all_labels.to(dev)
-    ctx = distributed.context()  # under torchrun: each rank embeds its share of the batch (training.distributed)
-    net = distributed.wrap(model, ctx, find_unused_parameters=True)  # the triplet losses leave a, b unused
+    data, all_labels = DeviceImages(images, loop.device, loop.memory_format), all_labels.to(loop.device)
 
     def step_loss(step: int):
         idx = data.indices(next(sampler))  # one copy to the device for images and labels
         x = data.batch(idx, augment, rng)
-        with body_autocast(cfg.precision, dev):
-            emb = distributed.embed_share(net, x, ctx)
+        with body_autocast(cfg.precision, loop.device):
+            emb = loop.embed(x)  # under torchrun: each rank embeds its share of the batch (training.distributed)
         y = all_labels[idx]
         if cfg.heteroscedastic:
             return heteroscedastic_triplet_loss(*z_and_log_var(emb), y, cfg.mining, cfg.margin, cfg.semi_hard_margin)
         return triplet_batch_loss(emb.mixture_mean(), y, cfg.mining, cfg.margin, cfg.semi_hard_margin)
 
     desc = "train het-triplet" if cfg.heteroscedastic else "train triplet"
-    hist = optimise(list(model.parameters()), cfg, step_loss, dict, desc, progress, callback)
-    model.to(memory_format=torch.contiguous_format).eval()
-    return hist
+    return loop.run(cfg, step_loss, dict, desc, progress, callback)

@@ -3,8 +3,8 @@
 Every URL method (`hedgekit.methods.upstream`) is a head on the features of one backbone; the benchmark
 trains backbone and head together on labelled seen classes, with the same backbone, optimiser, schedule,
 batch sampler and step budget for every method (the paper: same backbone, 32 epochs, Lamb, warm-up and
-cosine decay; App. A.3). The loop is `hedgekit.training.fit.optimise` (Adam, linear warm-up, cosine decay,
-divergence checks); only the per-step loss is new:
+cosine decay; App. A.3). The loop is the kit's shared `hedgekit.training.loop.Loop` (seeding, Adam with a linear
+warm-up and cosine decay, divergence checks, hand-back in eval mode); only the per-step loss is new:
 
     features = backbone(augment(x_batch));  out = head(features);  loss = head.loss(out, y_batch)
     optimiser step
@@ -27,17 +27,22 @@ import torch
 from torch import Tensor, nn
 
 from hedgekit.data.samplers import ClassBalancedSampler
-from hedgekit.checks import check_batch, resolve_device
+from hedgekit.checks import check_batch
 from hedgekit.errors import InputError
 from hedgekit.training.batches import DeviceImages, to_float
-from hedgekit.training.fit import History, optimise, seed_everything
+from hedgekit.training.loop import History, Loop
+
+# why `fit_upstream` refuses torchrun (`hedgekit.training.loop.Loop`'s single_process)
+_SINGLE_PROCESS = ("the URL heads' losses and SNGP's precision update are computed per process on what it "
+                   "embedded; they are not gathered over ranks as the pair, episode and triplet losses are")
 
 __all__ = ["UpstreamConfig", "UpstreamModel", "fit_upstream", "predict", "random_shift", "uniform_batches"]
 
 
 @dataclass(frozen=True)
 class UpstreamConfig:
-    """Hyper-parameters of `fit_upstream` (read by `optimise`: steps, lr, weight_decay, warmup, log_every)."""
+    """Hyper-parameters of `fit_upstream` (read by `hedgekit.training.loop.optimise`: steps, lr, weight_decay,
+    warmup, log_every)."""
 
     steps: int = 1000
     classes_per_batch: int = 32  # P
@@ -102,19 +107,21 @@ def fit_upstream(model: UpstreamModel, x: Tensor, y: Tensor, cfg: UpstreamConfig
     ``augment(x_batch, rng) -> x_batch`` (e.g. `hedgekit.data.random_occlusion`) is applied afresh at every
     step on the device (twice, one draw per view, for an unsupervised head; ``y`` is then never read) to the
     batch as ``x`` stores it (uint8 0..255 or float); what it returns goes to the backbone as float32 in [0, 1]
-    (`hedgekit.training.batches.to_float`). The model stays on ``device``. Returns the `History` (loss every
-    ``cfg.log_every`` steps, seconds).
+    (`hedgekit.training.batches.to_float`). The model stays on ``device``, in eval mode. Returns the `History`
+    (loss every ``cfg.log_every`` steps, seconds).
+
+    It trains in the default (NCHW) layout, in which the URL benchmark's recorded results were trained (channels
+    last would change them at float rounding), and in one process only: under ``torchrun`` it raises an
+    `InputError` (`_SINGLE_PROCESS` says why).
     """
     if x.ndim != 4 or len(x) != len(y):
         raise InputError(f"x must be (N, C, H, W) with one label per image; got {tuple(x.shape)} and {len(y)} labels")
-    dev = resolve_device(device)
-    seed_everything(seed)
+    loop = Loop(model, seed, device, channels_last=False, single_process=_SINGLE_PROCESS)
     rng = np.random.default_rng(seed)
     supervised = getattr(model.head, "supervised", True)
     sampler = (ClassBalancedSampler(y.numpy(), cfg.classes_per_batch, cfg.per_class, seed=seed) if supervised else
                uniform_batches(len(x), cfg.classes_per_batch * cfg.per_class, seed))
-    model.to(dev).train()
-    data, y_dev = DeviceImages(x, dev), y.to(dev)
+    data, y_dev = DeviceImages(x, loop.device), y.to(loop.device)
     hook = getattr(model.head, "on_step", None)
     last: list = []  # the previous step's (features, out, labels), handed to the hook once its update is done
 
@@ -131,10 +138,11 @@ def fit_upstream(model: UpstreamModel, x: Tensor, y: Tensor, cfg: UpstreamConfig
         out = model.head(features)
         loss = model.head.loss(out, yb)
         if hook is not None:
-            last.append((features.detach(), {k: v.detach() if isinstance(v, Tensor) else v for k, v in out.items()}, yb))
+            detached = {k: v.detach() if isinstance(v, Tensor) else v for k, v in out.items()}
+            last.append((features.detach(), detached, yb))
         return loss, {}
 
-    hist = optimise(list(model.parameters()), cfg, step_loss, lambda stats: {}, desc, progress=progress)
+    hist = loop.run(cfg, step_loss, lambda stats: {}, desc, progress=progress)
     if hook is not None and last:
         hook(*last.pop())
     return hist

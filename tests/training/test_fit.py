@@ -16,7 +16,9 @@ from hedgekit.errors import InputError
 from hedgekit.evaluation.retrieval import knn
 from hedgekit.evaluation.embedded import EmbeddedSet
 from hedgekit.nets import build_model
-from hedgekit.training.fit import History, TrainConfig, fit, lr_factor, resolve_device
+from hedgekit.checks import resolve_device
+from hedgekit.training.fit import TrainConfig, fit
+from hedgekit.training.loop import History, lr_factor
 from hedgekit.uncertainty import match_probability, self_mismatch
 
 pytestmark = pytest.mark.filterwarnings("ignore:Converting a tensor with requires_grad=True to a scalar")

@@ -14,7 +14,7 @@ import torch
 from hedgekit.errors import InputError
 from hedgekit.methods.het_triplet import uncertainty
 from hedgekit.nets import build_model
-from hedgekit.training.fit import History
+from hedgekit.training.loop import History
 from hedgekit.training.triplets import TripletConfig, fit_triplets
 
 pytestmark = pytest.mark.filterwarnings("ignore:Converting a tensor with requires_grad=True to a scalar")
