@@ -88,46 +88,27 @@ def _to_numpy(x, name: str) -> np.ndarray:
     return arr
 
 
-def _float_array(x, name: str, ndim: int = 1) -> np.ndarray:
-    """A finite, non-empty float64 array of the given number of dimensions."""
+def _array(x, name: str, kind: type, ndim: int = 1) -> np.ndarray:
+    """A non-empty ``ndim``-D array of ``kind``: float (finite float64), int (int64 class ids / indices) or
+    bool (bool, or numbers that are all 0/1)."""
     arr = _to_numpy(x, name)
     if arr.ndim != ndim:
         raise InputError(f"{name} must be {ndim}-D, got shape {tuple(arr.shape)}")
     if arr.size == 0:
         raise InputError(f"{name} is empty")
+    if kind is int:
+        if not np.issubdtype(arr.dtype, np.integer):
+            raise InputError(f"{name} must hold integers (class ids / indices), got dtype {arr.dtype}")
+        return arr.astype(np.int64)
     if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
-        raise InputError(f"{name} must be numeric, got dtype {arr.dtype}")
+        raise InputError(f"{name} must be {'numeric' if kind is float else 'boolean (or 0/1)'}, got dtype {arr.dtype}")
+    if kind is bool:
+        if not np.all((arr == 0) | (arr == 1)):
+            raise InputError(f"{name} must be boolean (or 0/1); found other values")
+        return arr == 1
     arr = arr.astype(np.float64)
     if not np.all(np.isfinite(arr)):
         raise InputError(f"{name} contains NaN or inf ({int(np.sum(~np.isfinite(arr)))} entries)")
-    return arr
-
-
-def _int_array(x, name: str, ndim: int = 1) -> np.ndarray:
-    """A non-empty int64 array (labels, indices) of the given number of dimensions."""
-    arr = _to_numpy(x, name)
-    if arr.ndim != ndim:
-        raise InputError(f"{name} must be {ndim}-D, got shape {tuple(arr.shape)}")
-    if arr.size == 0:
-        raise InputError(f"{name} is empty")
-    if not np.issubdtype(arr.dtype, np.integer):
-        raise InputError(f"{name} must hold integers (class ids / indices), got dtype {arr.dtype}")
-    return arr.astype(np.int64)
-
-
-def _bool_array(x, name: str) -> np.ndarray:
-    """A non-empty 1-D bool array; accepts bool or numbers that are all 0/1."""
-    arr = _to_numpy(x, name)
-    if arr.ndim != 1:
-        raise InputError(f"{name} must be 1-D, got shape {tuple(arr.shape)}")
-    if arr.size == 0:
-        raise InputError(f"{name} is empty")
-    if arr.dtype != bool:
-        if not np.issubdtype(arr.dtype, np.number):
-            raise InputError(f"{name} must be boolean (or 0/1), got dtype {arr.dtype}")
-        if not np.all((arr == 0) | (arr == 1)):
-            raise InputError(f"{name} must be boolean (or 0/1); found other values")
-        arr = arr == 1
     return arr
 
 
@@ -164,7 +145,7 @@ def verification_pairs(labels, n_pairs: int = 10_000, seed: int = 0):
         ``(i, j, same)``: int64 arrays (n_pairs,) of item indices and a bool
         array, True where ``labels[i] == labels[j]``.
     """
-    labels = _int_array(labels, "labels")
+    labels = _array(labels, "labels", int)
     n_pairs = _positive_int(n_pairs, "n_pairs", minimum=2)
     if n_pairs % 2:
         raise InputError(f"n_pairs must be even (half matching, half not), got {n_pairs}")
@@ -214,8 +195,8 @@ def average_precision(scores, is_match) -> float:
     AP = sum_n (R_n - R_{n-1}) P_n over the distinct score thresholds (no
     interpolation). Requires at least one match; with no non-matches AP = 1.
     """
-    scores = _float_array(scores, "scores")
-    is_match = _bool_array(is_match, "is_match")
+    scores = _array(scores, "scores", float)
+    is_match = _array(is_match, "is_match", bool)
     _same_length(scores=scores, is_match=is_match)
     if not is_match.any():
         raise InputError("is_match has no positive (matching) pair; AP is undefined")
@@ -345,7 +326,7 @@ def topk_neighbours(
     chunk = _positive_int(chunk, "chunk")
     excl = None
     if exclude is not None:
-        excl = _int_array(exclude, "exclude")
+        excl = _array(exclude, "exclude", int)
         if len(excl) != n_probe:
             raise InputError(f"length mismatch: exclude={len(excl)}, n_probe={n_probe} (they must be equal)")
         if excl.min() < -1 or excl.max() >= n_gallery:
@@ -420,7 +401,7 @@ def knn_predict(neighbour_labels, vote: str = "majority"):
     """
     if vote not in _VOTES:
         raise InputError(f"vote must be one of {_VOTES}, got {vote!r}")
-    nl = _int_array(neighbour_labels, "neighbour_labels", ndim=2)
+    nl = _array(neighbour_labels, "neighbour_labels", int, ndim=2)
     if nl.shape[1] == 0:
         raise InputError("neighbour_labels has k = 0 columns")
     if nl.min() < 0:
@@ -446,7 +427,7 @@ def knn_accuracy(neighbour_labels, true_labels, vote: str = "majority"):
         ``(accuracy, correct)``: float and bool array (P,).
     """
     pred, _ = knn_predict(neighbour_labels, vote)
-    true = _int_array(true_labels, "true_labels")
+    true = _array(true_labels, "true_labels", int)
     _same_length(neighbour_labels=pred, true_labels=true)
     correct = pred == true
     return float(correct.mean()), correct
@@ -466,7 +447,7 @@ def equal_count_bins(u, n_bins: int = 20) -> np.ndarray:
     Returns:
         int64 array (n,) of bin indices in ``[0, n_bins)``.
     """
-    u = _float_array(u, "u")
+    u = _array(u, "u", float)
     n_bins = _positive_int(n_bins, "n_bins")
     n = len(u)
     if n < n_bins:
@@ -483,8 +464,8 @@ def binned_accuracy(correct, u, n_bins: int = 20) -> np.ndarray:
     Returns:
         float array (n_bins,), bin 0 = lowest uncertainty.
     """
-    correct = _bool_array(correct, "correct")
-    u = _float_array(u, "u")
+    correct = _array(correct, "correct", bool)
+    u = _array(u, "u", float)
     _same_length(correct=correct, u=u)
     bins = equal_count_bins(u, n_bins)
     return np.bincount(bins, weights=correct, minlength=n_bins) / np.bincount(bins, minlength=n_bins)
@@ -492,8 +473,8 @@ def binned_accuracy(correct, u, n_bins: int = 20) -> np.ndarray:
 
 def pair_uncertainty(u, i, j) -> np.ndarray:
     """Uncertainty of a pair, eta(x1, x2) = (eta(x1) + eta(x2)) / 2 (HIB Section 4.4)."""
-    u = _float_array(u, "u")
-    i, j = _int_array(i, "i"), _int_array(j, "j")
+    u = _array(u, "u", float)
+    i, j = _array(i, "i", int), _array(j, "j", int)
     _same_length(i=i, j=j)
     if min(i.min(), j.min()) < 0 or max(i.max(), j.max()) >= len(u):
         raise InputError(f"pair indices must lie in [0, {len(u)})")
@@ -511,9 +492,9 @@ def binned_average_precision(scores, is_match, pair_u, n_bins: int = 20) -> np.n
     Returns:
         float array (n_bins,), bin 0 = lowest uncertainty.
     """
-    scores = _float_array(scores, "scores")
-    is_match = _bool_array(is_match, "is_match")
-    pair_u = _float_array(pair_u, "pair_u")
+    scores = _array(scores, "scores", float)
+    is_match = _array(is_match, "is_match", bool)
+    pair_u = _array(pair_u, "pair_u", float)
     _same_length(scores=scores, is_match=is_match, pair_u=pair_u)
     bins = equal_count_bins(pair_u, n_bins)
     out = np.full(n_bins, np.nan)
@@ -578,8 +559,8 @@ def recall_at_1(embeddings, labels, chunk: int = 1024, metric: str = "euclidean"
     """
     if not isinstance(metric, str) or metric not in _R1_METRICS:
         raise InputError(f"metric must be one of {tuple(_R1_METRICS)}, got {metric!r}")
-    emb = _float_array(embeddings, "embeddings", ndim=2)
-    labels = _int_array(labels, "labels")
+    emb = _array(embeddings, "embeddings", float, ndim=2)
+    labels = _array(labels, "labels", int)
     _same_length(embeddings=emb, labels=labels)
     n = len(emb)
     if n < 2:
@@ -603,8 +584,8 @@ def r_auroc(uncertainty, r1_correct) -> float:
     uses (Appendix A.4).
     Undefined (InputError) if all R@1 are correct or all wrong.
     """
-    u = _float_array(uncertainty, "uncertainty")
-    correct = _bool_array(r1_correct, "r1_correct")
+    u = _array(uncertainty, "uncertainty", float)
+    correct = _array(r1_correct, "r1_correct", bool)
     _same_length(uncertainty=u, r1_correct=correct)
     if correct.all() or not correct.any():
         raise InputError("R-AUROC needs both correct and wrong R@1 items; got only one kind")
@@ -620,8 +601,8 @@ def crop_uncertainty_rate(u_full, u_crop) -> float:
     to the original image". Equal uncertainties count as failures.
     ``u_full[i]`` and ``u_crop[i]`` belong to the same image.
     """
-    full = _float_array(u_full, "u_full")
-    crop = _float_array(u_crop, "u_crop")
+    full = _array(u_full, "u_full", float)
+    crop = _array(u_crop, "u_crop", float)
     _same_length(u_full=full, u_crop=crop)
     return float(np.mean(crop > full))
 
@@ -643,8 +624,8 @@ def class_centroids(embeddings, labels):
     emb = _to_numpy(embeddings, "embeddings")
     if emb.ndim not in (1, 2):
         raise InputError(f"embeddings must be 1-D or 2-D, got shape {tuple(emb.shape)}")
-    emb = _float_array(emb, "embeddings", ndim=emb.ndim)
-    labels = _int_array(labels, "labels")
+    emb = _array(emb, "embeddings", float, ndim=emb.ndim)
+    labels = _array(labels, "labels", int)
     _same_length(embeddings=emb, labels=labels)
     class_ids, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
     flat = emb.reshape(len(emb), -1)
@@ -656,8 +637,8 @@ def class_centroids(embeddings, labels):
 
 def _shared_digit_steps(centroids_1d, class_ids, n_digits: int) -> np.ndarray:
     """Bool (C-1,): do the classes at sorted positions t and t+1 share a digit?"""
-    cent = _float_array(centroids_1d, "centroids_1d")
-    ids = _int_array(class_ids, "class_ids")
+    cent = _array(centroids_1d, "centroids_1d", float)
+    ids = _array(class_ids, "class_ids", int)
     _same_length(centroids_1d=cent, class_ids=ids)
     n_digits = _positive_int(n_digits, "n_digits")
     if len(ids) < 2:
@@ -725,8 +706,8 @@ def retrieval_average_precision(query, query_labels, gallery, gallery_labels, ch
     (Taha et al. 2019 Tables 1-4, "mAP" = the mean over queries). Ties are broken by gallery order. A query
     with no relevant gallery item gets NaN (`mean_average_precision` leaves it out).
     """
-    q, g = _float_array(query, "query", 2), _float_array(gallery, "gallery", 2)
-    ql, gl = _int_array(query_labels, "query_labels"), _int_array(gallery_labels, "gallery_labels")
+    q, g = _array(query, "query", float, 2), _array(gallery, "gallery", float, 2)
+    ql, gl = _array(query_labels, "query_labels", int), _array(gallery_labels, "gallery_labels", int)
     _same_length(query=q, query_labels=ql)
     _same_length(gallery=g, gallery_labels=gl)
     if q.shape[1] != g.shape[1]:
@@ -755,8 +736,8 @@ def mean_average_precision(query, query_labels, gallery, gallery_labels) -> floa
 
 def top_k_accuracy(query, query_labels, gallery, gallery_labels, ks=(1, 5, 10)) -> dict[int, float]:
     """CMC top-k: the fraction of queries whose k nearest gallery items (Euclidean) hold one of their class."""
-    q, g = _float_array(query, "query", 2), _float_array(gallery, "gallery", 2)
-    ql, gl = _int_array(query_labels, "query_labels"), _int_array(gallery_labels, "gallery_labels")
+    q, g = _array(query, "query", float, 2), _array(gallery, "gallery", float, 2)
+    ql, gl = _array(query_labels, "query_labels", int), _array(gallery_labels, "gallery_labels", int)
     _same_length(query=q, query_labels=ql)
     _same_length(gallery=g, gallery_labels=gl)
     ks = [_positive_int(k, "k") for k in ks]

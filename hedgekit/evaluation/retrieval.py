@@ -180,9 +180,9 @@ def map_after_removing_uncertain(query_emb, query_labels, gallery_emb, gallery_l
         queries that still have a relevant gallery item), ``top1``, ``removed`` (int array of removed
         gallery indices, most uncertain first).
     """
-    gl = M._int_array(gallery_labels, "gallery_labels")
-    u = M._float_array(gallery_uncertainty, "gallery_uncertainty")
-    g = M._float_array(gallery_emb, "gallery_emb", 2)
+    gl = M._array(gallery_labels, "gallery_labels", int)
+    u = M._array(gallery_uncertainty, "gallery_uncertainty", float)
+    g = M._array(gallery_emb, "gallery_emb", float, 2)
     M._same_length(gallery_emb=g, gallery_labels=gl, gallery_uncertainty=u)
     fractions = [float(f) for f in np.atleast_1d(np.asarray(fractions, dtype=float))]
     bad = [f for f in fractions if not 0.0 <= f < 1.0]

@@ -569,3 +569,21 @@ def test_topk_neighbours_refuses_bad_k(k):
         M.topk_neighbours(score, 5, 30, k)
     with pytest.raises(InputError, match="k must be an integer >= 1|k = 31 exceeds the gallery size 30"):
         M.top_k_accuracy(np.zeros((5, 2)), np.arange(5), np.zeros((30, 2)), np.arange(30), ks=(1, k))
+
+
+def test_one_array_check_for_floats_ints_and_bools():
+    """Every metric reads its inputs through one check (`metrics._array`): floats, class ids / indices and 0/1
+    flags each get their own dtype rule; numpy, lists and torch give the same result."""
+    u, i, j = [0.2, 0.4, 1.0], [0, 2], [1, 1]
+    assert M.pair_uncertainty(u, i, j).tolist() == pytest.approx([0.3, 0.7])  # (0.2 + 0.4) / 2, (1.0 + 0.4) / 2
+    assert M.pair_uncertainty(torch.tensor(u), torch.tensor(i), np.array(j)).tolist() == pytest.approx([0.3, 0.7])
+    assert M.r_auroc([0.9, 0.1, 0.5], [0, 1, 1]) == M.r_auroc([0.9, 0.1, 0.5], [False, True, True]) == 1.0
+    for bad, match in [(dict(u=[[0.2]]), "u must be 1-D"), (dict(u=[]), "u is empty"), (dict(u=["a"]), "numeric"),
+                       (dict(u=[np.inf]), "NaN or inf"), (dict(i=[0.0]), "i must hold integers")]:
+        args = dict(u=u, i=[0], j=[0]) | bad
+        with pytest.raises(InputError, match=match):
+            M.pair_uncertainty(**args)
+    with pytest.raises(InputError, match="boolean"):
+        M.r_auroc([0.9, 0.1], [0, 2])
+    with pytest.raises(InputError, match="boolean"):
+        M.r_auroc([0.9, 0.1], ["a", "b"])

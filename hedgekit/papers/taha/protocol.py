@@ -149,8 +149,8 @@ def precision_recall_at(score, flipped, fractions: Sequence[float] = DETECTION_F
 
     Ties go to the lower index (stable sort). Recall cannot exceed f / noise rate.
     """
-    score = M._float_array(score, "score")
-    flipped = M._bool_array(flipped, "flipped")
+    score = M._array(score, "score", float)
+    flipped = M._array(flipped, "flipped", bool)
     M._same_length(score=score, flipped=flipped)
     if not flipped.any():
         raise InputError("no item is flipped: precision and recall of a detector are undefined")
