@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 from scipy import integrate
+from hedgekit.checks import deferred_value_checks
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 from hedgekit.methods import (hard_contrastive, hard_contrastive_all_pairs, hib_batch_loss, hib_pair_loss, kl_to_standard_normal, log_match, soft_contrastive)
@@ -76,8 +77,18 @@ def test_kl_mixture_is_weighted_component_kl_and_upper_bound():
 
 
 def test_kl_rejects_point_embeddings():
+    """A known point embedding (stochastic=False) always; unknown (None) with a zero variance only where values
+    are read: inside `deferred_value_checks` the zero gives KL = inf instead, and the log step catches it."""
     with pytest.raises(InputError, match="strictly positive variances"):
         kl_to_standard_normal(Embedding.point(torch.zeros(2, 2)))
+    unknown = Embedding.mixture(torch.zeros(1, 1, 2), torch.tensor([[[1.0, 0.0]]]))
+    assert unknown.stochastic is None
+    with pytest.raises(InputError, match="strictly positive variances"):
+        kl_to_standard_normal(unknown)
+    with deferred_value_checks():
+        assert kl_to_standard_normal(unknown).item() == math.inf
+        with pytest.raises(InputError, match="strictly positive variances"):
+            kl_to_standard_normal(Embedding.point(torch.zeros(2, 2)))  # known without reading a value
 
 
 # --------------------------------------------------------------------------- eq. 1 and eq. 3
