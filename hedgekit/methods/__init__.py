@@ -1,8 +1,10 @@
-from hedgekit.methods.contrastive import (contrastive_from_distance, hard_contrastive, hard_contrastive_all_pairs, log_match,
-                                          soft_contrastive)
+from hedgekit.methods.contrastive import (contrastive_from_distance, hard_contrastive, hard_contrastive_all_pairs,
+                                          log_match, soft_contrastive)
 from hedgekit.methods.hib import hib_batch_loss, hib_pair_loss, kl_to_standard_normal
 from hedgekit.data.samplers import ClassBalancedSampler, two_stream_pairs
-from hedgekit.methods import ce, elk, ensemble, hetxl, infonce, losspred, mcdropout, mcinfonce, nivmf, sngp, url_hib  # noqa: F401  (URL methods register themselves in upstream.METHODS)
+# URL methods register themselves in upstream.METHODS when imported
+from hedgekit.methods import (ce, elk, ensemble, hetxl, infonce, losspred, mcdropout, mcinfonce, nivmf,  # noqa: F401
+                              sngp, url_hib)
 from hedgekit.methods.upstream import METHODS, UpstreamMethod, build_method
 from hedgekit.methods.pn import PN, pn_log_posterior, pn_prototypes
 from hedgekit.methods.spe import (SPE, gamma_init, gaussian_product, log_posterior_intersection, log_posterior_naive,

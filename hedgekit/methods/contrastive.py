@@ -1,4 +1,8 @@
-"""Pairwise losses on point embeddings (HIB sec. 2.1).
+"""Pairwise losses on point embeddings (HIB sec. 2.1), with d = ||z1 - z2||:
+
+    L_hard = d^2 if (x1, x2) match, max(0, M - d)^2 otherwise              (eq. 1)
+    p(m | z1, z2) = sigmoid(-a d + b)                                       (eq. 2)
+    L_soft = -log p(m | z1, z2) if they match, -log(1 - p(m | z1, z2)) otherwise   (eq. 3)
 
 * `hard_contrastive`: eq. 1 (Hadsell et al. 2006) with margin M.
 * `hard_contrastive_all_pairs`: eq. 1 over every pair of a batch, matches and non-matches weighted

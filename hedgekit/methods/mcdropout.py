@@ -1,4 +1,7 @@
-"""MCDropout (Kirchhof et al. 2023, sec. 4.1, App. B.11; Gal & Ghahramani 2016).
+"""MCDropout (Kirchhof et al. 2023, sec. 4.1, App. B.11; Gal & Ghahramani 2016):
+
+    L = 1/S sum_s CE(W (m_s * e(x)) + b, y),   m_s ~ Bernoulli(1 - p)^D / (1 - p),
+    P(Y|x) = 1/S sum_s softmax(W (m_s * e(x)) + b),   u(x) = H(P(Y|x)).
 
 A linear classifier on the dropped-out embedding, dropout rate p in [0.05, 0.25].
 Every forward pass draws S = 10 dropout masks; training minimises the cross-entropy

@@ -1,4 +1,7 @@
-"""The common interface of the eleven URL methods (Kirchhof et al. 2023, sec. 4.1 and App. B).
+"""The common interface of the eleven URL methods (Kirchhof et al. 2023, sec. 4.1 and App. B):
+
+    e(x) = W h(x) + b on the backbone's features h(x);  u(x) per method, e.g. the class entropy
+    u(x) = H(P(Y|x)) = -sum_c p_c log p_c, or for M members JS = H(1/M sum_m p_m) - 1/M sum_m H(p_m).
 
 Every URL method is a *head* on a shared backbone: it takes the backbone's
 features (B, feat_dim), projects them to the embedding e(x) (B, embed_dim) on which
