@@ -1,23 +1,28 @@
-"""Tests of hedgekit.training.loop: the shared loop leaves every trainer's numbers as they were (issue 47 item 2).
+"""Tests of hedgekit.training.loop: the shared loop leaves every trainer's numbers as they were (issue 47 item 2),
+and what `Loop` does around a trainer's step (seeding, device, refusal under torchrun, hand-back).
 
-The oracle is the trainers before the refactor. Each run below (5 steps on small synthetic digits, CPU, one
-torch thread) was executed on the parent of the refactor, and its logged losses (``float.hex``) and a SHA-256
-of its final weights are written here. After the shared loop (`hedgekit.training.loop`) took over the set-up of
-`fit`, `fit_episodic` and `fit_triplets`, each run must reproduce them bit for bit.
+The oracle of the first test is the trainers before the refactor. Each run below (5 steps on small synthetic
+digits, CPU, one torch thread) was executed at commit 278d30b, before the refactor, and its logged losses
+(``float.hex``) and a SHA-256 of its final weights (model and SPE head) are written in `RECORDED`. With the
+shared loop (`hedgekit.training.loop.Loop`) doing the set-up of `fit`, `fit_episodic`, `fit_triplets` and
+`fit_upstream`, each run reproduces them bit for bit: nothing was re-recorded. (`fit_triplets` used to drop the
+generator `seed_everything` returns; its losses draw no random numbers, so the loop's generator changes nothing.)
 """
 import hashlib
 
-import numpy as np
 import pytest
 import torch
 
 from hedgekit.data import random_occlusion
+from hedgekit.errors import InputError
 from hedgekit.methods import SPE
 from hedgekit.methods.upstream import build_method
 from hedgekit.nets import build_model
 from hedgekit.nets.backbones import LeNetBody
+from hedgekit.training import distributed
 from hedgekit.training.episodic import EpisodicConfig, fit_episodic
 from hedgekit.training.fit import TrainConfig, fit
+from hedgekit.training.loop import Loop
 from hedgekit.training.triplets import TripletConfig, fit_triplets
 from hedgekit.training.upstream import UpstreamConfig, UpstreamModel, fit_upstream
 
@@ -114,6 +119,48 @@ def one_thread():
 def test_each_trainer_reproduces_its_losses_and_weights_from_before_the_shared_loop(run, one_thread):
     losses, weights = _run(run)
     assert (weights, losses) == RECORDED[run]
+
+
+
+# ------------------------------------------------------------------ Loop around a step
+def test_loop_seeds_trains_in_channels_last_and_hands_back_in_eval_mode_and_the_default_layout():
+    model, head = build_model("point", n_digits=1, dim=2), torch.nn.Linear(2, 1)
+    torch.manual_seed(11)
+    expected_noise = torch.randn(3, generator=torch.Generator().manual_seed(4))
+    loop = Loop(model, 4, "cpu", heads=(head,))
+    assert torch.equal(torch.randn(3, generator=loop.noise), expected_noise) and loop.noise is loop.generator
+    assert torch.equal(torch.randn(3), torch.randn(3, generator=torch.Generator().manual_seed(4)))  # global seed 4
+    assert model.training and head.training and loop.memory_format == torch.channels_last
+    assert model.body.conv[0].weight.is_contiguous(memory_format=torch.channels_last)
+    x = torch.rand(4, 1, 28, 28).contiguous(memory_format=torch.channels_last)
+    seen = []
+
+    def step_loss(step):
+        seen.append(step)
+        return (loop.embed(x).mean ** 2).sum() + head(torch.ones(2)).sum() ** 2, {"extra": torch.tensor(2.0)}
+
+    before = head.weight.detach().clone()
+    hist = loop.run(TrainConfig(steps=5, log_every=2, warmup=0.0), step_loss, lambda st: {"x": st["extra"]}, "t",
+                    progress=False)
+    assert seen == [0, 1, 2, 3, 4] and [r["step"] for r in hist.rows] == [0, 2, 4]
+    assert [r["x"] for r in hist.rows] == [2.0, 2.0, 2.0]
+    # the rate after each logged step: lr x lr_factor(step + 1, 5, 0) = 3e-3 x (1 + cos(pi step / 4)) / 2
+    assert [r["lr"] for r in hist.rows] == pytest.approx([3e-3, 1.5e-3, 0.0])
+    assert not torch.equal(head.weight, before)  # the heads' parameters are trained with the model's
+    assert not model.training and not head.training
+    assert all(p.is_contiguous() and p.device.type == "cpu" for p in model.parameters())
+
+
+def test_loop_keeps_the_default_layout_when_asked():
+    model = build_model("point", n_digits=1, dim=2)
+    assert Loop(model, 0, "cpu", channels_last=False).memory_format == torch.contiguous_format
+    assert model.body.conv[0].weight.is_contiguous()
+
+
+def test_a_single_process_trainer_refuses_a_process_group_saying_why(monkeypatch):
+    monkeypatch.setattr(distributed, "context", lambda: distributed.Context(0, 2))
+    with pytest.raises(InputError, match=r"one process only \(its loss is per process\); run it without torchrun"):
+        Loop(build_model("point", n_digits=1), 0, "cpu", single_process="its loss is per process")
 
 
 if __name__ == "__main__":  # prints RECORDED's entries afresh: python tests/training/test_loop.py
