@@ -9,14 +9,16 @@ chosen from the device) and the trainers (`hedgekit.training.fit.fit`,
 * **Batches.** Every rank runs the same seeded sampler and augmentation, so every rank knows
   the whole global batch; rank r embeds only its contiguous share of it (`Context.share`).
   This is a rank-aware split of the sampled batch rather than a `DistributedSampler`: the
-  all-pairs and triplet losses need every pair of the *global* batch, and class-balanced
+  all-pairs, episode and triplet losses need every pair of the *global* batch, and class-balanced
   batches keep their P x Q structure only when drawn whole.
 * **Loss.** The shares' embeddings are gathered (`gather_embedding`, differentiable) and every
   rank computes the loss of the whole batch, so losses, mined triplets and Monte-Carlo samples
   are those of a single process with the same global batch. The gather's backward sums the
   gradient from every rank's (identical) loss, N times the single-process gradient of the
   rank's share; `DistributedDataParallel` averages over the N ranks, which gives back the
-  single-process gradient of the whole batch.
+  single-process gradient of the whole batch. Modules trained beside the model on the gathered
+  embeddings (`fit_episodic`'s SPE head) stay outside `DistributedDataParallel`: they start from
+  rank 0's values (`broadcast`) and every rank computes the same gradient for them.
 * **Outputs.** Logged rows are averaged across ranks (`Context.mean`); only rank 0
   (`Context.is_main`) shows progress bars, calls callbacks and writes checkpoints.
 
