@@ -58,7 +58,7 @@ def deferred_value_checks(defer: bool = True) -> Iterator[None]:
 
     A value check (``torch.isfinite(t).all()``, ``(var < 0).any()``, ``int(labels.max())``) turns a tensor into a
     Python bool, which on a GPU makes the host wait until the device has computed it: a training step with a
-    dozen of them cannot queue the next step's work while this one runs. `hedgekit.training.fit.optimise` runs
+    dozen of them cannot queue the next step's work while this one runs. `hedgekit.training.loop.optimise` runs
     every step but the log steps (step 0, every ``log_every``-th, the last) inside this block; at the log steps
     every check runs, and a non-finite loss or weight is caught there. The checked functions ask
     `values_checked`. Public entry points outside training always check.

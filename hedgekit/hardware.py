@@ -128,7 +128,7 @@ def launch_bound(device: str | torch.device) -> bool:
     True on CUDA and MPS: a LeNet at batch 256 reaches about 1% of an H100's FLOP ceiling, so a step costs about
     its number of kernels (design.md section 7) and the kit takes the path with fewer, larger ones: the all-pairs
     loss over the whole pair matrix in one block (`hedgekit.methods.all_pairs.all_pairs_nll`), masked sums instead
-    of boolean selections (`hedgekit.methods.contrastive.masked_sum`), fused Adam (`hedgekit.training.fit.optimise`).
+    of boolean selections (`hedgekit.methods.contrastive.masked_sum`), fused Adam (`hedgekit.training.loop.optimise`).
     False on the CPU, where arithmetic is what costs and the path every recorded result was trained with stays.
     Inside `as_launch_bound` it is True on every device.
     """

@@ -13,7 +13,7 @@ the CPU, before a GPU is at hand:
 
 `step_counts` counts a trainer over two run lengths and reports the difference per step, so set-up (moving the data
 and model, building the sampler) and the log steps (step 0 and the last, where the training loop reads the loss on
-purpose: `hedgekit.training.fit.optimise`) cancel out: what is left is the cost of an ordinary step.
+purpose: `hedgekit.training.loop.optimise`) cancel out: what is left is the cost of an ordinary step.
 """
 from __future__ import annotations
 

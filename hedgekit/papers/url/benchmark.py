@@ -420,7 +420,7 @@ def diverged_record(method: str, seed: int, budget: str, exc: DivergedError) -> 
 
 def _diverged_step(exc: FloatingPointError) -> int | None:
     """The step of a trainer's FloatingPointError: its ``step`` if it has one, else the N of the "training
-    diverged at step N" that `hedgekit.training.fit.optimise` writes; None if neither."""
+    diverged at step N" that `hedgekit.training.loop.optimise` writes; None if neither."""
     step = getattr(exc, "step", None)
     if step is None:
         found = re.search(r"\bat step (\d+)", str(exc))
