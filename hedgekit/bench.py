@@ -387,7 +387,7 @@ def captured_step(kind: str, k: int, images: Tensor, labels: Tensor, steps: int 
     def run(n: int) -> float:
         cfg = TrainConfig(steps=n, k=k, log_every=10**9)
         return fit_captured(build_model(kind, images.shape[-1] // DIGIT, 2), images, labels, cfg, device=dev,
-                            augment=random_occlusion(0.2)).seconds
+                            augment=random_occlusion(0.2), progress=False).seconds
 
     return _per_step(run, WARMUP + 2, WARMUP + 2 + steps)
 
