@@ -2,7 +2,7 @@
 missing data or a diverged training; exit 130 on Ctrl-C, 143 on SIGTERM, with one line saying what was kept and how
 to resume.
 
-Shared by `hedgekit.cli` and `hedgekit.repro.reproduce` (whose own ``main`` is the same command).
+Called by `hedgekit.cli.main`, the one entry point of every command (``reproduce`` included).
 """
 from __future__ import annotations
 

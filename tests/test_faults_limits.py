@@ -244,14 +244,6 @@ def test_ctrl_c_in_any_command_is_one_line_and_exit_130(monkeypatch, capsys, arg
         else True
 
 
-def test_reproduce_main_of_its_own_handles_ctrl_c(monkeypatch, capsys):
-    from hedgekit.repro import reproduce
-
-    monkeypatch.setattr(reproduce, "_cmd", _interrupt)
-    assert reproduce.main(["--fast"]) == 130
-    assert "`python -m hedgekit reproduce --fast` again to run the selected notebooks" in capsys.readouterr().err
-
-
 def test_interrupted_training_leaves_no_partial_checkpoint(monkeypatch, tmp_path, capsys):
     """Ctrl-C while the checkpoint is being written: exit 130 and no file (complete or partial) in the cache."""
     import hedgekit.zoo as zoo

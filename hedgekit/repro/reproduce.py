@@ -41,7 +41,7 @@ import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from hedgekit.checks import check_count, count_arg, device_arg, resolve_device
 from hedgekit.errors import InputError
@@ -55,8 +55,7 @@ if TYPE_CHECKING:
     from hedgekit.zoo import Spec
 
 __all__ = ["NOTEBOOKS", "register", "notebook_dir", "select", "notebook_models", "WORKER_MEMORY", "job_limit",
-           "train_missing", "run_notebook", "trained_in_run", "reproduce", "write_summary", "main", "add_subcommand",
-           "build_parser"]
+           "train_missing", "run_notebook", "trained_in_run", "reproduce", "write_summary", "add_subcommand"]
 
 WORKER_MEMORY = 3 * 2**30  # bytes one `train_missing` worker needs at its peak: measured, see `job_limit`
 MEMINFO = "/proc/meminfo"  # MemAvailable: what the kernel can give new processes without swapping
@@ -662,15 +661,10 @@ def _write_html(md: str, path: Path) -> None:
 
 # ------------------------------------------------------------------------------ CLI
 def add_subcommand(subparsers) -> argparse.ArgumentParser:
-    """Register ``reproduce`` on an argparse sub-parser set (for `hedgekit.cli`)."""
+    """Register ``reproduce`` and its arguments on `hedgekit.cli`'s sub-parser set: the one place they are declared,
+    ``python -m hedgekit reproduce`` the one way to run it (issue 47 item 4: one command-line module)."""
     p = subparsers.add_parser("reproduce", help="run the reproduction notebooks and write reports/summary.md",
                               description=__doc__.split("\n\n")[0])
-    _add_arguments(p)
-    p.set_defaults(fn=_cmd)
-    return p
-
-
-def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fast", action="store_true", help=f"{FAST_MODE} instead of FULL mode")
     p.add_argument("--only", action="append", default=None,
                    help="group (hib, spe) or notebook name/prefix; repeat or comma-separate")
@@ -693,11 +687,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", type=device_arg, default="auto",
                    help="where missing models train, with --train-missing and in the notebooks (their DEVICE "
                         "parameter): cpu, cuda, cuda:N, mps or auto (default: cuda if available, else mps, else cpu)")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m hedgekit reproduce", description=__doc__.split("\n\n")[0])
-    _add_arguments(p)
+    p.set_defaults(fn=_cmd)
     return p
 
 
@@ -737,13 +727,8 @@ def _cmd(a) -> int:
     return 0 if all(r["status"] == "ok" for r in runs if r["notebook"] in ran) else 1
 
 
-def main(argv: Iterable[str] | None = None) -> int:
-    """Entry point: ``main(["--fast", "--only", "hib"])``; returns the exit code."""
-    from hedgekit.commands import run_command
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    return run_command(_cmd, build_parser().parse_args(argv), ["reproduce", *argv])  # errors: 2; Ctrl-C: 130
+if __name__ == "__main__":  # the old spelling, forwarded: `python -m hedgekit reproduce` is the command
+    from hedgekit.cli import main
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(["reproduce", *sys.argv[1:]]))

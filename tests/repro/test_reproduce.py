@@ -12,6 +12,7 @@ import nbformat  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
+from hedgekit import cli  # noqa: E402
 from hedgekit.repro import reproduce as R  # noqa: E402
 from hedgekit.errors import InputError  # noqa: E402
 from hedgekit.repro.report import Report, dataframe_markdown, read_manifest, slug  # noqa: E402
@@ -224,18 +225,18 @@ def test_inplace_does_not_write_back_a_failed_run(tmp_path):
 
 
 def test_main_lists(capsys):
-    assert R.main(["--list"]) == 0
+    assert cli.main(["reproduce", "--list"]) == 0
     assert "hib: 01_ndigit_mnist.ipynb" in capsys.readouterr().out
-    assert R.main(["--list-models", "--fast", "--only", "04"]) == 0
+    assert cli.main(["reproduce", "--list-models", "--fast", "--only", "04"]) == 0
     out = capsys.readouterr().out
     assert "point-n2-d2-paper-s0                         shipped" in out  # FAST mode loads the shipped trio
     assert "hib-n2-d2-c2-beta0.0001-paper-s0             shipped" in out and "-n3-d4-" not in out
-    assert R.main(["--list-models", "--only", "04"]) == 0  # full mode: Table 4's models, to pre-train them
+    assert cli.main(["reproduce", "--list-models", "--only", "04"]) == 0  # full mode: Table 4's models, to train first
     out = [line.split()[1] for line in capsys.readouterr().out.splitlines()[1:-1]]
     assert len(out) == 15 + 12 and out[12:15] == ["point-n3-d4-paper-s0", "hib-n3-d4-c1-beta0.0001-k8-paper-s0",
                                                   "hib-n3-d4-c2-beta0.0001-k8-paper-s0"]
     assert out[-1] == "hib-n3-d3-c1-beta0.0001-k8-paper18000-s2"  # then the headline seeds
-    assert R.main(["--list-models", "--only", "spe"]) == 0
+    assert cli.main(["reproduce", "--list-models", "--only", "spe"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].split() == ["notebook", "checkpoint", "status"]
     assert out[-1].startswith("71 distinct checkpoints: ") and "missing" in out[-1]
@@ -245,7 +246,7 @@ def test_main_lists(capsys):
     assert len(seven) == 4 * 4 + 50 + 4 and len(set(seven)) == len(seven)
     assert {"pn-n3-d2-paper12000-s0", "hib-n3-d3-c1-beta0.0001-paper-s0",
             "spe-n2-d2-naive81-fig4-paper-s0"} <= set(seven)
-    assert R.main(["--only", "nope"]) == 2
+    assert cli.main(["reproduce", "--only", "nope"]) == 2
 
 
 def test_all_specs_are_consistent():
@@ -304,9 +305,20 @@ def test_summary_is_cumulative_within_one_mode(tmp_path):
     assert "02_y" not in md and "total run time: 5 s" in md
     (tmp_path / "run.json").write_text("{not json")  # a corrupt record is ignored, not fatal
     assert "01_x" in run("01_x", fast=True)
+
+
+def test_python_m_of_the_module_is_the_cli_subcommand():
+    """`python -m hedgekit.repro.reproduce ARGS` runs `python -m hedgekit reproduce ARGS` (one parser, one
+    `run_command`: its bad input is the CLI's one error line and exit 2), in a real subprocess."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "hedgekit.repro.reproduce", "--only", "nope"], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.startswith("error: --only 'nope': not a group"), proc.stderr
+
+
 @pytest.mark.slow  # starts python -m hedgekit in subprocesses (~15 s)
-
-
 def test_cli_output_into_a_closed_pipe_is_quiet():
     """`python -m hedgekit ... | head` must not end in a BrokenPipeError traceback."""
     import os
@@ -397,18 +409,18 @@ def test_train_missing_trains_each_missing_spec_once_and_skips_cached(fake_zoo, 
     calls = fake_zoo({"01_a.ipynb": [901, 902], "02_b.ipynb": [902, 903]})  # 902 shared by both notebooks
     (tmp_path / "checkpoints").mkdir()
     (tmp_path / "checkpoints" / "point-n2-d2-fast-s903.pt").write_bytes(b"stub")  # already cached
-    assert R.main(["--list-models", "--fast"]) == 0
+    assert cli.main(["reproduce", "--list-models", "--fast"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 1 + 4 + 1 and out[-1].startswith("3 distinct checkpoints: 1 cached or shipped, 2 missing")
-    assert R.main(["--train-missing", "--fast"]) == 0
+    assert cli.main(["reproduce", "--train-missing", "--fast"]) == 0
     assert calls() == ["point-n2-d2-fast-s901", "point-n2-d2-fast-s902"]  # listing order, 902 once, 903 skipped
     out = capsys.readouterr().out
     assert "[train] 2 of 3 checkpoints missing; training in this process" in out
     assert re.search(r"^\[train\] point-n2-d2-fast-s901: \d+ s, trained now \(1/2\)$", out, re.M) and "(2/2)" in out
     assert "[train] 2 trained, 1 already cached; wall time" in out and "notebook" not in out  # no notebook ran
-    assert R.main(["--train-missing", "--fast", "--only", "02"]) == 0  # everything is cached now
+    assert cli.main(["reproduce", "--train-missing", "--fast", "--only", "02"]) == 0  # everything is cached now
     assert len(calls()) == 2 and "[train] 0 trained, 2 already cached" in capsys.readouterr().out
-    assert R.main(["--train-missing", "--only", "01"]) == 0  # full mode: other names (paper preset)
+    assert cli.main(["reproduce", "--train-missing", "--only", "01"]) == 0  # full mode: other names (paper preset)
     assert calls()[2:] == ["point-n2-d2-paper-s901", "point-n2-d2-paper-s902"]
 
 
@@ -436,13 +448,13 @@ def test_jobs_trains_in_a_process_pool(fake_zoo, monkeypatch, capsys):
 
     monkeypatch.setattr(R, "ProcessPoolExecutor", InlinePool)
     calls = fake_zoo({"01_a.ipynb": [901, 902], "02_b.ipynb": [903]})
-    assert R.main(["--train-missing", "--fast", "--only", "01", "--jobs", "2"]) == 0
+    assert cli.main(["reproduce", "--train-missing", "--fast", "--only", "01", "--jobs", "2"]) == 0
     assert pools == [dict(max_workers=2, initializer=R._init_worker, mp_context=None, flags=2, **{"shut down": True})]
     assert len(calls()) == 2  # on the CPU: the platform's default start method (fork on Linux)
     assert "training in 2 worker processes" in capsys.readouterr().out
-    assert R.main(["--train-missing", "--fast", "--jobs", "4"]) == 0  # 1 missing: no pool, this process
+    assert cli.main(["reproduce", "--train-missing", "--fast", "--jobs", "4"]) == 0  # 1 missing: no pool, this process
     assert len(pools) == 1 and len(calls()) == 3 and "training in this process" in capsys.readouterr().out
-    assert R.main(["--train-missing", "--jobs", "4"]) == 0  # 3 missing: never more workers than models
+    assert cli.main(["reproduce", "--train-missing", "--jobs", "4"]) == 0  # 3 missing: never more workers than models
     assert pools[-1]["max_workers"] == 3 and len(calls()) == 6
     spec = Spec(kind="point", preset="fast", seed=901)  # what a real pool pickles
     assert pickle.loads(pickle.dumps(spec)) == spec
@@ -459,12 +471,12 @@ def test_a_failing_spec_fails_the_run_and_the_others_still_train(fake_zoo, capsy
     if jobs != "1" and multiprocessing.get_start_method() != "fork":
         pytest.skip("the fake training reaches the workers by fork only")
     calls = fake_zoo({"01_a.ipynb": [901, 13], "02_b.ipynb": [902]})
-    assert R.main(["--train-missing", "--fast", "--jobs", jobs]) == 1
+    assert cli.main(["reproduce", "--train-missing", "--fast", "--jobs", jobs]) == 1
     assert sorted(calls()) == ["point-n2-d2-fast-s13", "point-n2-d2-fast-s901", "point-n2-d2-fast-s902"]
     out = capsys.readouterr().out
     assert "[train] point-n2-d2-fast-s13: FAILED" in out and "RuntimeError: boom while training" in out
     assert "[train] 2 trained, 0 already cached, 1 FAILED (point-n2-d2-fast-s13)" in out
-    assert R.main(["--train-missing", "--fast", "--jobs", jobs]) == 1  # only the failed one is tried again
+    assert cli.main(["reproduce", "--train-missing", "--fast", "--jobs", jobs]) == 1  # only the failed one again
     assert calls()[3:] == ["point-n2-d2-fast-s13"]
     first = calls("pid")[:3]  # the second call had one model to train: this process
     assert (set(first) == {os.getpid()}) == (jobs == "1")  # --jobs 2: trained in worker processes only
@@ -496,15 +508,17 @@ def test_jobs_beyond_the_limit_is_lowered_with_a_one_line_note(fake_zoo, monkeyp
     monkeypatch.setattr(_RecordingPool, "__init__", lambda self, max_workers=None, **_: sizes.append(max_workers))
     calls = fake_zoo({"01_a.ipynb": [901, 902, 903, 904, 905]})
     _machine(monkeypatch, tmp_path, cores=16, available_gib=9.5)  # memory: 3 workers
-    assert R.main(["--train-missing", "--jobs", "1000"]) == 0
+    assert cli.main(["reproduce", "--train-missing", "--jobs", "1000"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == ("[train] --jobs 1000 lowered to 3: 16 usable cores, 9.5 GiB of memory available / 3 GiB per "
                       "worker = 3")
     assert sizes == [3] and len(calls()) == 5 and "training in 3 worker processes" in out[1]
     _machine(monkeypatch, tmp_path, cores=2, available_gib=9.5)  # cores: 2
-    assert R.main(["--train-missing", "--fast", "--jobs", "2"]) == 0  # within the limit: no note
+    assert cli.main(["reproduce", "--train-missing", "--fast", "--jobs", "2"]) == 0  # within the limit: no note
     assert sizes == [3, 2] and "lowered" not in capsys.readouterr().out
-    assert "lowered to that, with a one-line note" in " ".join(R.build_parser().format_help().split())
+    with pytest.raises(SystemExit):
+        cli.main(["reproduce", "--help"])
+    assert "lowered to that, with a one-line note" in " ".join(capsys.readouterr().out.split())
 
 
 def test_a_killed_worker_is_reported_with_a_word_about_memory_and_jobs(fake_zoo, capsys):
@@ -514,7 +528,7 @@ def test_a_killed_worker_is_reported_with_a_word_about_memory_and_jobs(fake_zoo,
     if multiprocessing.get_start_method() != "fork":
         pytest.skip("the fake training reaches the workers by fork only")
     fake_zoo({"01_a.ipynb": [66, 901]})
-    assert R.main(["--train-missing", "--fast", "--jobs", "2"]) == 1
+    assert cli.main(["reproduce", "--train-missing", "--fast", "--jobs", "2"]) == 1
     out = capsys.readouterr().out
     assert "[train] point-n2-d2-fast-s66: FAILED (" in out
     assert "BrokenProcessPool: " in out and out.count("(a worker process died: out of memory? each needs up to 3 GiB; "
@@ -524,7 +538,7 @@ def test_a_killed_worker_is_reported_with_a_word_about_memory_and_jobs(fake_zoo,
 @pytest.mark.parametrize("value", ["0", "x", "1.5"])
 def test_jobs_must_be_a_positive_integer(capsys, value):
     with pytest.raises(SystemExit) as exc:
-        R.main(["--train-missing", "--jobs", value])
+        cli.main(["reproduce", "--train-missing", "--jobs", value])
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert f"argument --jobs: expected an integer >= 1; got '{value}'" in err and "Traceback" not in err
@@ -619,9 +633,9 @@ class _RecordingPool:
 
 def test_the_device_reaches_every_model_trained_and_auto_is_resolved(fake_zoo, capsys):
     calls = fake_zoo({"01_a.ipynb": [901, 902], "02_b.ipynb": [903]})
-    assert R.main(["--train-missing", "--fast", "--only", "01", "--device", "cpu"]) == 0
+    assert cli.main(["reproduce", "--train-missing", "--fast", "--only", "01", "--device", "cpu"]) == 0
     assert calls("device") == ["cpu", "cpu"] and "training in this process, on cpu" in capsys.readouterr().out
-    assert R.main(["--train-missing", "--fast"]) == 0  # the default, auto: cpu on a machine without CUDA
+    assert cli.main(["reproduce", "--train-missing", "--fast"]) == 0  # the default, auto: cpu on a machine without CUDA
     assert calls("device") == ["cpu"] * 3
 
 
@@ -633,10 +647,10 @@ def test_jobs_on_cuda_share_the_gpu_in_spawned_processes(fake_zoo, monkeypatch, 
     monkeypatch.setattr(R, "ProcessPoolExecutor", _RecordingPool)
     monkeypatch.setattr(_RecordingPool, "built", [])
     calls = fake_zoo({"01_a.ipynb": [901, 902], "02_b.ipynb": [903, 904]})
-    assert R.main(["--train-missing", "--fast", "--only", "01", "--jobs", "2"]) == 0  # auto: cuda here
+    assert cli.main(["reproduce", "--train-missing", "--fast", "--only", "01", "--jobs", "2"]) == 0  # auto: cuda here
     assert [ctx.get_start_method() for ctx in _RecordingPool.built] == ["spawn"] and calls("device") == ["cuda"] * 2
     assert "training in 2 worker processes, on cuda" in capsys.readouterr().out
-    assert R.main(["--train-missing", "--fast", "--only", "02", "--jobs", "2", "--device", "cpu"]) == 0
+    assert cli.main(["reproduce", "--train-missing", "--fast", "--only", "02", "--jobs", "2", "--device", "cpu"]) == 0
     assert _RecordingPool.built[1:] == [None] and calls("device")[2:] == ["cpu"] * 2
 
 
@@ -647,12 +661,10 @@ def test_jobs_on_cuda_share_the_gpu_in_spawned_processes(fake_zoo, monkeypatch, 
 def test_a_bad_device_or_cuda_without_cuda_is_exit_2_with_a_message(monkeypatch, capsys, device, message):
     import torch
 
-    from hedgekit import cli
-
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    for main, argv in ((R.main, ["--train-missing", "--device", device]), (cli.main, ["reproduce", "--device", device])):
+    for argv in (["reproduce", "--train-missing", "--device", device], ["reproduce", "--device", device]):
         with pytest.raises(SystemExit) as exc:
-            main(argv)
+            cli.main(argv)
         err = capsys.readouterr().err
         assert exc.value.code == 2 and message in err and "Traceback" not in err
 
