@@ -20,9 +20,8 @@ from hedgekit.zoo.store import (FORMAT, SHIPPED_DIR, cache_checkpoint_path, chec
                                 find_checkpoint, is_stale, load_checkpoint, load_or_train, prototype_head,
                                 recorded_spec, refresh_metrics, save_checkpoint, shipped_names, shipped_or_fast,
                                 train_spec, versions, write_provenance)
-from hedgekit.zoo.url_runs import (URL_FORMAT, URLBenchmark, URLSpec, find_url_run, load_or_train_url,
-                                   load_url_run, register_url_benchmark, save_url_run, url_record, url_run_is_stale,
-                                   url_run_path)
+from hedgekit.zoo.url_runs import (URL_FORMAT, URLSpec, find_url_run, load_or_train_url, load_url_run, save_url_run,
+                                   url_record, url_run_is_stale, url_run_path)
 
 __all__ = ["URL_KIND", "model_name", "spec_from_name", "url_run_name",
            "TRAINERS", "episode_metrics", "eval_set", "head_meta", "triplet_data",
@@ -32,5 +31,5 @@ __all__ = ["URL_KIND", "model_name", "spec_from_name", "url_run_name",
            "FORMAT", "SHIPPED_DIR", "cache_checkpoint_path", "check_matches", "data_source", "find_checkpoint",
            "is_stale", "load_checkpoint", "load_or_train", "prototype_head", "recorded_spec", "refresh_metrics",
            "save_checkpoint", "shipped_names", "shipped_or_fast", "train_spec", "versions", "write_provenance",
-           "URL_FORMAT", "URLBenchmark", "URLSpec", "find_url_run", "load_or_train_url", "load_url_run",
-           "register_url_benchmark", "save_url_run", "url_record", "url_run_is_stale", "url_run_path"]
+           "URL_FORMAT", "URLSpec", "find_url_run", "load_or_train_url", "load_url_run", "save_url_run", "url_record",
+           "url_run_is_stale", "url_run_path"]

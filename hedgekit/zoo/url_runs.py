@@ -1,8 +1,10 @@
 """The runs of the URL benchmark (Kirchhof et al. 2023 at kit scale) as models of the store: their spec, files,
 staleness and load-or-train.
 
-What a run is comes from `hedgekit.papers.url.benchmark`, which registers its definition (`URLBenchmark`) when it
-is imported, since the store imports no paper (tests/test_imports.py). A `URLSpec` names a run
+What a run is (its methods, budgets, config, model, folder and trainer) is defined by the URL paper's benchmark,
+`hedgekit.papers.url.benchmark`, which this module imports where a run is first checked or used (`_benchmark`):
+an explicit import, the one way the store reaches a paper (tests/test_imports.py), so that ``from hedgekit.zoo
+import URLSpec`` works with nothing else imported (issue 47). A `URLSpec` names a run
 (``url-ce-converged-s0``); the store's `find_checkpoint`, `is_stale` and `load_or_train` (`hedgekit.zoo.store`) hand
 a URL run to `find_url_run`, `url_run_is_stale` and `load_or_train_url` here.
 
@@ -19,7 +21,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, ClassVar, Mapping
+from typing import ClassVar, Mapping
 
 import torch
 
@@ -31,44 +33,21 @@ from hedgekit.zoo.names import URL_KIND, url_run_name
 URL_FORMAT = "hedgekit-url-run: <method>-s<seed>.json record with weights_sha256 + .pt weights"
 
 
-@dataclass(frozen=True)
-class URLBenchmark:
-    """What defines a URL run, passed in by the paper that has them: `hedgekit.papers.url.benchmark` registers
-    one when it is imported (`register_url_benchmark`), since the store imports no paper (tests/test_imports.py).
+def _benchmark():
+    """The URL benchmark module, `hedgekit.papers.url.benchmark`, which defines what a run is. Imported here, when
+    a run is first checked or used, not at the store's import (the paper builds on the store); its functions are
+    looked up on the module at each call, so that what a test replaces there is what the store uses."""
+    from hedgekit.papers.url import benchmark
 
-    ``check_method(method)``: InputError for an unknown method; ``budget(name)``: the `Budget` of that name
-    (InputError for an unknown one); ``run_config(budget, method)``: what a run's record must hold to be current
-    (`url_run_is_stale`); ``build(method, seed, budget)``: the untrained, seeded model; ``root()``: the folder of
-    the runs; ``train(spec, progress, device)``: (model on the CPU, record), the URL family's trainer."""
-
-    check_method: Callable[[str], object]
-    budget: Callable[[str], object]
-    run_config: Callable[[object, str], dict]
-    build: Callable[[str, int, object], torch.nn.Module]
-    root: Callable[[], Path]
-    train: Callable[..., tuple]
-
-
-_URL_BENCHMARK: list[URLBenchmark] = []  # the registered one (at most one)
-
-
-def register_url_benchmark(benchmark: URLBenchmark) -> None:
-    """Make ``benchmark`` the definition of URL runs (`URLSpec`), replacing any earlier one."""
-    _URL_BENCHMARK[:] = [benchmark]
-
-
-def _url_benchmark() -> URLBenchmark:
-    if not _URL_BENCHMARK:
-        raise InputError("URL runs are defined by hedgekit.papers.url.benchmark: import it before naming one")
-    return _URL_BENCHMARK[0]
+    return benchmark
 
 
 @dataclass(frozen=True)
 class URLSpec:
     """One run of the URL benchmark (Kirchhof et al. 2023 at kit scale, `hedgekit.papers.url.benchmark`, which
-    defines them: `URLBenchmark`): the upstream ``method`` trained with ``seed`` in ``budget`` (a budget name:
+    defines them): the upstream ``method`` trained with ``seed`` in ``budget`` (a budget name:
     ``paper``, ``converged``, or a learning-rate sweep of one, ``converged-lr0.5x``; or a budget object that
-    `URLBenchmark.budget` accepts, for an ad-hoc budget no name resolves to). Name:
+    `resolve_budget` accepts, for an ad-hoc budget no name resolves to). Name:
     ``url-<method>-<budget>-s<seed>``, e.g. ``url-nivmf-converged-s2`` (`hedgekit.zoo.names.url_run_name`; an
     ad-hoc budget's runs are named by its name, and read back as the registered budget of that name).
 
@@ -83,11 +62,11 @@ class URLSpec:
     family: ClassVar[str] = URL_KIND
 
     def __post_init__(self) -> None:
-        bench = _url_benchmark()
+        bench = _benchmark()
         if not isinstance(self.method, str) or "-" in self.method:
             raise InputError(f"URLSpec.method must be a method name; got {self.method!r}")
-        bench.check_method(self.method)
-        bench.budget(self.budget)  # InputError naming the budgets
+        bench.check_methods([self.method])
+        bench.resolve_budget(self.budget)  # InputError naming the budgets
         check_seed(self.seed, "URLSpec.seed")
 
     @property
@@ -101,25 +80,26 @@ class URLSpec:
         return url_run_name(self)
 
     def run_budget(self):
-        """The budget this run trains and is evaluated in (`URLBenchmark.budget`)."""
-        return _url_benchmark().budget(self.budget)
+        """The budget this run trains and is evaluated in (`hedgekit.papers.url.benchmark.resolve_budget`)."""
+        return _benchmark().resolve_budget(self.budget)
 
     def run_config(self) -> dict:
-        """What the run's record must hold to be current (`url_run_is_stale`, `URLBenchmark.run_config`): the
-        training config for the method, evaluation images per class, embedding dimension, the method's
-        hyper-parameters and the code key."""
-        return _url_benchmark().run_config(self.run_budget(), self.method)
+        """What the run's record must hold to be current (`url_run_is_stale`,
+        `hedgekit.papers.url.benchmark.run_config`): the training config for the method, evaluation images per
+        class, embedding dimension, the method's hyper-parameters and the code key."""
+        return _benchmark().run_config(self.run_budget(), self.method)
 
     def build(self) -> torch.nn.Module:
-        """The untrained, seeded model (`URLBenchmark.build`)."""
-        return _url_benchmark().build(self.method, self.seed, self.run_budget())
+        """The untrained, seeded model (`hedgekit.papers.url.benchmark.build_run_model`)."""
+        return _benchmark().build_run_model(self.method, self.seed, self.run_budget())
 
 
 def url_run_path(spec: URLSpec) -> Path:
     """Where the benchmark has always kept its runs, so that every run cached before the benchmark joined the
     store is found where it is, in its format (`URL_FORMAT`): its record
-    ``<cache>/url/<budget>/<method>-s<seed>.json`` (`URLBenchmark.root`), its weights beside it (``.pt``)."""
-    return _url_benchmark().root() / spec.budget_name / f"{spec.method}-s{spec.seed}.json"
+    ``<cache>/url/<budget>/<method>-s<seed>.json`` (`hedgekit.papers.url.benchmark.cache_root`), its weights
+    beside it (``.pt``)."""
+    return _benchmark().cache_root() / spec.budget_name / f"{spec.method}-s{spec.seed}.json"
 
 
 def url_record(path: str | Path) -> dict | None:
@@ -134,7 +114,7 @@ def url_record(path: str | Path) -> dict | None:
 def url_run_is_stale(path: str | Path, spec: URLSpec) -> bool:
     """True if the record at ``path`` holds another ``config`` than `URLSpec.run_config`: the budget's training
     config for the method, evaluation images per class, embedding dimension, the method's hyper-parameters and
-    the code key, a hash of the code the run executes (`hedgekit.papers.url.benchmark._config`). The code counts
+    the code key, a hash of the code the run executes (`hedgekit.papers.url.benchmark.run_config`). The code counts
     here because the runs are a leaderboard: its methods are ranked against each other, so a run measured with
     other code than today's (a fixed loss, a changed metric) must not be ranked beside the rest. The record's
     other fields (metrics, seconds, device, history) are what the run measured, not what it is."""
@@ -209,7 +189,7 @@ def load_url_run(path: str | Path, spec: URLSpec) -> tuple[torch.nn.Module, dict
 def load_or_train_url(spec: URLSpec, progress: bool, device: str, retrain: bool,
                       save: bool) -> tuple[torch.nn.Module, dict]:
     """`hedgekit.zoo.store.load_or_train` for a URL run: its cached pair if `find_url_run` finds it, else trained
-    by `URLBenchmark.train` and saved by `save_url_run`; ``meta`` is the run's record."""
+    by `hedgekit.papers.url.benchmark.train_run` and saved by `save_url_run`; ``meta`` is the run's record."""
     dev = resolve_device(device)
     path = None if retrain else find_url_run(spec)
     if path is not None:
@@ -219,7 +199,7 @@ def load_or_train_url(spec: URLSpec, progress: bool, device: str, retrain: bool,
     out = url_run_path(spec)
     if save:  # a read-only or full cache is refused before the training, not after
         check_writable(out, need=2**20)  # a URL run's weights and record: ~0.3 MB
-    model, rec = _url_benchmark().train(spec, progress=progress, device=device)
+    model, rec = _benchmark().train_run(spec, progress=progress, device=device)
     if save:
         save_url_run(out, model, rec)
     return model.to(dev), dict(rec, source="trained now", path=str(out) if save else "")

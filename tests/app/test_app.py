@@ -381,7 +381,7 @@ def url_cache(monkeypatch, tmp_path):
     def fake(method, seed, down_rauroc):
         b = benchmark.BUDGETS["fast"]
         path = benchmark.run_path(method, seed, b)
-        rec = {"method": method, "seed": seed, "budget": "fast", "config": benchmark._config(b, method),
+        rec = {"method": method, "seed": seed, "budget": "fast", "config": benchmark.run_config(b, method),
                **{m: 0.5 for m in benchmark.METRICS}, "down_rauroc": down_rauroc}
         save_url_run(path, benchmark.build_model(method, seed), rec)  # weights + record with their hash
 

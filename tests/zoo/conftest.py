@@ -98,7 +98,7 @@ def proto_sandbox(tmp_path, monkeypatch):
 
 @pytest.fixture
 def url_defined():
-    """The URL benchmark, which defines URL runs (`zoo.register_url_benchmark`) when it is imported."""
+    """The URL benchmark, which defines URL runs (`hedgekit.zoo.url_runs` imports it where a run is used)."""
     from hedgekit.papers.url import benchmark
 
     return benchmark

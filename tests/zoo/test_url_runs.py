@@ -23,7 +23,7 @@ def _old_layout_run(folder, method, seed, budget, **fields):
     model = benchmark.build_model(method, seed, n_classes=70, **b.hparams(method))
     record = folder / budget / f"{method}-s{seed}.json"
     record.parent.mkdir(parents=True)
-    rec = {"method": method, "seed": seed, "budget": budget, "config": benchmark._config(b, method),
+    rec = {"method": method, "seed": seed, "budget": budget, "config": benchmark.run_config(b, method),
            "down_rauroc": 0.61, "up_r1": 0.83, "device": "cpu", "history": [{"step": 0, "loss": 4.2}], **fields}
     torch.save({"state_dict": model.state_dict(), "meta": {k: rec[k] for k in ("method", "seed", "budget", "config")}},
                record.with_suffix(".pt"))
@@ -66,9 +66,11 @@ def test_url_staleness_is_the_budget_and_the_code_key_not_the_device(url_store, 
         settings = dict(benchmark.BUDGETS["converged"].settings, losspred=benchmark.Setting(hparams={"lam": 0.2}))
         m.setitem(benchmark.BUDGETS, "converged", replace(benchmark.BUDGETS["converged"], settings=settings))
         assert zoo.is_stale(record, spec) and zoo.find_checkpoint(spec) is None
-    real = benchmark._source_text
+    from hedgekit.papers.url import code_hash
+
+    real = code_hash.source_text
     with monkeypatch.context() as m:  # code the run executes is edited: the upstream trainer
-        m.setattr(benchmark, "_source_text", lambda path: real(path) + ("\n# edited" if path.endswith(
+        m.setattr(code_hash, "source_text", lambda path: real(path) + ("\n# edited" if path.endswith(
             "upstream.py") and "training" in path else ""))
         assert zoo.is_stale(record, spec) and zoo.find_checkpoint(spec) is None
         with pytest.raises(InputError, match="url-benchmark --methods losspred --seeds 1 --budget converged"):
@@ -112,3 +114,34 @@ def test_a_url_run_that_load_or_train_trains_is_saved_as_a_run_pair_and_found(ur
     with pytest.raises(CheckpointError, match="not the weights its metrics were measured on"):
         zoo.load_url_run(record, spec)
     assert load_or_train(spec)[1]["source"] == "trained now" and len(calls) == 3
+
+
+def test_a_url_spec_works_in_a_fresh_interpreter_with_nothing_else_imported(tmp_path):
+    """Issue 47: a `URLSpec` used to work only after `hedgekit.papers.url.benchmark` had been imported, because
+    that module filled a registry of the zoo when imported. Now the zoo imports the benchmark where a run is first
+    checked (`url_runs._benchmark`): in a fresh interpreter, a spec is checked, named, placed and configured, and
+    an unknown method is refused naming the known ones, with nothing imported before ``from hedgekit.zoo``."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from hedgekit.zoo import URLSpec, find_checkpoint, url_run_path\n"
+        "from hedgekit.errors import InputError\n"
+        "assert 'hedgekit.papers.url.benchmark' not in sys.modules\n"
+        "spec = URLSpec('nivmf', 'converged', 2)\n"
+        "cfg = spec.run_config()\n"
+        "print(spec.name, url_run_path(spec).relative_to(sys.argv[1]).as_posix(), find_checkpoint(spec),\n"
+        "      cfg['train']['steps'], cfg['embed_dim'], len(cfg['code']))\n"
+        "try:\n"
+        "    URLSpec('nope')\n"
+        "except InputError as exc:\n"
+        "    print('refused:', exc)\n")
+    env = dict(os.environ, HEDGEKIT_DATA=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    first, refused = out.stdout.splitlines()
+    assert first == "url-nivmf-converged-s2 url/converged/nivmf-s2.json None 400 16 12"
+    assert refused.startswith("refused: unknown method(s) ['nope']") and "nivmf" in refused

@@ -12,13 +12,18 @@ CUB / CARS / SOP. Here (see `hedgekit.papers.url.protocol` for the data and metr
   it, under ``cache_path("url", budget)``, the record holding the weights file's SHA-256 so that the two are one
   unit: a pair that does not match, e.g. after an interrupt between the two writes, is retrained); a cached run
   whose config differs from the budget, or whose code hash differs (the method's module, the hedgekit modules it
-  imports and the trainer / evaluation code: `_config`), is stale (`hedgekit.zoo.is_stale`) and retrained, so
+  imports and the trainer / evaluation code: `run_config`), is stale (`hedgekit.zoo.is_stale`) and retrained, so
   `run_benchmark` resumes where it stopped and a second call trains nothing;
 * a run whose training diverges, or whose embedding or u(x) is NaN or inf at evaluation, is one row that says
   "diverged at step N (seed s)" (`run_one`; issue 45 item 7): the other runs are trained, ranked and written, and
   the diverged run is not cached (the next call trains it again);
-* `leaderboard`: mean ± std (sample std, ddof = 1) over seeds per method; `write_leaderboard` writes it as
-  CSV and Markdown under the git-ignored data cache.
+* `leaderboard` (`hedgekit.papers.url.leaderboard`): mean ± std (sample std, ddof = 1) over seeds per method;
+  `write_leaderboard` writes it as CSV and Markdown under the git-ignored data cache.
+
+This module defines what a run is for the store: `hedgekit.zoo.url_runs` imports it where a `URLSpec` is first
+checked or used and calls `check_methods`, `resolve_budget`, `run_config`, `build_run_model`, `cache_root` and
+`train_run` by name, so that what a test replaces here is what the store uses (issue 47: an explicit import, not a
+registry this module fills when imported). The code key's module closure: `hedgekit.papers.url.code_hash`.
 """
 from __future__ import annotations
 
@@ -37,33 +42,25 @@ from hedgekit.checks import (MAX_THREADS, atomic_write, check_count, check_seed,
                              resolve_device)
 from hedgekit.hardware import device_description
 from hedgekit.errors import CheckpointError, DivergedError, InputError
-from hedgekit.papers.url import protocol
+from hedgekit.papers.url import code_hash, protocol
+from hedgekit.papers.url.code_hash import module_closure
+from hedgekit.papers.url.leaderboard import (LABELS, MAY_BE_NAN, METRICS, NOT_TRAINED, TRAINED, TRAINED_AT, label,
+                                             leaderboard, leaderboard_markdown, method_status, ranked, run_status,
+                                             seed_rank_stability, trained_runs)
 from hedgekit.papers.url.numbers import DISPLAY
 from hedgekit.training.upstream import UpstreamConfig, UpstreamModel, fit_upstream, predict
-from hedgekit.zoo import (URLBenchmark, URLSpec, cache_checkpoint_path, find_checkpoint, is_stale, load_or_train,
-                          load_url_run, register_url_benchmark, url_record)
+from hedgekit.zoo import (URLSpec, cache_checkpoint_path, find_checkpoint, is_stale, load_or_train, load_url_run,
+                          url_record)
 
 __all__ = ["Setting", "Budget", "BUDGETS", "TRAINED_AT", "MAY_BE_NAN", "TRAINED", "NOT_TRAINED", "run_status",
            "method_status", "trained_runs", "ranked", "seed_rank_stability", "augmentation", "settings_table",
            "LR_SWEEP", "sweep_budgets", "sweep_runs", "METRICS", "method_registry", "check_methods", "eval_sets",
            "build_model", "cache_root", "run_spec", "run_path", "RUN_MODULES", "module_closure", "run_one",
            "diverged_record", "train_run", "load_run_model", "run_benchmark", "cached_runs", "uncertainty_extremes",
-           "leaderboard", "leaderboard_markdown", "write_leaderboard", "add_subcommand", "LABELS", "label"]
+           "leaderboard", "leaderboard_markdown", "write_leaderboard", "add_subcommand", "LABELS", "label",
+           "resolve_budget", "run_config", "build_run_model"]
 
 EMBED_DIM = 16
-
-# Our methods' names in tables, figures and verdicts: the paper's (`numbers.DISPLAY`), except that our ``infonce``
-# and ``mcinfonce`` are *supervised* (positives are other images of the same class, `hedgekit.methods.infonce`);
-# the paper's unsupervised ones (two augmented views, no labels) are ``infonce_2v`` and ``mcinfonce_2v`` and carry
-# the paper's names; method keys and run / checkpoint names are unchanged.
-LABELS = {**DISPLAY, "infonce": "supervised InfoNCE", "mcinfonce": "supervised MCInfoNCE",
-          "infonce_2v": "InfoNCE", "mcinfonce_2v": "MCInfoNCE"}
-
-
-def label(method: str) -> str:
-    """The name of our ``method`` in tables and figures (`LABELS`; unknown keys as they are)."""
-    return LABELS.get(method, method)
-
 
 @dataclass(frozen=True)
 class Setting:
@@ -135,13 +132,6 @@ BUDGETS = {
     }),
 }
 
-# metric -> column title in the leaderboard (in order)
-METRICS = {"down_rauroc": "R-AUROC (down)", "down_r1": "R@1 (down)", "rauroc": "R-AUROC unseen", "r1": "R@1 unseen",
-           "fashion_rauroc": "R-AUROC Fashion", "fashion_r1": "R@1 Fashion", "crop": "crop rate unseen",
-           "up_rauroc": "R-AUROC (up)", "up_r1": "R@1 (up)", "up_acc": "accuracy (up)", "up_crop": "crop rate (up)",
-           "cpu_seconds": "CPU s", "train_seconds": "train s"}
-
-
 def method_registry() -> dict:
     """name -> method class (`hedgekit.methods.upstream.METHODS`), in the paper's order; every method file of
     `hedgekit.methods` registers itself when imported, so all of them are imported first."""
@@ -169,7 +159,7 @@ def check_methods(methods) -> list[str]:
     return methods
 
 
-def _budget(budget) -> Budget:
+def resolve_budget(budget) -> Budget:
     """The `Budget` named ``budget`` (a key of `BUDGETS`, or ``<key>-lr<factor>x``: a sweep budget of
     `sweep_budgets`), or ``budget`` itself if it is one."""
     if isinstance(budget, Budget):
@@ -221,6 +211,12 @@ def build_model(method: str, seed: int, n_classes: int = 70, **hparams) -> Upstr
     return UpstreamModel(backbone, head)
 
 
+def build_run_model(method: str, seed: int, budget: Budget) -> UpstreamModel:
+    """The untrained, seeded model of a run (`hedgekit.zoo.URLSpec.build`): `build_model` with the training
+    classes' count and the budget's hyper-parameters for ``method``."""
+    return build_model(method, seed, n_classes=len(_train_data()[2]), **budget.hparams(method))
+
+
 def cache_root() -> Path:
     """``<data cache>/url``: the runs (``<budget>/<method>-s<seed>.json``) and the leaderboards."""
     from hedgekit.paths import data_dir
@@ -232,9 +228,9 @@ def run_spec(method: str, seed: int, budget) -> URLSpec:
     """The zoo's spec of a run (`hedgekit.zoo.URLSpec`), by the budget's name when that names this very budget (a
     key of `BUDGETS` or a sweep of one), else holding the ad-hoc `Budget` itself (its runs share the folder of its
     name, and a run of the other budget there is stale for it, and the other way round)."""
-    b = _budget(budget)
+    b = resolve_budget(budget)
     try:
-        named = _budget(b.name) == b
+        named = resolve_budget(b.name) == b
     except InputError:  # a name no budget has
         named = False
     return URLSpec(method, b.name if named else b, check_seed(seed, "seed"))
@@ -250,82 +246,13 @@ def run_path(method: str, seed: int, budget) -> Path:
 
 # the modules that train and evaluate every run (what `run_one` and `build_model` call besides the method's head):
 # the upstream trainer and `predict`, the zero-shot protocol, the backbone, and the data (load_ndigit,
-# per_class_subset, random_occlusion); their import closures go into every run's code hash (`_config`)
+# per_class_subset, random_occlusion); their import closures go into every run's code hash (`run_config`)
 RUN_MODULES = ("hedgekit.training.upstream", "hedgekit.papers.url.protocol", "hedgekit.nets.backbones",
                "hedgekit.data", "hedgekit.data.ndigit")
 
 
-@lru_cache(maxsize=None)
-def _module_file(name: str) -> str | None:
-    """The source file of module ``name`` (`importlib.util.find_spec`), None if it is not a module with one."""
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError):  # a parent that is not a package (``module.function``), or no spec
-        return None
-    return spec.origin if spec is not None and spec.origin and spec.origin.endswith(".py") else None
-
-
-def _source_text(path: str) -> str:
-    return Path(path).read_text(encoding="utf-8")
-
-
-@lru_cache(maxsize=256)
-def _imported_names(text: str, name: str, is_package: bool) -> tuple[str, ...]:
-    """Every module name that the source ``text`` of module ``name`` imports, anywhere in it: ``import a.b`` gives
-    ``a.b``; ``from a import b`` gives ``a.b`` if that is a module, else ``a``; relative imports are resolved."""
-    import ast
-    import importlib.util
-
-    package = name if is_package else name.rpartition(".")[0]
-    out = []
-    for node in ast.walk(ast.parse(text)):
-        if isinstance(node, ast.Import):
-            out += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            try:
-                base = importlib.util.resolve_name("." * node.level + (node.module or ""), package)
-            except (ImportError, ValueError):  # a relative import above the top-level package
-                continue
-            for alias in node.names:
-                sub = f"{base}.{alias.name}"
-                out.append(sub if alias.name != "*" and _module_file(sub) is not None else base)
-    return tuple(out)
-
-
-def module_closure(modules, package: str = "hedgekit", skip=()) -> dict[str, str]:
-    """``modules`` and every module of ``package`` they import, transitively: module name -> source file, sorted
-    by name, each module once.
-
-    Imports are read with `ast` from each module's source (also the ones inside functions, so the lazy imports
-    count too) and resolved to files with `importlib.util.find_spec`: ``import package.x``, ``from package.x
-    import y`` (the module ``package.x.y`` if there is one, else ``package.x``) and relative imports. Imports of
-    other packages (torch, numpy, ...) are not followed; a package's ``__init__`` counts only when it is imported
-    itself or a name is imported from it. The starting ``modules`` are always included (they may live outside
-    ``package``); modules in ``skip`` are neither included nor followed, and names that do not resolve to a
-    Python source file are left out.
-    """
-    def inside(name):
-        return name == package or name.startswith(f"{package}.")
-
-    todo, seen, out = list(modules), set(skip), {}
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        path = _module_file(name)
-        if path is None:
-            continue
-        out[name] = path
-        is_package = Path(path).name == "__init__.py"
-        todo += [m for m in _imported_names(_source_text(path), name, is_package) if inside(m) and m not in seen]
-    return dict(sorted(out.items()))
-
-
 def _code_files(method: str) -> dict[str, str]:
-    """The files hashed into ``method``'s runs (see `_config`): module name -> source file."""
+    """The files hashed into ``method``'s runs (see `run_config`): module name -> source file."""
     import inspect
 
     registry = method_registry()
@@ -337,7 +264,7 @@ def _code_files(method: str) -> dict[str, str]:
     return dict(sorted({**module_closure(RUN_MODULES, skip=others), **own}.items()))
 
 
-def _config(budget: Budget, method: str) -> dict:
+def run_config(budget: Budget, method: str) -> dict:
     """What a cached run must match, else it is retrained: the budget (training config, evaluation images per
     class, embedding dimension) and ``code``, a hash of the code the run executes.
 
@@ -358,7 +285,7 @@ def _config(budget: Budget, method: str) -> dict:
     cls = method_registry()[method]
     h = hashlib.sha256(f"{cls.__module__}.{cls.__qualname__}\0".encode())  # no files for a class defined in __main__
     for name, path in _code_files(method).items():
-        h.update(f"{name}\0{_source_text(path)}\0".encode())
+        h.update(f"{name}\0{code_hash.source_text(path)}\0".encode())
     out = {"train": asdict(budget.train_config(method)), "eval_per_class": budget.eval_per_class,
            "embed_dim": EMBED_DIM, "code": h.hexdigest()[:12]}
     hparams = budget.hparams(method)
@@ -454,7 +381,7 @@ def train_run(spec: URLSpec, progress: bool = False, device: str = "cpu") -> tup
     except FloatingPointError as exc:
         raise DivergedError(f"{label(method)} seed {seed}: {exc} after the last training step "
                             f"({cfg.steps - 1})", cfg.steps - 1) from exc
-    rec = {"method": method, "seed": seed, "budget": b.name, "config": _config(b, method), **metrics,
+    rec = {"method": method, "seed": seed, "budget": b.name, "config": run_config(b, method), **metrics,
            "train_seconds": train_seconds, "eval_seconds": time.perf_counter() - t1,
            "cpu_seconds": time.process_time() - cpu0, "threads": torch.get_num_threads(),
            "device": device_description(dev), "history": [{"step": r["step"], "loss": r["loss"]} for r in hist.rows]}
@@ -464,7 +391,7 @@ def train_run(spec: URLSpec, progress: bool = False, device: str = "cpu") -> tup
 def load_run_model(method: str, seed: int, budget="fast") -> UpstreamModel:
     """The trained model of a cached run (InputError with the command that trains it if there is none or it is
     stale, CheckpointError with the one that retrains it if its weights do not load: `hedgekit.zoo.load_url_run`)."""
-    b = _budget(budget)
+    b = resolve_budget(budget)
     spec = run_spec(method, seed, b)
     record = cache_checkpoint_path(spec, None)
     rec = url_record(record)
@@ -491,7 +418,7 @@ def run_benchmark(methods, seeds=3, budget="fast", retrain: bool = False, progre
     from tqdm.auto import tqdm
 
     methods = check_methods(methods)
-    b = _budget(budget)
+    b = resolve_budget(budget)
     seed_list = list(range(seeds)) if isinstance(seeds, (int, np.integer)) else [int(s) for s in seeds]
     if not seed_list or min(seed_list) < 0:
         raise InputError(f"seeds must be a positive number or a list of non-negative seeds; got {seeds!r}")
@@ -510,7 +437,7 @@ def cached_runs(budget="fast"):
     none. Runs of unknown methods are skipped."""
     import pandas as pd
 
-    b = _budget(budget)
+    b = resolve_budget(budget)
     folder = cache_root() / b.name
     known = method_registry()
     rows = []
@@ -535,7 +462,7 @@ def uncertainty_extremes(method: str, seed: int = 0, budget="fast", k: int = 8) 
     """
     k = check_count(k, "k", 1)
     model = load_run_model(method, seed, budget)
-    x, y = eval_sets(_budget(budget).eval_per_class)["unseen"]
+    x, y = eval_sets(resolve_budget(budget).eval_per_class)["unseen"]
     u = predict(model, x)["uncertainty"]
     k = min(k, len(u))
 
@@ -553,7 +480,7 @@ def sweep_budgets(base="converged", factors=LR_SWEEP) -> list[Budget]:
     """Budgets like ``base`` with every method's learning rate times each factor, named ``<base>-lr<factor>x``
     (their own cache folders): with ``base`` itself, a small hyper-parameter sweep to pool correlations over, the
     way the paper's Fig. 4 pools "all hyperparameters, including non-optimal ones"."""
-    b = _budget(base)
+    b = resolve_budget(base)
     out = []
     for f in factors:
         if not f > 0:
@@ -574,7 +501,7 @@ def sweep_runs(runs, seed: int = 0, factors=LR_SWEEP, progress: bool = False, de
 
     if runs.empty or runs["budget"].nunique() != 1:
         raise InputError("sweep_runs needs the runs of one budget")
-    base = _budget(runs["budget"].iloc[0])
+    base = resolve_budget(runs["budget"].iloc[0])
     methods = [m for m, st in method_status(runs).items() if st == TRAINED]
     own = runs[runs["seed"] == seed]
     if not methods or own.empty:
@@ -588,7 +515,7 @@ def settings_table(budget="converged"):
     learning rate, hyper-parameters, and why; "budget default" where the method has no `Setting`)."""
     import pandas as pd
 
-    b = _budget(budget)
+    b = resolve_budget(budget)
     rows = []
     for m in method_registry():
         cfg, s = b.train_config(m), b.settings.get(m)
@@ -598,130 +525,9 @@ def settings_table(budget="converged"):
     return pd.DataFrame(rows).set_index("method")
 
 
-# A run has learned an embedding when it clears these on the upstream (seen-class) test images: R@1, and for heads
-# that classify, accuracy (NaN for the others: not checked, `MAY_BE_NAN`). Below them a method's u(x) is scored on
-# an embedding it never learned (issue 35: Losspred at 0.05 accuracy), so it is not ranked.
-TRAINED_AT = {"up_r1": 0.7, "up_acc": 0.7}
-MAY_BE_NAN = ("up_acc",)  # the accuracy of a head without logits; every other NaN metric is a failed run
-TRAINED, NOT_TRAINED = "trained", "did not train"
-
-
-def run_status(runs):
-    """Per run (row of ``runs``): `TRAINED` if it reaches every threshold of `TRAINED_AT`, else `NOT_TRAINED`.
-
-    A NaN metric counts as trained only where `MAY_BE_NAN` allows it (the accuracy of a head without logits); a
-    NaN upstream R@1 (a run that diverged, `diverged_record`) never does (issue 45 item 7), nor does a run with a
-    ``diverged_at`` step. A missing column is not checked."""
-    import pandas as pd
-
-    ok = pd.Series(True, index=runs.index)
-    for metric, low in TRAINED_AT.items():
-        if metric in runs:
-            v = runs[metric].astype(float)
-            ok &= (v >= low) | (v.isna() & (metric in MAY_BE_NAN))
-    if "diverged_at" in runs:
-        ok &= runs["diverged_at"].isna()
-    return ok.map({True: TRAINED, False: NOT_TRAINED})
-
-
-def method_status(runs) -> dict:
-    """method -> `TRAINED` if every one of its runs trained (`run_status`), else `NOT_TRAINED`."""
-    st = run_status(runs).eq(TRAINED).groupby(runs["method"], sort=False).all()
-    return {m: TRAINED if v else NOT_TRAINED for m, v in st.items()}
-
-
-def trained_runs(runs):
-    """The runs of the methods that trained (`method_status`): what rankings and correlations are computed on.
-    Runs of several budgets (a sweep, `sweep_budgets`) are judged per (method, budget): each setting is a model."""
-    keys = ["method", "budget"] if "budget" in runs else ["method"]
-    ok = run_status(runs).eq(TRAINED).groupby([runs[k] for k in keys], sort=False).transform("all")
-    return runs[ok.to_numpy(bool)]
-
-
-def leaderboard(runs, metrics=None):
-    """Mean and sample std (ddof = 1) over seeds per method: the methods that trained first, sorted by downstream
-    R-AUROC, then the ones that did not (`method_status`, also sorted; they are not ranked).
-
-    Columns: ``<title>`` and ``<title> ±`` for each metric of ``METRICS`` present in ``runs``, ``seeds``,
-    ``trained seeds`` (runs that reach `TRAINED_AT`) and ``status``: `TRAINED`, `NOT_TRAINED`, or for a method
-    with runs that diverged (`diverged_record`) their ``failure``s, e.g. "diverged at step 10 (seed 1)". Means
-    and stds are over the runs that did not diverge (their metrics are NaN).
-    """
-    import pandas as pd
-
-    metrics = [m for m in (metrics or METRICS) if m in runs.columns]
-    if runs.empty:
-        raise InputError("no runs to rank")
-    g = runs.groupby("method", sort=False)
-    out = pd.DataFrame(index=pd.Index(list(g.groups), name="method"))
-    for m in metrics:
-        out[METRICS[m]] = g[m].mean()
-        out[f"{METRICS[m]} ±"] = g[m].std(ddof=1)
-    out["seeds"] = g.size()
-    out["trained seeds"] = run_status(runs).eq(TRAINED).groupby(runs["method"], sort=False).sum()
-    out["status"] = pd.Series(method_status(runs))
-    if "failure" in runs:
-        failures = runs.dropna(subset=["failure"]).groupby("method", sort=False)["failure"].agg(", ".join)
-        out.loc[failures.index, "status"] = failures
-    key = METRICS["down_rauroc"] if "down_rauroc" in metrics else out.columns[0]
-    out["_order"] = out["status"].ne(TRAINED)
-    return out.sort_values(["_order", key], ascending=[True, False]).drop(columns="_order")
-
-
-def ranked(board):
-    """The rows of a `leaderboard` that are ranked: the methods that trained."""
-    return board[board["status"] == TRAINED] if "status" in board else board
-
-
-def seed_rank_stability(runs, metric: str = "down_rauroc") -> dict:
-    """How stable the ranking of the trained methods (`trained_runs`) by ``metric`` is across seeds: each seed's
-    runs rank the methods, and Kendall's tau (tau-b, `scipy.stats.kendalltau`) is computed for every pair of seeds
-    over the methods both seeds ran. Returns ``{"pairs": {(seed_a, seed_b): tau}, "mean": mean tau, "methods": n}``
-    (tau NaN for a pair with fewer than 2 common methods or a constant ranking; ``mean`` over the finite ones)."""
-    from itertools import combinations
-
-    from scipy import stats
-
-    if metric not in runs:
-        raise InputError(f"runs have no column {metric!r}")
-    runs = trained_runs(runs)
-    table = runs.pivot_table(index="method", columns="seed", values=metric, aggfunc="mean")
-    pairs = {}
-    for a, b in combinations(table.columns, 2):
-        both = table[[a, b]].dropna()
-        tau = stats.kendalltau(both[a], both[b]).statistic if len(both) >= 2 else math.nan
-        pairs[(int(a), int(b))] = float(tau)
-    finite = [t for t in pairs.values() if math.isfinite(t)]
-    return {"pairs": pairs, "mean": float(np.mean(finite)) if finite else math.nan, "methods": len(table)}
-
-
-def leaderboard_markdown(board, digits: int = 3) -> str:
-    """The leaderboard as Markdown with "mean ± std" cells (method names as `label` gives them, "—" where no run
-    has the metric), and its status ("did not train (k of n seeds trained)" for a method that is not ranked,
-    "diverged at step N (seed s); k of n seeds trained" for one with a run that diverged)."""
-    extra = ("seeds", "trained seeds", "status")
-    head = ["method"] + [c for c in board.columns if not c.endswith(" ±") and c not in extra] + ["seeds"]
-    head += ["status"] if "status" in board else []
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for method, row in board.iterrows():
-        cells = [label(method)]
-        for c in head[1:head.index("seeds")]:
-            mean, std = row[c], row.get(f"{c} ±", math.nan)
-            nd = 0 if c.endswith(" s") else digits
-            cells.append("—" if not math.isfinite(mean) else
-                         f"{mean:.{nd}f}" + (f" ± {std:.{nd}f}" if math.isfinite(std) else ""))
-        cells.append(str(int(row["seeds"])))
-        if "status" in board:
-            counts = f"{int(row['trained seeds'])} of {int(row['seeds'])} seeds trained"
-            cells.append(row["status"] if row["status"] == TRAINED else f"{row['status']} ({counts})"
-                         if row["status"] == NOT_TRAINED else f"{row['status']}; {counts}")
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
 def write_leaderboard(board, budget="fast", folder: str | os.PathLike | None = None) -> tuple[Path, Path]:
     """Write ``leaderboard-<budget>.csv`` and ``.md`` into ``folder`` (default `cache_root`, git-ignored)."""
-    name = _budget(budget).name
+    name = resolve_budget(budget).name
     folder = Path(folder) if folder is not None else cache_root()
     folder.mkdir(parents=True, exist_ok=True)
     csv, md = folder / f"leaderboard-{name}.csv", folder / f"leaderboard-{name}.md"
@@ -730,16 +536,6 @@ def write_leaderboard(board, budget="fast", folder: str | os.PathLike | None = N
     with atomic_write(md) as tmp:
         tmp.write_text(f"# URL benchmark at kit scale ({name} budget)\n\n{leaderboard_markdown(board)}\n")
     return csv, md
-
-
-# This module defines the zoo's URL runs (`hedgekit.zoo.URLSpec`). Each entry looks its function up when called,
-# so that what replaces one of them here (a test's stand-in method or data) is what the store uses.
-register_url_benchmark(URLBenchmark(
-    check_method=lambda method: check_methods([method]), budget=lambda name: _budget(name),
-    run_config=lambda budget, method: _config(budget, method),
-    build=lambda method, seed, budget: build_model(method, seed, n_classes=len(_train_data()[2]),
-                                                   **budget.hparams(method)),
-    root=lambda: cache_root(), train=lambda spec, progress, device: train_run(spec, progress, device)))
 
 
 MAX_SEEDS = 1000  # seeds per method: 3 in the paper's protocol; 1000 x 11 methods would train for days
@@ -765,7 +561,7 @@ def cmd_url_benchmark(a) -> int:
     budget = "fast" if a.fast else a.budget
     methods = check_methods(a.methods or list(method_registry()))
     folder = Path(a.out) if a.out is not None else cache_root()
-    check_writable(folder / f"leaderboard-{_budget(budget).name}.md")  # --out <a file>: refused before training
+    check_writable(folder / f"leaderboard-{resolve_budget(budget).name}.md")  # --out <a file>: refused before training
     runs = run_benchmark(methods, a.seeds, budget, retrain=a.retrain, progress=not a.quiet, device=a.device)
     board = leaderboard(runs)
     csv, md = write_leaderboard(board, budget, a.out)

@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from hedgekit.papers.url import numbers
-from hedgekit.papers.url.benchmark import NOT_TRAINED, TRAINED_AT, label, method_status, ranked, trained_runs
+from hedgekit.papers.url.leaderboard import NOT_TRAINED, TRAINED_AT, label, method_status, ranked, trained_runs
 from hedgekit.papers.url.numbers import DISPLAY
 from hedgekit.papers.verdict import Verdict, direction_verdict, fmt, paired_effect
 

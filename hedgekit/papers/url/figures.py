@@ -16,7 +16,7 @@ from matplotlib.patches import Rectangle
 
 from hedgekit.papers.url import numbers, protocol
 from hedgekit.papers.url.claims import spearman
-from hedgekit.papers.url.benchmark import TRAINED, label, method_status, trained_runs
+from hedgekit.papers.url.leaderboard import TRAINED, label, method_status, trained_runs
 from hedgekit.viz.style import INK, TAB10, figure
 
 UNTRAINED = "0.6"  # grey: a method that did not train

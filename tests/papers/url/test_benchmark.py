@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from hedgekit import cli
-from hedgekit.papers.url import benchmark
+from hedgekit.papers.url import benchmark, code_hash, leaderboard
 from hedgekit.training.upstream import UpstreamConfig
 from hedgekit.zoo import url_runs
 
@@ -197,7 +197,7 @@ def test_uncertainty_extremes_match_a_full_sort(tiny, monkeypatch):
 
 # ---------------------------------------------------------------------- the code hash of cached runs
 def test_closure_follows_hedgekit_imports_of_the_method_only():
-    closure = benchmark.module_closure(["hedgekit.methods.nivmf"])
+    closure = code_hash.module_closure(["hedgekit.methods.nivmf"])
     assert list(closure) == sorted(closure)
     assert {"hedgekit.methods.nivmf", "hedgekit.methods.vmf", "hedgekit.methods.upstream"} <= set(closure)
     assert closure["hedgekit.methods.vmf"].endswith("vmf.py")
@@ -222,32 +222,32 @@ def test_closure_resolves_relative_absolute_and_lazy_imports(tmp_path, monkeypat
         (pkg / name).write_text(text)
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
-        closure = benchmark.module_closure(["hk_fake_closure.method"], package="hk_fake_closure")
+        closure = code_hash.module_closure(["hk_fake_closure.method"], package="hk_fake_closure")
     finally:
         for name in [m for m in sys.modules if m.startswith("hk_fake_closure")]:
             del sys.modules[name]
     assert closure == {f"hk_fake_closure.{m}": str(pkg / f"{m.replace('.', '/')}.py")
                        for m in ("deep.leaf", "method", "shared", "util")}
-    assert benchmark.module_closure(["hk_fake_closure.method"], package="hk_fake_closure",
+    assert code_hash.module_closure(["hk_fake_closure.method"], package="hk_fake_closure",
                                     skip={"hk_fake_closure.util"}).keys() == {f"hk_fake_closure.{m}" for m in
                                                                                ("deep.leaf", "method", "shared")}
 
 
 def test_code_key_changes_with_shared_and_runner_modules_and_is_deterministic(monkeypatch):
     budget = benchmark.BUDGETS["fast"]
-    key = benchmark._config(budget, "nivmf")
-    assert benchmark._config(budget, "nivmf") == key and set(key) == {"train", "eval_per_class", "embed_dim", "code"}
-    ce = benchmark._config(budget, "ce")["code"]
+    key = benchmark.run_config(budget, "nivmf")
+    assert benchmark.run_config(budget, "nivmf") == key and set(key) == {"train", "eval_per_class", "embed_dim", "code"}
+    ce = benchmark.run_config(budget, "ce")["code"]
     assert ce != key["code"]
-    real = benchmark._source_text
+    real = code_hash.source_text
     for edited in ("methods/vmf.py", "training/upstream.py", "evaluation/metrics.py"):
         # an edit to a shared module (imported by nivmf) or a runner module, without touching the real file
-        monkeypatch.setattr(benchmark, "_source_text",
+        monkeypatch.setattr(code_hash, "source_text",
                             lambda path, edited=edited: real(path) + ("# edited\n" if path.endswith(edited) else ""))
-        assert benchmark._config(budget, "nivmf")["code"] != key["code"], edited
-        assert (benchmark._config(budget, "ce")["code"] == ce) == (edited == "methods/vmf.py")  # ce imports no vmf
-    monkeypatch.setattr(benchmark, "_source_text", real)
-    assert benchmark._config(budget, "nivmf") == key
+        assert benchmark.run_config(budget, "nivmf")["code"] != key["code"], edited
+        assert (benchmark.run_config(budget, "ce")["code"] == ce) == (edited == "methods/vmf.py")  # ce imports no vmf
+    monkeypatch.setattr(code_hash, "source_text", real)
+    assert benchmark.run_config(budget, "nivmf") == key
 
 
 def test_a_record_with_the_old_key_is_stale(tiny):
@@ -309,10 +309,10 @@ def test_a_budget_applies_its_per_method_settings_and_keys_the_cache_on_them():
         assert cfg.steps == (s.steps or b.train.steps) and cfg.lr == (s.lr or b.train.lr)
         assert b.hparams(method) == s.hparams
         benchmark.build_model(method, 0, **b.hparams(method))  # every hyper-parameter is one the head takes
-        config = benchmark._config(b, method)
+        config = benchmark.run_config(b, method)
         assert config["train"]["steps"] == cfg.steps and config.get("hparams", {}) == s.hparams
     assert benchmark.BUDGETS["paper"].train_config("losspred") == benchmark.BUDGETS["paper"].train
-    assert "hparams" not in benchmark._config(benchmark.BUDGETS["paper"], "losspred")  # old records keep their key
+    assert "hparams" not in benchmark.run_config(benchmark.BUDGETS["paper"], "losspred")  # old records keep their key
 
 
 def test_settings_table_lists_every_method_with_its_reason(tiny):
@@ -331,7 +331,7 @@ def test_sweep_budgets_scale_every_methods_learning_rate_and_keep_the_rest():
     for m in benchmark.method_registry():
         assert half.train_config(m).lr == pytest.approx(base.train_config(m).lr / 2)
         assert double.train_config(m).steps == base.train_config(m).steps and double.hparams(m) == base.hparams(m)
-    assert benchmark._budget("converged-lr2x") == double
+    assert benchmark.resolve_budget("converged-lr2x") == double
     with pytest.raises(benchmark.InputError, match="> 0"):
         benchmark.sweep_budgets("converged", (0.0,))
 
@@ -347,7 +347,7 @@ def test_pooled_sweep_runs_are_judged_per_setting():
 def test_sweep_runs_pool_one_seed_of_each_setting_and_skip_methods_that_did_not_train(tiny, monkeypatch):
     runs = benchmark.run_benchmark(["standin", "other"], [0, 1], "fast", progress=False)
     # the tiny random data teach nothing: lower the bar so that "standin" trained and "other" (one seed) did not
-    monkeypatch.setattr(benchmark, "TRAINED_AT", {"up_r1": -1.0})
+    monkeypatch.setattr(leaderboard, "TRAINED_AT", {"up_r1": -1.0})
     runs.loc[(runs["method"] == "other") & (runs["seed"] == 1), "up_r1"] = -2.0
     calls = len(tiny)
     pooled = benchmark.sweep_runs(runs, seed=0, factors=(0.5, 2.0))
@@ -461,7 +461,7 @@ class NaNAtEvaluation(StandIn):
 def failing(tiny, monkeypatch):
     registry = {"standin": StandIn, "diverges": DivergesAtStep2, "nan_u": NaNAtEvaluation}
     monkeypatch.setattr(benchmark, "method_registry", lambda: registry)
-    monkeypatch.setattr(benchmark, "TRAINED_AT", {"up_r1": 0.0, "up_acc": 0.0})  # random data: every finite run counts
+    monkeypatch.setattr(leaderboard, "TRAINED_AT", {"up_r1": 0.0, "up_acc": 0.0})  # random data: every finite run counts
     return tiny
 
 
