@@ -31,11 +31,14 @@ URL, Section 3.1 and Algorithm 1 (Figures 1, 2); Sections 4.5-4.6 (Figures 4, 5)
 Conventions: a *score* is "higher = more similar / more likely a match"; an
 *uncertainty* is "higher = less sure". Ties in nearest-neighbour search are
 broken by the lower gallery index, so every result is deterministic.
+
+The nearest neighbours and KNN votes live in `hedgekit.evaluation.neighbours`
+and the one input check in `hedgekit.evaluation.arrays` (issue 47); this module
+re-exports the neighbours' public names, so ``metrics.topk_neighbours`` is the
+name callers use (and the one a test replaces).
 """
 
 from __future__ import annotations
-
-from typing import Callable
 
 import numpy as np
 import torch
@@ -44,6 +47,9 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 
 from hedgekit.checks import check_count
 from hedgekit.errors import InputError
+from hedgekit.evaluation.arrays import checked_array, same_length, to_numpy
+from hedgekit.evaluation.neighbours import (cosine_score_fn, euclidean_score_fn, knn_accuracy, knn_predict,
+                                            topk_neighbours)
 
 __all__ = [
     "verification_pairs",
@@ -67,62 +73,6 @@ __all__ = [
     "mean_run_length",
 ]
 
-ScoreFn = Callable[[torch.Tensor], torch.Tensor]
-
-
-# ----------------------------------------------------------------------------
-# input checking
-# ----------------------------------------------------------------------------
-def _to_numpy(x, name: str) -> np.ndarray:
-    if isinstance(x, torch.Tensor):
-        x = x.detach().cpu()
-        if x.is_floating_point() and x.dtype not in (torch.float32, torch.float64):
-            x = x.float()  # float16/bfloat16 have no (or no exact) numpy twin
-        return x.numpy()
-    try:
-        arr = np.asarray(x)
-    except (TypeError, ValueError) as err:  # ragged lists and the like
-        raise InputError(f"{name} could not be read as an array: {err}") from err
-    if arr.dtype == object:
-        raise InputError(f"{name} must be a numeric array, got dtype=object")
-    return arr
-
-
-def _array(x, name: str, kind: type, ndim: int = 1) -> np.ndarray:
-    """A non-empty ``ndim``-D array of ``kind``: float (finite float64), int (int64 class ids / indices) or
-    bool (bool, or numbers that are all 0/1)."""
-    arr = _to_numpy(x, name)
-    if arr.ndim != ndim:
-        raise InputError(f"{name} must be {ndim}-D, got shape {tuple(arr.shape)}")
-    if arr.size == 0:
-        raise InputError(f"{name} is empty")
-    if kind is int:
-        if not np.issubdtype(arr.dtype, np.integer):
-            raise InputError(f"{name} must hold integers (class ids / indices), got dtype {arr.dtype}")
-        return arr.astype(np.int64)
-    if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
-        raise InputError(f"{name} must be {'numeric' if kind is float else 'boolean (or 0/1)'}, got dtype {arr.dtype}")
-    if kind is bool:
-        if not np.all((arr == 0) | (arr == 1)):
-            raise InputError(f"{name} must be boolean (or 0/1); found other values")
-        return arr == 1
-    arr = arr.astype(np.float64)
-    if not np.all(np.isfinite(arr)):
-        raise InputError(f"{name} contains NaN or inf ({int(np.sum(~np.isfinite(arr)))} entries)")
-    return arr
-
-
-def _same_length(**arrays: np.ndarray) -> None:
-    lengths = {name: len(a) for name, a in arrays.items()}
-    if len(set(lengths.values())) > 1:
-        desc = ", ".join(f"{name}={n}" for name, n in lengths.items())
-        raise InputError(f"length mismatch: {desc} (they must be equal)")
-
-
-def _positive_int(value, name: str, minimum: int = 1) -> int:
-    return check_count(value, name, minimum)
-
-
 # ----------------------------------------------------------------------------
 # HIB Section 4.3: verification
 # ----------------------------------------------------------------------------
@@ -145,8 +95,8 @@ def verification_pairs(labels, n_pairs: int = 10_000, seed: int = 0):
         ``(i, j, same)``: int64 arrays (n_pairs,) of item indices and a bool
         array, True where ``labels[i] == labels[j]``.
     """
-    labels = _array(labels, "labels", int)
-    n_pairs = _positive_int(n_pairs, "n_pairs", minimum=2)
+    labels = checked_array(labels, "labels", int)
+    n_pairs = check_count(n_pairs, "n_pairs", minimum=2)
     if n_pairs % 2:
         raise InputError(f"n_pairs must be even (half matching, half not), got {n_pairs}")
     classes, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
@@ -195,242 +145,12 @@ def average_precision(scores, is_match) -> float:
     AP = sum_n (R_n - R_{n-1}) P_n over the distinct score thresholds (no
     interpolation). Requires at least one match; with no non-matches AP = 1.
     """
-    scores = _array(scores, "scores", float)
-    is_match = _array(is_match, "is_match", bool)
-    _same_length(scores=scores, is_match=is_match)
+    scores = checked_array(scores, "scores", float)
+    is_match = checked_array(is_match, "is_match", bool)
+    same_length(scores=scores, is_match=is_match)
     if not is_match.any():
         raise InputError("is_match has no positive (matching) pair; AP is undefined")
     return float(average_precision_score(is_match, scores))
-
-
-# ----------------------------------------------------------------------------
-# HIB Section 4.3 / Appendix G: nearest neighbours and KNN votes
-# ----------------------------------------------------------------------------
-def euclidean_score_fn(probe, gallery) -> ScoreFn:
-    """Score function for :func:`topk_neighbours`: minus the Euclidean distance.
-
-    Args:
-        probe: (P, D) embeddings of the queries.
-        gallery: (G, D) embeddings searched.
-
-    Returns:
-        ``score_fn(probe_idx) -> Tensor (len(probe_idx), G)`` of ``-||p - g||``.
-        Distances are computed exactly (no ``|a|^2 + |b|^2 - 2ab`` shortcut),
-        so near-ties are ordered correctly.
-    """
-    p, g = _probe_and_gallery(probe, gallery)
-
-    def score_fn(probe_idx: torch.Tensor) -> torch.Tensor:
-        rows = p[probe_idx.to(p.device)]
-        return -torch.cdist(rows, g, compute_mode="donot_use_mm_for_euclid_dist")
-
-    return score_fn
-
-
-def cosine_score_fn(probe, gallery) -> ScoreFn:
-    """Score function for :func:`topk_neighbours`: the cosine similarity ``p^T g / (||p|| ||g||)``.
-
-    The URL benchmark's similarity (its code L2-normalises the embeddings, then
-    ranks by inner product). Like ``torch.nn.functional.normalize`` there, a zero
-    embedding stays zero: its similarity to everything is 0.
-
-    Args:
-        probe: (P, D) embeddings of the queries.
-        gallery: (G, D) embeddings searched.
-
-    Returns:
-        ``score_fn(probe_idx) -> Tensor (len(probe_idx), G)`` of cosine similarities.
-    """
-    p, g = (torch.nn.functional.normalize(x, dim=1) for x in _probe_and_gallery(probe, gallery))
-
-    def score_fn(probe_idx: torch.Tensor) -> torch.Tensor:
-        return p[probe_idx.to(p.device)] @ g.T
-
-    return score_fn
-
-
-def _probe_and_gallery(probe, gallery) -> tuple[torch.Tensor, torch.Tensor]:
-    """Checked (P, D) and (G, D) float tensors on the probe's device: 2-D, same D, non-empty, finite."""
-    p = probe if isinstance(probe, torch.Tensor) else torch.as_tensor(_to_numpy(probe, "probe"))
-    g = gallery if isinstance(gallery, torch.Tensor) else torch.as_tensor(_to_numpy(gallery, "gallery"))
-    p, g = p.detach(), g.detach()
-    if p.ndim != 2 or g.ndim != 2:
-        raise InputError(f"probe and gallery must be 2-D (n, D), got {tuple(p.shape)} and {tuple(g.shape)}")
-    if p.shape[1] != g.shape[1]:
-        raise InputError(f"probe has D={p.shape[1]} but gallery has D={g.shape[1]}")
-    if p.shape[0] == 0 or g.shape[0] == 0:
-        raise InputError("probe and gallery must not be empty")
-    dtype = torch.float64 if torch.float64 in (p.dtype, g.dtype) else torch.float32
-    p, g = p.to(dtype), g.to(device=p.device, dtype=dtype)
-    if not (torch.isfinite(p).all() and torch.isfinite(g).all()):
-        raise InputError("probe or gallery contains NaN or inf")
-    return p, g
-
-
-def _topk_stable(s: torch.Tensor, k: int):
-    """Top-k of each row, largest first, ties -> lower column index first.
-
-    Equal to ``torch.sort(s, descending=True, stable=True)[:, :k]`` but uses
-    ``torch.topk`` (~70x faster); only rows with a tie at the k-th place are
-    fully sorted.
-    """
-    vals, idx = torch.topk(s, k, dim=1)
-    tie = (s >= vals[:, -1:]).sum(dim=1) > k  # more candidates than places
-    if tie.any():
-        sv, si = torch.sort(s[tie], dim=1, descending=True, stable=True)
-        vals[tie], idx[tie] = sv[:, :k], si[:, :k]
-    # order the chosen k by (score desc, index asc)
-    idx, perm = torch.sort(idx, dim=1)
-    vals = torch.gather(vals, 1, perm)
-    vals, perm = torch.sort(vals, dim=1, descending=True, stable=True)
-    idx = torch.gather(idx, 1, perm)
-    return vals, idx
-
-
-def topk_neighbours(
-    score_fn: ScoreFn,
-    n_probe: int,
-    n_gallery: int,
-    k: int,
-    exclude=None,
-    chunk: int = 1024,
-):
-    """The k closest gallery items of every probe, computed in chunks of probes.
-
-    Used for KNN identification (HIB Section 4.3, Appendix G) and R@1 (URL).
-    The full (n_probe, n_gallery) score matrix is never held in memory; only
-    ``chunk`` rows at a time. The winners stay on the scores' device until all
-    chunks are done (one finiteness check, one copy to the host), so a GPU does
-    not wait for the host after every chunk; the result does not depend on
-    ``chunk``.
-
-    Args:
-        score_fn: ``score_fn(probe_idx: LongTensor) -> Tensor (len(probe_idx),
-            n_gallery)``; higher score = closer (e.g. minus a distance, a
-            log match probability). Scores must be finite.
-        n_probe, n_gallery: numbers of probes and gallery items.
-        k: neighbours per probe, 1 <= k <= n_gallery (n_gallery - 1 when an
-            item is excluded).
-        exclude: optional int array (n_probe,): one gallery index per probe
-            that may not be returned (-1 = none), e.g. the probe itself
-            (``arange``) or its clean/corrupt twin.
-        chunk: probes scored per call of ``score_fn``.
-
-    Returns:
-        ``(indices, scores)``: int64 array (n_probe, k) and float array
-        (n_probe, k), closest first; equal scores -> lower gallery index first.
-    """
-    n_probe = _positive_int(n_probe, "n_probe")
-    n_gallery = _positive_int(n_gallery, "n_gallery")
-    k = _positive_int(k, "k")
-    chunk = _positive_int(chunk, "chunk")
-    excl = None
-    if exclude is not None:
-        excl = _array(exclude, "exclude", int)
-        if len(excl) != n_probe:
-            raise InputError(f"length mismatch: exclude={len(excl)}, n_probe={n_probe} (they must be equal)")
-        if excl.min() < -1 or excl.max() >= n_gallery:
-            raise InputError(f"exclude values must be -1 (none) or a gallery index in [0, {n_gallery})")
-        if not (excl >= 0).any():
-            excl = None
-    available = n_gallery - (1 if excl is not None else 0)
-    if k > available:
-        raise InputError(
-            f"k={k} is larger than the gallery ({n_gallery} items"
-            + (", one excluded per probe)" if excl is not None else ")")
-        )
-
-    # The winners stay on the scores' device until the end: one finiteness check and one host transfer in
-    # all, rather than a host synchronisation per chunk (on a GPU those, not the scoring, set the time).
-    # The output is allocated once: small tensors kept per chunk fragment the CPU heap, and the next
-    # chunk's large blocks then come from fresh pages (docs/speed.md, "Evaluation on a GPU").
-    all_idx = all_vals = excl_t = None
-    for start in range(0, n_probe, chunk):
-        stop = min(start + chunk, n_probe)
-        rows = torch.arange(start, stop, dtype=torch.long)
-        s = score_fn(rows)
-        if not isinstance(s, torch.Tensor):
-            s = torch.as_tensor(_to_numpy(s, "score_fn output"))
-        s = s.detach()
-        if tuple(s.shape) != (stop - start, n_gallery):
-            raise InputError(
-                f"score_fn returned shape {tuple(s.shape)} for {stop - start} probes; "
-                f"expected ({stop - start}, {n_gallery})"
-            )
-        if s.dtype not in (torch.float32, torch.float64):
-            s = s.double()  # ints, float16, bfloat16
-        if excl is not None:
-            if excl_t is None or excl_t.device != s.device:
-                excl_t = torch.as_tensor(excl, device=s.device)
-            e = excl_t[start:stop]
-            col = e.clamp_min(0).unsqueeze(1)  # rows without an exclusion keep their own score there
-            s = s.scatter(1, col, torch.where(e.unsqueeze(1) >= 0, -torch.inf, s.gather(1, col)))
-        vals, idx = _topk_stable(s, k)
-        if all_vals is None:
-            all_vals, all_idx = vals.new_empty((n_probe, k)), idx.new_empty((n_probe, k))
-        all_vals[start:stop], all_idx[start:stop] = vals, idx
-    # topk ranks NaN and +inf first, so checking the k winners catches any NaN/+inf in a row (and a real
-    # -inf that made the cut) without a full pass over the scores.
-    if not torch.isfinite(all_vals).all():
-        raise InputError("score_fn returned NaN or inf scores")
-    return all_idx.cpu().numpy(), all_vals.cpu().numpy()
-
-
-_VOTES = ("majority", "plurality")
-
-
-def knn_predict(neighbour_labels, vote: str = "majority"):
-    """Class predicted by a vote of the k nearest neighbours.
-
-    ``vote="majority"`` (HIB Section 4.3, Table 1): the class held by strictly
-    more than k/2 of the neighbours; if no class has that (e.g. 2 of k = 4, or
-    2-2-1 of k = 5) the prediction is -1 ("no majority"), which is never
-    correct. ``vote="plurality"`` (HIB Appendix G, Table 6): the most frequent
-    class among the k; a tie between classes is broken by taking, among the
-    tied classes, the class of the closest neighbour.
-
-    Args:
-        neighbour_labels: (P, k) non-negative int labels of each probe's
-            neighbours, closest first (as returned by :func:`topk_neighbours`).
-        vote: "majority" or "plurality".
-
-    Returns:
-        ``(pred, support)``: int64 arrays (P,); ``pred`` the predicted class
-        (-1 = no majority) and ``support`` the number of the k neighbours
-        holding the most frequent class.
-    """
-    if vote not in _VOTES:
-        raise InputError(f"vote must be one of {_VOTES}, got {vote!r}")
-    nl = _array(neighbour_labels, "neighbour_labels", int, ndim=2)
-    if nl.shape[1] == 0:
-        raise InputError("neighbour_labels has k = 0 columns")
-    if nl.min() < 0:
-        raise InputError("neighbour_labels must be non-negative (-1 is reserved for 'no majority')")
-    k = nl.shape[1]
-    # counts[p, j] = how many of the k neighbours share neighbour j's class
-    counts = (nl[:, :, None] == nl[:, None, :]).sum(axis=2)
-    support = counts.max(axis=1)
-    first = np.argmax(counts == support[:, None], axis=1)  # closest of the tied classes
-    pred = nl[np.arange(len(nl)), first]
-    if vote == "majority":
-        pred = np.where(2 * support > k, pred, -1)
-    return pred.astype(np.int64), support.astype(np.int64)
-
-
-def knn_accuracy(neighbour_labels, true_labels, vote: str = "majority"):
-    """KNN identification accuracy (HIB Section 4.3 Table 1; Appendix G Table 6).
-
-    See :func:`knn_predict` for the two votes. With ``vote="majority"`` a probe
-    is correct only if strictly more than k/2 neighbours carry its true class.
-
-    Returns:
-        ``(accuracy, correct)``: float and bool array (P,).
-    """
-    pred, _ = knn_predict(neighbour_labels, vote)
-    true = _array(true_labels, "true_labels", int)
-    _same_length(neighbour_labels=pred, true_labels=true)
-    correct = pred == true
-    return float(correct.mean()), correct
 
 
 # ----------------------------------------------------------------------------
@@ -447,8 +167,8 @@ def equal_count_bins(u, n_bins: int = 20) -> np.ndarray:
     Returns:
         int64 array (n,) of bin indices in ``[0, n_bins)``.
     """
-    u = _array(u, "u", float)
-    n_bins = _positive_int(n_bins, "n_bins")
+    u = checked_array(u, "u", float)
+    n_bins = check_count(n_bins, "n_bins")
     n = len(u)
     if n < n_bins:
         raise InputError(f"{n} items cannot fill n_bins={n_bins} bins; use fewer bins")
@@ -464,18 +184,18 @@ def binned_accuracy(correct, u, n_bins: int = 20) -> np.ndarray:
     Returns:
         float array (n_bins,), bin 0 = lowest uncertainty.
     """
-    correct = _array(correct, "correct", bool)
-    u = _array(u, "u", float)
-    _same_length(correct=correct, u=u)
+    correct = checked_array(correct, "correct", bool)
+    u = checked_array(u, "u", float)
+    same_length(correct=correct, u=u)
     bins = equal_count_bins(u, n_bins)
     return np.bincount(bins, weights=correct, minlength=n_bins) / np.bincount(bins, minlength=n_bins)
 
 
 def pair_uncertainty(u, i, j) -> np.ndarray:
     """Uncertainty of a pair, eta(x1, x2) = (eta(x1) + eta(x2)) / 2 (HIB Section 4.4)."""
-    u = _array(u, "u", float)
-    i, j = _array(i, "i", int), _array(j, "j", int)
-    _same_length(i=i, j=j)
+    u = checked_array(u, "u", float)
+    i, j = checked_array(i, "i", int), checked_array(j, "j", int)
+    same_length(i=i, j=j)
     if min(i.min(), j.min()) < 0 or max(i.max(), j.max()) >= len(u):
         raise InputError(f"pair indices must lie in [0, {len(u)})")
     return 0.5 * (u[i] + u[j])
@@ -492,10 +212,10 @@ def binned_average_precision(scores, is_match, pair_u, n_bins: int = 20) -> np.n
     Returns:
         float array (n_bins,), bin 0 = lowest uncertainty.
     """
-    scores = _array(scores, "scores", float)
-    is_match = _array(is_match, "is_match", bool)
-    pair_u = _array(pair_u, "pair_u", float)
-    _same_length(scores=scores, is_match=is_match, pair_u=pair_u)
+    scores = checked_array(scores, "scores", float)
+    is_match = checked_array(is_match, "is_match", bool)
+    pair_u = checked_array(pair_u, "pair_u", float)
+    same_length(scores=scores, is_match=is_match, pair_u=pair_u)
     bins = equal_count_bins(pair_u, n_bins)
     out = np.full(n_bins, np.nan)
     for b in range(n_bins):
@@ -516,7 +236,7 @@ def kendall_tau_bins(per_bin_performance) -> float:
     at least two bins must remain. Returns NaN if the remaining performance is
     constant (tau undefined).
     """
-    perf = _to_numpy(per_bin_performance, "per_bin_performance")
+    perf = to_numpy(per_bin_performance, "per_bin_performance")
     if perf.ndim != 1:
         raise InputError(f"per_bin_performance must be 1-D, got shape {tuple(perf.shape)}")
     if not np.issubdtype(perf.dtype, np.number):
@@ -559,9 +279,9 @@ def recall_at_1(embeddings, labels, chunk: int = 1024, metric: str = "euclidean"
     """
     if not isinstance(metric, str) or metric not in _R1_METRICS:
         raise InputError(f"metric must be one of {tuple(_R1_METRICS)}, got {metric!r}")
-    emb = _array(embeddings, "embeddings", float, ndim=2)
-    labels = _array(labels, "labels", int)
-    _same_length(embeddings=emb, labels=labels)
+    emb = checked_array(embeddings, "embeddings", float, ndim=2)
+    labels = checked_array(labels, "labels", int)
+    same_length(embeddings=emb, labels=labels)
     n = len(emb)
     if n < 2:
         raise InputError("recall_at_1 needs at least 2 items (one to query, one to find)")
@@ -584,9 +304,9 @@ def r_auroc(uncertainty, r1_correct) -> float:
     uses (Appendix A.4).
     Undefined (InputError) if all R@1 are correct or all wrong.
     """
-    u = _array(uncertainty, "uncertainty", float)
-    correct = _array(r1_correct, "r1_correct", bool)
-    _same_length(uncertainty=u, r1_correct=correct)
+    u = checked_array(uncertainty, "uncertainty", float)
+    correct = checked_array(r1_correct, "r1_correct", bool)
+    same_length(uncertainty=u, r1_correct=correct)
     if correct.all() or not correct.any():
         raise InputError("R-AUROC needs both correct and wrong R@1 items; got only one kind")
     return float(roc_auc_score(~correct, u))
@@ -601,9 +321,9 @@ def crop_uncertainty_rate(u_full, u_crop) -> float:
     to the original image". Equal uncertainties count as failures.
     ``u_full[i]`` and ``u_crop[i]`` belong to the same image.
     """
-    full = _array(u_full, "u_full", float)
-    crop = _array(u_crop, "u_crop", float)
-    _same_length(u_full=full, u_crop=crop)
+    full = checked_array(u_full, "u_full", float)
+    crop = checked_array(u_crop, "u_crop", float)
+    same_length(u_full=full, u_crop=crop)
     return float(np.mean(crop > full))
 
 
@@ -621,12 +341,12 @@ def class_centroids(embeddings, labels):
         ``(class_ids, centroids)``: sorted unique labels (C,) and their means
         (C, D), or (C,) for 1-D input.
     """
-    emb = _to_numpy(embeddings, "embeddings")
+    emb = to_numpy(embeddings, "embeddings")
     if emb.ndim not in (1, 2):
         raise InputError(f"embeddings must be 1-D or 2-D, got shape {tuple(emb.shape)}")
-    emb = _array(emb, "embeddings", float, ndim=emb.ndim)
-    labels = _array(labels, "labels", int)
-    _same_length(embeddings=emb, labels=labels)
+    emb = checked_array(emb, "embeddings", float, ndim=emb.ndim)
+    labels = checked_array(labels, "labels", int)
+    same_length(embeddings=emb, labels=labels)
     class_ids, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
     flat = emb.reshape(len(emb), -1)
     sums = np.zeros((len(class_ids), flat.shape[1]))
@@ -637,10 +357,10 @@ def class_centroids(embeddings, labels):
 
 def _shared_digit_steps(centroids_1d, class_ids, n_digits: int) -> np.ndarray:
     """Bool (C-1,): do the classes at sorted positions t and t+1 share a digit?"""
-    cent = _array(centroids_1d, "centroids_1d", float)
-    ids = _array(class_ids, "class_ids", int)
-    _same_length(centroids_1d=cent, class_ids=ids)
-    n_digits = _positive_int(n_digits, "n_digits")
+    cent = checked_array(centroids_1d, "centroids_1d", float)
+    ids = checked_array(class_ids, "class_ids", int)
+    same_length(centroids_1d=cent, class_ids=ids)
+    n_digits = check_count(n_digits, "n_digits")
     if len(ids) < 2:
         raise InputError("need at least 2 classes to form adjacent pairs")
     if ids.min() < 0 or ids.max() >= 10**n_digits:
@@ -706,10 +426,10 @@ def retrieval_average_precision(query, query_labels, gallery, gallery_labels, ch
     (Taha et al. 2019 Tables 1-4, "mAP" = the mean over queries). Ties are broken by gallery order. A query
     with no relevant gallery item gets NaN (`mean_average_precision` leaves it out).
     """
-    q, g = _array(query, "query", float, 2), _array(gallery, "gallery", float, 2)
-    ql, gl = _array(query_labels, "query_labels", int), _array(gallery_labels, "gallery_labels", int)
-    _same_length(query=q, query_labels=ql)
-    _same_length(gallery=g, gallery_labels=gl)
+    q, g = checked_array(query, "query", float, 2), checked_array(gallery, "gallery", float, 2)
+    ql, gl = checked_array(query_labels, "query_labels", int), checked_array(gallery_labels, "gallery_labels", int)
+    same_length(query=q, query_labels=ql)
+    same_length(gallery=g, gallery_labels=gl)
     if q.shape[1] != g.shape[1]:
         raise InputError(f"query and gallery dimensions differ: {q.shape[1]} vs {g.shape[1]}")
     gt, glt = torch.as_tensor(g, dtype=torch.float64), torch.as_tensor(gl)
@@ -736,11 +456,11 @@ def mean_average_precision(query, query_labels, gallery, gallery_labels) -> floa
 
 def top_k_accuracy(query, query_labels, gallery, gallery_labels, ks=(1, 5, 10)) -> dict[int, float]:
     """CMC top-k: the fraction of queries whose k nearest gallery items (Euclidean) hold one of their class."""
-    q, g = _array(query, "query", float, 2), _array(gallery, "gallery", float, 2)
-    ql, gl = _array(query_labels, "query_labels", int), _array(gallery_labels, "gallery_labels", int)
-    _same_length(query=q, query_labels=ql)
-    _same_length(gallery=g, gallery_labels=gl)
-    ks = [_positive_int(k, "k") for k in ks]
+    q, g = checked_array(query, "query", float, 2), checked_array(gallery, "gallery", float, 2)
+    ql, gl = checked_array(query_labels, "query_labels", int), checked_array(gallery_labels, "gallery_labels", int)
+    same_length(query=q, query_labels=ql)
+    same_length(gallery=g, gallery_labels=gl)
+    ks = [check_count(k, "k") for k in ks]
     if max(ks) > len(g):
         raise InputError(f"k = {max(ks)} exceeds the gallery size {len(g)}")
     d = torch.cdist(torch.as_tensor(q, dtype=torch.float64), torch.as_tensor(g, dtype=torch.float64))

@@ -31,6 +31,7 @@ import torch
 
 from hedgekit.data import NDigitSet
 from hedgekit.evaluation import metrics as M
+from hedgekit.evaluation.arrays import checked_array, same_length
 from hedgekit.evaluation.embedded import EmbeddedSet, embed_set
 from hedgekit.errors import InputError
 from hedgekit.nets import EmbeddingNet
@@ -180,10 +181,10 @@ def map_after_removing_uncertain(query_emb, query_labels, gallery_emb, gallery_l
         queries that still have a relevant gallery item), ``top1``, ``removed`` (int array of removed
         gallery indices, most uncertain first).
     """
-    gl = M._array(gallery_labels, "gallery_labels", int)
-    u = M._array(gallery_uncertainty, "gallery_uncertainty", float)
-    g = M._array(gallery_emb, "gallery_emb", float, 2)
-    M._same_length(gallery_emb=g, gallery_labels=gl, gallery_uncertainty=u)
+    gl = checked_array(gallery_labels, "gallery_labels", int)
+    u = checked_array(gallery_uncertainty, "gallery_uncertainty", float)
+    g = checked_array(gallery_emb, "gallery_emb", float, 2)
+    same_length(gallery_emb=g, gallery_labels=gl, gallery_uncertainty=u)
     fractions = [float(f) for f in np.atleast_1d(np.asarray(fractions, dtype=float))]
     bad = [f for f in fractions if not 0.0 <= f < 1.0]
     if not fractions or bad:

@@ -41,6 +41,7 @@ import torch.nn.functional as F
 from hedgekit.data.subsets import query_gallery_split
 from hedgekit.errors import InputError
 from hedgekit.evaluation import metrics as M
+from hedgekit.evaluation.arrays import checked_array, same_length
 from hedgekit.evaluation.embedded import images_to_tensor
 from hedgekit.evaluation.retrieval import map_after_removing_uncertain
 from hedgekit.methods.het_triplet import uncertainty
@@ -149,9 +150,9 @@ def precision_recall_at(score, flipped, fractions: Sequence[float] = DETECTION_F
 
     Ties go to the lower index (stable sort). Recall cannot exceed f / noise rate.
     """
-    score = M._array(score, "score", float)
-    flipped = M._array(flipped, "flipped", bool)
-    M._same_length(score=score, flipped=flipped)
+    score = checked_array(score, "score", float)
+    flipped = checked_array(flipped, "flipped", bool)
+    same_length(score=score, flipped=flipped)
     if not flipped.any():
         raise InputError("no item is flipped: precision and recall of a detector are undefined")
     order = np.argsort(-score, kind="stable")
