@@ -11,9 +11,9 @@ bypassing this script on direct links) and only lay out widgets. Shared by them:
 
 * ``app/state.py``: `AppState`, everything a browser session keeps (the only code
   that touches Streamlit's session state);
-* ``app/models.py``: test images, models (trained with progress on first use) and
+* ``app/cached.py``: test images, models (trained with progress on first use) and
   class-centroid tables, cached for every session;
-* ``app/inputs.py``: the input's widgets: image picker, canvas, occlusion controls;
+* ``app/input_widgets.py``: the input's widgets: image picker, canvas, occlusion controls;
 * ``app/ui.py``: theme, notebook links, one-shot messages.
 
 All maths is in ``hedgekit.interactive``, all figures in ``hedgekit.viz.interactive``.
@@ -27,7 +27,7 @@ import streamlit as st
 import torch
 
 APP_DIR = Path(__file__).resolve().parent
-if str(APP_DIR) not in sys.path:  # pages import the shared modules above (`state`, `models`, ...)
+if str(APP_DIR) not in sys.path:  # pages import the shared modules above (`state`, `cached`, ...)
     sys.path.insert(0, str(APP_DIR))
 
 

@@ -6,8 +6,8 @@ from functools import partial
 import numpy as np
 import streamlit as st
 
-import inputs
-import models
+import cached
+import input_widgets
 import ui
 from hedgekit.data import occlude
 from hedgekit.interactive.models import (APP_MODELS, DEFAULT_BETA, TRAIN_SECONDS, CompareEntry, beta_options,
@@ -65,15 +65,15 @@ def column(entry: CompareEntry, beta: float, clean, boxes, image_key, color_by, 
     state = AppState.get()
     kind = APP_MODELS[entry.choice]["kind"]
     b = beta if kind == "hib" else DEFAULT_BETA
-    spec = models.model_spec(entry.choice, b)
+    spec = cached.model_spec(entry.choice, b)
     name = spec.name
-    if kind == "hib" and b != DEFAULT_BETA and not models.has_checkpoint(spec) and name not in state.train_approved:
+    if kind == "hib" and b != DEFAULT_BETA and not cached.has_checkpoint(spec) and name not in state.train_approved:
         st.warning(f"No checkpoint for β = {b:g} yet.")
         st.button(f"Train it now (~{expected_train_seconds(spec)} s)", key=f"hk_train_{name}",
                   on_click=state.train_approved.add, args=(name,))
         return
-    model, _ = models.get_model(spec)
-    table = models.centroids(spec)
+    model, _ = cached.get_model(spec)
+    table = cached.centroids(spec)
     view = model_view(model, clean, boxes, table, state.trails.get(name, []),
                       remember=partial(state.clean_eta_for, name, image_key))
     state.trails[name] = view.trail
@@ -97,11 +97,11 @@ def _map(entry: CompareEntry, table, layers, color_by, zoom, extent, dark) -> No
 def spe_column(entry: CompareEntry, clean, boxes, image_key, color_by, zoom, dark) -> None:
     """SPE: the input's Gaussian among the class prototypes, and its class posterior p(y | x, S) (SPE eq. 7)."""
     state = AppState.get()
-    spec = spe_spec(models.preset_or_stop())
-    model, meta = models.get_model(spec)
-    protos, _ = models.prototypes(spec, model, meta)
-    post = models.posterior(spec, model, meta, clean, boxes)
-    post_clean = float(models.posterior(spec, model, meta, clean, np.zeros((0, 4), np.int64)).max())
+    spec = spe_spec(cached.preset_or_stop())
+    model, meta = cached.get_model(spec)
+    protos, _ = cached.prototypes(spec, model, meta)
+    post = cached.posterior(spec, model, meta, clean, boxes)
+    post_clean = float(cached.posterior(spec, model, meta, clean, np.zeros((0, 4), np.int64)).max())
     order = np.argsort(-post, kind="stable")
     top_ids = protos.table.class_ids[order[:5]]
     # the Gaussian's geometry among the prototypes; SPE's classes are its posterior, so the zoom follows that
@@ -123,7 +123,7 @@ def render() -> None:
     st.title("Compare models")
     with st.expander("What am I looking at?", expanded=False):
         st.markdown(EXPLAINER + ui.notebook_links("02", "04"))
-    preset = models.preset_or_stop()
+    preset = cached.preset_or_stop()
     state = AppState.get()
     top = st.columns([3, 2, 2], vertical_alignment="top")
     with top[0]:
@@ -136,17 +136,17 @@ def render() -> None:
                      help="On the occlusion playground (this page shows the same input)")
 
     # The same input as the playground (its settings are kept across pages).
-    image_key, clean, start_boxes = inputs.current_image()
-    inputs.on_image(image_key, start_boxes)
+    image_key, clean, start_boxes = input_widgets.current_image()
+    input_widgets.on_image(image_key, start_boxes)
     c = st.columns([5, 1, 1, 1], vertical_alignment="center")
-    boxes, _ = inputs.current_boxes()
+    boxes, _ = input_widgets.current_boxes()
     with c[0]:
         shown = occlude(clean, boxes) if len(boxes) else clean
         st.plotly_chart(pi.image_figure(shown, boxes, dark=ui.is_dark(), height=170), key="hk_cmp_img",
                         width="stretch", config={"displayModeBar": False, "staticPlot": True})
-    c[1].button("Hide left", key="hk_cmp_hide0", on_click=inputs.hide_digit, args=(0,))
-    c[2].button("Hide right", key="hk_cmp_hide1", on_click=inputs.hide_digit, args=(1,))
-    c[3].button("Reset", key="hk_cmp_reset", on_click=inputs.reset)
+    c[1].button("Hide left", key="hk_cmp_hide0", on_click=input_widgets.hide_digit, args=(0,))
+    c[2].button("Hide right", key="hk_cmp_hide1", on_click=input_widgets.hide_digit, args=(1,))
+    c[3].button("Reset", key="hk_cmp_reset", on_click=input_widgets.reset)
 
     st.caption("Each map is its own model's 2D space. ★ = this input (mean), ellipses = 1σ/2σ/3σ, ◆ = mixture "
                "components, filled dots = seen classes, hollow dots = unseen classes, grey line = the trail.")

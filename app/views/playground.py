@@ -6,8 +6,8 @@ from functools import partial
 import pandas as pd
 import streamlit as st
 
-import inputs
-import models
+import cached
+import input_widgets
 import ui
 from hedgekit.interactive.maps import anchor_point
 from hedgekit.interactive.models import APP_MODELS, POINT_MODEL
@@ -61,7 +61,7 @@ def sidebar() -> tuple[str, str, list[float], bool, bool]:
         state.widget(st.toggle, "Trail", "show_trail", help="Earlier means and 1σ ellipses of this image")
         state.widget(st.toggle, "Point-model overlay", "overlay",
                      help="Where a point-embedding model puts the same input")
-        st.caption(f"Preset: `{models.preset_or_stop()}` (env `HEDGEKIT_PRESET`)")
+        st.caption(f"Preset: `{cached.preset_or_stop()}` (env `HEDGEKIT_PRESET`)")
     return state.model, state.color, sorted(state.sigmas or []), state.show_trail, state.overlay
 
 
@@ -71,21 +71,21 @@ def render() -> None:
         st.markdown(EXPLAINER + ui.notebook_links("02", "03", "04"))
     choice, color_by, sigmas, show_trail, overlay = sidebar()
     state = AppState.get()
-    spec = models.model_spec(choice)
+    spec = cached.model_spec(choice)
     name = spec.name
-    model, _ = models.get_model(spec)
-    table = models.centroids(spec)
+    model, _ = cached.get_model(spec)
+    table = cached.centroids(spec)
 
     left, right = st.columns([5, 6], gap="large")
     with left:
-        image_key, clean, boxes, image_slot = inputs.input_column("Input")
+        image_key, clean, boxes, image_slot = input_widgets.input_column("Input")
 
     point_xy, point_top = None, None
     if overlay and choice != POINT_MODEL:
-        pspec = models.model_spec(POINT_MODEL)
-        pmodel, _ = models.get_model(pspec)
-        pa = analyse(pmodel, clean, boxes, models.centroids(pspec))
-        point_xy, point_class = anchor_point(pa.xy, models.centroids(pspec), table, models.alignment(pspec, spec))
+        pspec = cached.model_spec(POINT_MODEL)
+        pmodel, _ = cached.get_model(pspec)
+        pa = analyse(pmodel, clean, boxes, cached.centroids(pspec))
+        point_xy, point_class = anchor_point(pa.xy, cached.centroids(pspec), table, cached.alignment(pspec, spec))
         point_top = pa.top
 
     view = model_view(model, clean, boxes, table, state.trails.get(name, []), sigmas=sigmas, show_trail=show_trail,
@@ -94,7 +94,7 @@ def render() -> None:
     analysis, eta_clean = view.analysis, view.eta_clean
     dark = ui.is_dark()
     with image_slot:
-        inputs.image_chart(analysis.image, analysis.boxes, dark)
+        input_widgets.image_chart(analysis.image, analysis.boxes, dark)
         if analysis.covered >= 0.999:
             st.warning("The whole image is hidden: the model sees an all-black image. What you see is how it "
                        "hedges with no evidence at all. Undo or reset to bring the digits back.")

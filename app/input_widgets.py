@@ -14,7 +14,7 @@ from hedgekit.errors import InputError
 from hedgekit.interactive import inputs as checked
 from hedgekit.viz import interactive as pi
 import ui
-from models import class_index, dataset
+from cached import class_index, dataset
 from state import FULL, N_DIGITS, AppState, Occlusion, widget_value
 
 SHAPE = (DIGIT_SIZE, N_DIGITS * DIGIT_SIZE)
