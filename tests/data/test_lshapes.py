@@ -1,4 +1,5 @@
-"""Tests of SPE's synthetic L-shapes (hedgekit.data.lshapes; Scott et al. 2019, App. A.2).
+"""Tests of SPE's synthetic L-shapes (hedgekit.data.lshapes, and the rendering it re-exports from
+hedgekit.data.lshapes_render; Scott et al. 2019, App. A.2).
 
 Oracles: factors read back from the pixels (hue from RGB, orientation from the pixel-mass
 centroid, leg length from the pixel extent), circular statistics of large samples, the
