@@ -28,6 +28,10 @@ function               paper
 `eta_histogram`        sec. 2.4: eta of clean vs corrupt inputs
 `occlusion_sweep`      sec. 2.4 / Figure 4: a growing occluder, its ellipses and eta
 =====================  ==========================================================
+
+The figures of the data (App. A) live in `hedgekit.papers.hib.data_figures` and the charts of measured numbers
+(App. D, Figures 5, 6, 9, sec. 2.4's histogram) in `hedgekit.papers.hib.charts` (issue 47); this module holds the
+embedding-space figures and re-exports the others, so ``figures.digit_grid`` and the rest keep their names.
 """
 from __future__ import annotations
 
@@ -41,8 +45,11 @@ from matplotlib.offsetbox import AnnotationBbox, OffsetImage
 from matplotlib.patches import Ellipse, Rectangle
 
 from hedgekit.errors import InputError
+from hedgekit.papers.hib.charts import (adjacency_figure, eta_bins_figure, eta_histogram, margin_figure,
+                                        match_score_figure)
+from hedgekit.papers.hib.data_figures import _img, class_split_figure, digit_grid, occlusion_steps, twins_figure
 from hedgekit.viz.geometry import ellipse_axes
-from hedgekit.viz.style import FACE, INK, OCCLUDER, TAB10, figure as _figure
+from hedgekit.viz.style import FACE, INK, TAB10, figure as _figure
 
 __all__ = ["digit_colours", "as_covs", "ellipse_collection", "digit_grid",
            "twins_figure", "occlusion_steps", "class_split_figure", "gaussian_embeddings", "point_vs_hedged",
@@ -95,7 +102,6 @@ def _limits(points: Sequence[np.ndarray], pad: float = 0.06) -> tuple[tuple[floa
     return (lo[0] - pad * span, hi[0] + pad * span), (lo[1] - pad * span, hi[1] + pad * span)
 
 
-
 def _frame_equal(ax, pts: Sequence[np.ndarray], pad: float, title: str) -> None:
     """Fit the axes to the plotted points (padded), equal aspect, and set the title."""
     xl, yl = _limits(pts, pad=pad)
@@ -103,6 +109,7 @@ def _frame_equal(ax, pts: Sequence[np.ndarray], pad: float, title: str) -> None:
     ax.set_ylim(*yl)
     ax.set_aspect("equal", adjustable="box")
     ax.set_title(title)
+
 
 def _ellipse_extent(means, covs, n_sigma) -> np.ndarray:
     covs = as_covs(covs)
@@ -117,114 +124,6 @@ def _digit_legend(ax, title: str, loc="upper left", **kw) -> None:
               ncol=2, frameon=True, framealpha=0.9, handlelength=1.0, columnspacing=0.8, **kw)
 
 
-def _img(ax, image, title=None, boxes=()):
-    ax.imshow(np.asarray(image), cmap="gray", vmin=0, vmax=255 if np.asarray(image).dtype == np.uint8 else 1,
-              interpolation="nearest")
-    for top, left, h, w in np.asarray(boxes).reshape(-1, 4):
-        if h > 0 and w > 0:
-            ax.add_patch(Rectangle((left - 0.5, top - 0.5), w, h, fill=False, ec=OCCLUDER, lw=1.5))
-    ax.set_xticks([])
-    ax.set_yticks([])
-    if title:
-        ax.set_title(title, fontsize=9)
-
-
-# =============================================================================== notebook 01
-def digit_grid(images, titles: Sequence[str] | None = None, ncols: int = 6, title: str | None = None,
-               scale: float = 1.0):
-    """A grid of N-digit images (App. A). images (M, 28, 28N); titles (M,) e.g. the class labels."""
-    images = np.asarray(images)
-    if images.ndim != 3 or len(images) == 0:
-        raise InputError(f"images must be a non-empty (M, H, W) array; got {images.shape}")
-    m = len(images)
-    ncols = min(ncols, m)
-    nrows = -(-m // ncols)
-    h, w = images.shape[1:]
-    fig, axes = _figure(nrows, ncols, figsize=(scale * ncols * (0.45 + w / 40), scale * nrows * (0.35 + h / 40)),
-                        squeeze=False)
-    for k, ax in enumerate(axes.ravel()):
-        if k < m:
-            _img(ax, images[k], None if titles is None else titles[k])
-        else:
-            ax.axis("off")
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    return fig, axes
-
-
-def twins_figure(clean, corrupt, boxes, titles: Sequence[str] | None = None):
-    """Clean test images (top row) and their corrupt twins with the boxes outlined (bottom row)."""
-    clean, corrupt = np.asarray(clean), np.asarray(corrupt)
-    if clean.shape != corrupt.shape or clean.ndim != 3:
-        raise InputError(f"clean and corrupt must be equal (M, H, W) arrays; got {clean.shape}, {corrupt.shape}")
-    m = len(clean)
-    h, w = clean.shape[1:]
-    fig, axes = _figure(2, m, figsize=(m * (0.4 + w / 40), 2 * (0.45 + h / 40)), squeeze=False)
-    for k in range(m):
-        _img(axes[0, k], clean[k], None if titles is None else titles[k])
-        _img(axes[1, k], corrupt[k], None, boxes[k])
-    axes[0, 0].set_ylabel("clean", fontsize=9)
-    axes[1, 0].set_ylabel("corrupt", fontsize=9)
-    fig.tight_layout()
-    return fig, axes
-
-
-def occlusion_steps(walk):
-    """App. A's occlusion of one digit in five panels (``walk``: `hib_analysis.OcclusionWalkthrough`).
-
-    1 the digit; 2 the box size h, w ~ U{0..28}; 3 where its top-left corner may go
-    (shaded: top <= 28 - h, left <= 28 - w) and the uniform draw; 4 the box; 5 black fill.
-    """
-    fig, axes = _figure(1, 5, figsize=(11, 2.7))
-    t_max, l_max = walk.corner_range
-    _img(axes[0], walk.digit, "1. a 28×28 digit")
-    _img(axes[1], walk.digit, f"2. size h={walk.height}, w={walk.width}\n~ U{{0..28}} each")
-    axes[1].add_patch(Rectangle((-0.5, -0.5), walk.width, walk.height, fill=False, ec=OCCLUDER, lw=1.5, ls="--"))
-    _img(axes[2], walk.digit, f"3. corner uniform in\ntop≤{t_max}, left≤{l_max}")
-    axes[2].add_patch(Rectangle((-0.5, -0.5), l_max + 1, t_max + 1, color=OCCLUDER, alpha=0.35, lw=0))
-    axes[2].plot([walk.left - 0.5], [walk.top - 0.5], marker="o", color=OCCLUDER, mec="white", ms=7)
-    _img(axes[3], walk.digit, f"4. box at ({walk.top}, {walk.left})", [walk.box])
-    _img(axes[4], walk.result, "5. filled black")
-    for ax in axes:
-        ax.set_xlim(-0.5, 27.5)
-        ax.set_ylim(27.5, -0.5)
-    fig.tight_layout()
-    return fig, axes
-
-
-def class_split_figure(seen, unseen, test_seen=(), test_unseen=()):
-    """2-digit classes as a 10 x 10 grid (rows: tens digit, columns: ones digit), coloured by split.
-
-    ``test_seen`` / ``test_unseen``: the classes the (capped) test splits actually use,
-    drawn bold. App. A / Table 3: 70 seen classes (training and "seen" test), 30 unseen.
-    """
-    seen, unseen = np.asarray(seen), np.asarray(unseen)
-    if len(np.intersect1d(seen, unseen)):
-        raise InputError("seen and unseen classes overlap")
-    grid = np.full((10, 10), np.nan)
-    grid[seen // 10, seen % 10] = 1.0
-    grid[unseen // 10, unseen % 10] = 0.0
-    fig, ax = _figure(figsize=(4.6, 4.4))
-    cmap = matplotlib.colors.ListedColormap(["#fdd49e", "#9ecae1"])
-    ax.imshow(grid, cmap=cmap, vmin=0, vmax=1)
-    bold = set(np.asarray(test_seen).tolist()) | set(np.asarray(test_unseen).tolist())
-    for c in range(100):
-        ax.text(c % 10, c // 10, f"{c:02d}", ha="center", va="center", fontsize=8, color=INK,
-                fontweight="bold" if c in bold else "normal")
-    ax.set_xticks(range(10))
-    ax.set_yticks(range(10))
-    ax.set_xlabel("ones digit")
-    ax.set_ylabel("tens digit")
-    ax.legend([Rectangle((0, 0), 1, 1, color="#9ecae1"), Rectangle((0, 0), 1, 1, color="#fdd49e")],
-              [f"seen ({len(seen)})", f"unseen ({len(unseen)})"], loc="upper center", bbox_to_anchor=(0.5, -0.12),
-              ncol=2, frameon=False)
-    ax.set_title("2-digit MNIST class split")
-    fig.tight_layout()
-    return fig, ax
-
-
-# =============================================================================== notebook 02
 def gaussian_embeddings(clean_mean, clean_var, corrupt_mean, corrupt_var, labels, n_digits: int = 2,
                         color_by: int = 0, n_sigma: float = 1.0, titles=("clean", "corrupt")):
     """Figure 3: 2D Gaussian embeddings of clean (left) and corrupt (right) test images.
@@ -439,6 +338,8 @@ def ellipsoids_3d(clean_mean, clean_var, corrupt_mean, corrupt_var, labels, n_di
 
 
 # =============================================================================== notebook 03
+
+
 def centroids_by_digit(centroids: Mapping[str, np.ndarray], class_ids, n_digits: int = 2):
     """Figure 10: class centroids of each model (rows) coloured by ones digit (left) and tens digit (right).
 
@@ -493,102 +394,6 @@ def number_line_figure(lines: Mapping[str, object], n_digits: int = 2, rank: boo
     return fig, axes
 
 
-def adjacency_figure(stats, paper_ranges: Mapping[str, tuple] | None = None, random_level: float | None = None,
-                     paper_runs: Mapping[str, float] | None = None):
-    """Appendix D: adjacency score and mean run length per seed (dots) for each model, with the
-    paper's adjacency ranges (bands) and mean run lengths (bars).
-
-    ``stats``: DataFrame with columns ``model``, ``seed``, ``adjacency``, ``mean_run``.
-    ``paper_ranges``: model -> (low, high) adjacency; ``paper_runs``: model -> mean run length.
-    """
-    import pandas as pd
-
-    df = pd.DataFrame(stats)
-    models = list(dict.fromkeys(df["model"]))
-    fig, axes = _figure(1, 2, figsize=(9, 3.4))
-    for k, m in enumerate(models):
-        sub = df[df["model"] == m]
-        col = TAB10[k]
-        axes[0].scatter(np.full(len(sub), k) + np.linspace(-0.1, 0.1, len(sub)), sub["adjacency"], color=col, zorder=3)
-        axes[1].scatter(np.full(len(sub), k) + np.linspace(-0.1, 0.1, len(sub)), sub["mean_run"], color=col, zorder=3)
-        if paper_ranges and m in paper_ranges:
-            lo, hi = paper_ranges[m]
-            axes[0].add_patch(Rectangle((k - 0.3, lo), 0.6, max(hi - lo, 0.5), color=col, alpha=0.18, lw=0,
-                                        label="paper" if k == 0 else None))
-        if paper_runs and m in paper_runs:
-            axes[1].plot([k - 0.3, k + 0.3], [paper_runs[m]] * 2, color=col, lw=3, alpha=0.5,
-                         label="paper" if k == 0 else None)
-    if random_level is not None:
-        axes[0].axhline(random_level, color="#888888", ls=":", lw=1)
-        axes[0].text(len(models) - 0.5, random_level, "random order", fontsize=8, color="#666666", va="bottom",
-                     ha="right")
-    for ax, t in zip(axes, ("adjacency score (max 99)", "mean run length (classes)")):
-        ax.set_xticks(range(len(models)))
-        ax.set_xticklabels(models)
-        ax.set_xlim(-0.6, len(models) - 0.4)
-        ax.set_title(t)
-    axes[0].set_ylim(0, 100)
-    for ax in axes:
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(frameon=False, fontsize=8, loc="upper right")
-    fig.tight_layout()
-    return fig, axes
-
-
-# =============================================================================== notebook 04
-def eta_bins_figure(curves: Mapping[tuple[str, str], object], title: str = ""):
-    """Figure 5: AP (left) and KNN accuracy (right) per eta bin, clean and corrupt inputs.
-
-    ``curves``: (task, split) with task in {"AP", "KNN"} and split in {"clean",
-    "corrupt"} -> DataFrame with ``bin``, ``mean``, ``std`` (`hib_protocol.binned_curve`).
-    Uncertainty rises to the right; the shaded band is ±1 std over repetitions.
-    """
-    fig, axes = _figure(1, 2, figsize=(10, 3.6))
-    for ax, task in zip(axes, ("AP", "KNN")):
-        for split, col, mk in (("clean", TAB10[0], "o"), ("corrupt", TAB10[3], "s")):
-            df = curves.get((task, split))
-            if df is None:
-                continue
-            x, y, s = np.asarray(df["bin"]), np.asarray(df["mean"], float), np.nan_to_num(np.asarray(df["std"], float))
-            ax.plot(x + 1, y, marker=mk, ms=4, color=col, label=split)
-            ax.fill_between(x + 1, y - s, y + s, color=col, alpha=0.15, lw=0)
-        ax.set_xlabel("η(x) bin (1 = most certain)")
-        ax.set_ylabel("average precision" if task == "AP" else "KNN accuracy")
-        ax.set_xticks([1, 5, 10, 15, 20])
-        ax.legend(frameon=False)
-        ax.set_title("verification" if task == "AP" else "identification")
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    return fig, axes
-
-
-def match_score_figure(scores: Mapping[int, Mapping[str, np.ndarray]], n_bins: int = 20, title: str = ""):
-    """Figure 9 (b, c): histograms of p(m|x1,x2) of same / different pairs, one panel per eta bin.
-
-    ``scores``: bin index -> {"same": scores, "different": scores}
-    (`hib_protocol.match_scores_by_bin`).
-    """
-    keys = sorted(scores)
-    fig, axes = _figure(1, len(keys), figsize=(4.6 * len(keys), 3.4), sharey=False, squeeze=False)
-    bins = np.linspace(0, 1, 26)
-    for ax, b in zip(axes[0], keys):
-        for kind, col in (("same", TAB10[2]), ("different", TAB10[3])):
-            v = np.asarray(scores[b][kind], dtype=float)
-            if len(v):
-                ax.hist(v, bins=bins, color=col, alpha=0.55, density=True, label=f"{kind} ({len(v)})")
-        which = "lowest" if b == 0 else ("highest" if b == n_bins - 1 else f"bin {b + 1}")
-        ax.set_title(f"{which} uncertainty (bin {b + 1}/{n_bins})")
-        ax.set_xlabel("match score p(m | x₁, x₂)")
-        ax.legend(frameon=False, fontsize=8)
-    axes[0, 0].set_ylabel("density")
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    return fig, axes
-
-
-# =============================================================================== notebook 05
 def beta_ellipses(panels: Sequence[Mapping], n_digits: int = 2, color_by: int = 0, n_sigma: float = 1.0,
                   share: bool = True, unit_circle: bool = True):
     """Figure 12: embeddings of corrupt test images for increasing KL weight beta (left to right).
@@ -623,36 +428,6 @@ def beta_ellipses(panels: Sequence[Mapping], n_digits: int = 2, color_by: int = 
     return fig, axes[0]
 
 
-def margin_figure(margins, hard: Mapping[str, Sequence[float]], soft: Mapping[str, float], title: str = ""):
-    """Figure 6 (App. B): AP and KNN accuracy of hard contrastive point models over margins M
-    (lines), beside the soft contrastive model, which has no margin (horizontal lines).
-
-    ``hard``: metric -> values per margin; ``soft``: metric -> value. Metrics are any of
-    ``ap_clean, ap_corrupt, knn_clean, knn_corrupt``.
-    """
-    m = np.asarray(margins, dtype=float)
-    fig, axes = _figure(1, 2, figsize=(10, 3.6))
-    for ax, task in zip(axes, ("ap", "knn")):
-        for split, col in (("clean", TAB10[0]), ("corrupt", TAB10[3])):
-            key = f"{task}_{split}"
-            if key in hard:
-                ax.plot(m, hard[key], marker="o", color=col, label=f"hard contrastive, {split}")
-            if key in soft:
-                ax.axhline(soft[key], color=col, ls="--", label=f"soft contrastive, {split}")
-        ax.set_xscale("log")
-        ax.set_xticks(m)
-        ax.set_xticklabels([f"{v:g}" for v in m])
-        ax.minorticks_off()
-        ax.set_xlabel("margin M")
-        ax.set_ylabel("verification AP" if task == "ap" else "KNN accuracy")
-        ax.legend(frameon=False, fontsize=8)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    return fig, axes
-
-
-# =============================================================================== widgets / misc
 def occlusion_view(image, boxes, centroids, class_ids, mean, cov, eta: float, n_digits: int = 2,
                    comp_means=None, comp_covs=None, title: str = "", extent=None, sigmas=(1, 2, 3)):
     """One occluded input: the image (left) and its embedding over the class centroids (right).
@@ -679,25 +454,6 @@ def occlusion_view(image, boxes, centroids, class_ids, mean, cov, eta: float, n_
     ax_m.set_title(title or "embedding over the class centroids")
     fig.tight_layout()
     return fig, (ax_i, ax_m)
-
-
-def eta_histogram(eta_clean, eta_corrupt, floor: float | None = None, title: str = "η(x) = 1 − p(m | x, x)"):
-    """Distribution of eta (HIB eq. 9) for clean and corrupt test images; ``floor`` = 1 - sigmoid(b)."""
-    ec, eo = np.asarray(eta_clean, dtype=float), np.asarray(eta_corrupt, dtype=float)
-    fig, ax = _figure(figsize=(6.2, 3.3))
-    lo, hi = float(min(ec.min(), eo.min())), float(max(ec.max(), eo.max()))
-    bins = np.linspace(lo, hi if hi > lo else lo + 1e-3, 40)
-    ax.hist(ec, bins=bins, alpha=0.55, color=TAB10[0], label=f"clean (mean {ec.mean():.3f})", density=True)
-    ax.hist(eo, bins=bins, alpha=0.55, color=TAB10[3], label=f"corrupt (mean {eo.mean():.3f})", density=True)
-    if floor is not None:
-        ax.axvline(floor, color=INK, ls=":", lw=1)
-        ax.text(floor, ax.get_ylim()[1] * 0.95, " floor 1−σ(b)", fontsize=8, va="top")
-    ax.set_xlabel("η(x)")
-    ax.set_ylabel("density")
-    ax.set_title(title)
-    ax.legend(frameon=False)
-    fig.tight_layout()
-    return fig, ax
 
 
 def occlusion_sweep(images, boxes, means, covs, etas, centroids, class_ids, n_digits: int = 2,

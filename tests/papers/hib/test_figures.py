@@ -1,4 +1,5 @@
-"""HIB's figures (hedgekit.papers.hib.figures) on tiny synthetic inputs: each runs, and oracles for what it draws."""
+"""HIB's figures (hedgekit.papers.hib.figures, with the data_figures and charts it re-exports) on tiny synthetic
+inputs: each runs, and oracles for what it draws."""
 from __future__ import annotations
 
 import matplotlib
