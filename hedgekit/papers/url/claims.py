@@ -166,10 +166,19 @@ def url_verdict(runs, board, budget_name: str = "paper") -> URLVerdict:
     if board.empty:
         v.note("No method trained: nothing to rank.")
         return v
-    corr = correlations(runs)
-    methods = list(board.index)
-    n = len(methods)
+    n = len(board)
+    _correlation_claims(v, runs)
+    _ranking_claims(v, board, n)
+    _transfer_claims(v, runs, board, n)
+    v.note("The paper's per-method values exist only in its figures; its stated averages (Sec. 4.3) do not name "
+           "the backbone. Our R@1 uses cosine similarity like the official code.")
+    return v
 
+
+def _correlation_claims(v: URLVerdict, runs) -> None:
+    """`url_verdict`'s rows for the paper's rank correlations (`CORRELATION_PAIRS`; App. C.2's count of negative
+    within-model correlations of R@1 and R-AUROC), over the trained ``runs``."""
+    corr = correlations(runs)
     for (a, b, key, title), (_, r) in zip(CORRELATION_PAIRS, corr.iterrows()):
         ours = f"rho = {fmt(r['rho'], 2)} [{fmt(r['lo'], 2)}, {fmt(r['hi'], 2)}], n = {int(r['n'])} runs"
         if key is None:  # App. C.2: a count of negative within-model correlations, not a value
@@ -192,6 +201,10 @@ def url_verdict(runs, board, budget_name: str = "paper") -> URLVerdict:
                     "what a model learned about ambiguous strokes carries over, unlike ImageNet -> CUB/CARS/SOP")
         v.add(title, f"{value:.2f}", ours, inside, why)
 
+
+def _ranking_claims(v: URLVerdict, board, n: int) -> None:
+    """`url_verdict`'s rows for the paper's rankings (App. C.6's best three per backbone, Sec. 4.3's R@1 leaders and
+    failing baselines) on the ranked ``board`` of ``n`` methods."""
     rr = ranks(board, "R-AUROC (down)")
     r1 = ranks(board, "R@1 (down)")
     ours_top3 = [m for m, k in sorted(rr.items(), key=lambda t: t[1])[:3]]
@@ -232,6 +245,11 @@ def url_verdict(runs, board, budget_name: str = "paper") -> URLVerdict:
         v.add("ensembles fail to provide transferable uncertainty (Sec. 4.3)", "lower ranks",
               f"Ensemble rank {rr['ensemble']} of {n}", ok, "" if ok else "Ensemble ranks in the upper half")
 
+
+def _transfer_claims(v: URLVerdict, runs, board, n: int) -> None:
+    """`url_verdict`'s rows and notes on transfer (Sec. 4.3, 4.5): upstream R-AUROC, downstream above chance,
+    downstream below upstream, and the cross-domain Fashion pairs."""
+    methods = list(board.index)
     up = board["R-AUROC (up)"]
     v.note(f"Sec. 4.5 says the majority of models reach an upstream R-AUROC above "
            f"{numbers.UPSTREAM_R_AUROC_MAJORITY} on ImageNet; ours (seen digits, other data, not a claim): "
@@ -256,6 +274,3 @@ def url_verdict(runs, board, budget_name: str = "paper") -> URLVerdict:
         v.note(f"Cross-domain (2-item Fashion-MNIST, not in the paper): mean R-AUROC {fash.mean():.3f}, best "
                f"{label(fash.idxmax())} {fash.max():.3f}; unseen digits: mean "
                f"{board['R-AUROC unseen'].mean():.3f}.")
-    v.note("The paper's per-method values exist only in its figures; its stated averages (Sec. 4.3) do not name "
-           "the backbone. Our R@1 uses cosine similarity like the official code.")
-    return v
