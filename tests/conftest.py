@@ -11,17 +11,17 @@ import os
 import stat
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
-from hedgekit import playground as pg
-import numpy as np
-
 from hedgekit.data import NDigitSet, load_ndigit, occlude, sample_digit_boxes
 from hedgekit.data.ndigit import spelled_number
+from hedgekit.evaluation.centroids import centroid_table
+from hedgekit.interactive.models import APP_CENTROID_IMAGES, DEFAULT_MODEL, POINT_MODEL, app_spec, load_model
 from hedgekit.paths import REPO_DIR
 
-HIB, MOG2, POINT = pg.DEFAULT_MODEL, "MoG-2, D=2", pg.POINT_MODEL
+HIB, MOG2, POINT = DEFAULT_MODEL, "MoG-2, D=2", POINT_MODEL
 NO_CUDA = "needs a CUDA GPU: torch.cuda.is_available() is False here (tests/gpu_check.sh runs the gpu tests on one)"
 REPO_DATA = REPO_DIR / "data"  # `hedgekit.paths.data_dir()` without HEDGEKIT_DATA: a run must leave it as found
 _DATA_LISTING = pytest.StashKey[dict]()
@@ -134,7 +134,7 @@ def fast_models():
     """The app's default models at the fast preset (trained once per session into its `_hedgekit_data`)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("HEDGEKIT_PRESET", "fast")
-        yield {c: pg.load_model(pg.app_spec(c, "fast"))[0] for c in (HIB, MOG2, POINT)}
+        yield {c: load_model(app_spec(c, "fast"))[0] for c in (HIB, MOG2, POINT)}
 
 
 @pytest.fixture(scope="session")
@@ -144,7 +144,7 @@ def test_seen():
 
 @pytest.fixture(scope="session")
 def hib_table(fast_models, test_seen):
-    return pg.centroid_table(fast_models[HIB], [test_seen], per_class=pg.APP_CENTROID_IMAGES)
+    return centroid_table(fast_models[HIB], [test_seen], per_class=APP_CENTROID_IMAGES)
 
 
 @pytest.fixture
@@ -152,7 +152,7 @@ def untrained():
     """``untrained(dim, components, kind)``: the app's network for that model, untrained (seeded)."""
     def build(dim=2, components=1, kind="hib"):
         torch.manual_seed(0)
-        spec = pg.app_spec({(2, 1, "hib"): HIB, (2, 2, "hib"): MOG2, (2, 1, "point"): POINT,
+        spec = app_spec({(2, 1, "hib"): HIB, (2, 2, "hib"): MOG2, (2, 1, "point"): POINT,
                             (3, 1, "hib"): "MoG-1 (HIB), D=3 (2D projection)"}[(dim, components, kind)], "fast")
         return spec.build().eval()
 

@@ -18,8 +18,9 @@ import pytest
 import torch
 
 from hedgekit import checks, cli
-from hedgekit import playground as pg
 from hedgekit.errors import InputError
+from hedgekit.interactive.inputs import PolarityWarning, check_boxes, decode_upload, image_from_bytes, looks_inverted
+from hedgekit.interactive.occlusion import analyse
 from hedgekit.nets import embedder
 from hedgekit.nets.embedder import MAX_COMPONENTS, MAX_DIM, build_conv_model, build_model, parameter_count
 
@@ -303,23 +304,23 @@ def test_exif_orientation_comes_before_the_size_check():
     and read the way it is shown; stored 56 x 28 with the same tag it is shown 28 x 56: refused as such."""
     shown = 255 - _digits()  # dark on white, as a photo of paper
     stored = np.rot90(shown, 1).copy()  # 90 degrees counter-clockwise: the tag turns it back
-    got = pg.image_from_bytes(_jpeg_with_orientation(stored, 6))
+    got = image_from_bytes(_jpeg_with_orientation(stored, 6))
     assert got.shape == (28, 56)
     assert np.abs(got.astype(int) - _digits()).mean() < 4  # JPEG noise only; a wrong turn differs by ~50
     with pytest.raises(InputError, match="the image is 28 x 56 pixels"):
-        pg.image_from_bytes(_jpeg_with_orientation(shown, 6))
+        image_from_bytes(_jpeg_with_orientation(shown, 6))
 
 
 def test_an_animated_gif_uses_its_first_frame_that_is_not_blank():
     blank = np.zeros((28, 56), np.uint8)  # (two equal frames in a row would be merged into one by the GIF writer)
-    up = pg.decode_upload(_save([blank, blank + 10, _digits(), blank], "GIF", duration=100))
+    up = decode_upload(_save([blank, blank + 10, _digits(), blank], "GIF", duration=100))
     np.testing.assert_array_equal(up.image, np.where(_digits() > 0, _digits(), 0))
     assert any("of 4 frames (an animated GIF, ...): frame 3 is used (the first 2 are blank)" in n for n in up.notes)
-    up = pg.decode_upload(_save([_digits(), blank], "GIF", duration=100))
+    up = decode_upload(_save([_digits(), blank], "GIF", duration=100))
     assert any("of 2 frames (an animated GIF, ...): frame 1 is used" in n for n in up.notes)
     with pytest.raises(InputError, match=r"blank \(all 3 frames\)"):
-        pg.image_from_bytes(_save([blank, blank + 255, blank], "GIF", duration=100))
-    assert pg.decode_upload(_save([_digits()], "PNG")).notes == ()  # one frame, white on black: nothing to say
+        image_from_bytes(_save([blank, blank + 255, blank], "GIF", duration=100))
+    assert decode_upload(_save([_digits()], "PNG")).notes == ()  # one frame, white on black: nothing to say
 
 
 @pytest.mark.parametrize("size", [(28, 56), (30, 60), (56, 112), (280, 560)])
@@ -328,16 +329,16 @@ def test_an_animated_gif_uses_its_first_frame_that_is_not_blank():
 def test_blank_images_are_refused_whatever_their_size(size, level, fmt):
     data = _save([np.full(size, level, np.uint8)], fmt)
     with pytest.raises(InputError, match="the image is blank"):
-        pg.image_from_bytes(data)
+        image_from_bytes(data)
 
 
 def test_a_faint_digit_is_not_blank_and_a_light_background_is_inverted_with_a_note():
     faint = np.where(_digits() > 0, 60, 20).astype(np.uint8)  # 40 gray levels of contrast
-    assert pg.image_from_bytes(_save([faint], "PNG")).max() == 60
-    up = pg.decode_upload(_save([255 - _digits()], "PNG"))
+    assert image_from_bytes(_save([faint], "PNG")).max() == 60
+    up = decode_upload(_save([255 - _digits()], "PNG"))
     np.testing.assert_array_equal(up.image, _digits())
     assert len(up.notes) == 1 and up.notes[0].startswith("inverted")
-    assert pg.decode_upload(_save([255 - _digits()], "PNG"), invert=False).image.max() == 255
+    assert decode_upload(_save([255 - _digits()], "PNG"), invert=False).image.max() == 255
 
 
 def test_an_inverted_array_is_analysed_like_the_original(untrained):
@@ -348,24 +349,24 @@ def test_an_inverted_array_is_analysed_like_the_original(untrained):
     box = [[0, 0, 10, 10]]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        ref = pg.analyse(model, img, box)
+        ref = analyse(model, img, box)
     assert ref.note == ""
-    with pytest.warns(pg.PolarityWarning, match="inverted"):
-        inv = pg.analyse(model, 255 - img, box)
+    with pytest.warns(PolarityWarning, match="inverted"):
+        inv = analyse(model, 255 - img, box)
     assert inv.note.startswith("inverted")
     np.testing.assert_array_equal(inv.image, ref.image)  # inverted first, then the box blacked out
     assert inv.eta == ref.eta
     np.testing.assert_array_equal(inv.means, ref.means)
-    with pytest.warns(pg.PolarityWarning):  # float pixels in [0, 1] too
-        assert pg.analyse(model, 1.0 - img / 255.0, box).eta == pytest.approx(ref.eta, abs=1e-6)
-    given = pg.analyse(model, 255 - img, box, invert=False)
+    with pytest.warns(PolarityWarning):  # float pixels in [0, 1] too
+        assert analyse(model, 1.0 - img / 255.0, box).eta == pytest.approx(ref.eta, abs=1e-6)
+    given = analyse(model, 255 - img, box, invert=False)
     assert given.note == "" and given.image.max() == 255 and given.image[0, 0] == 0  # the box, on white
 
 
 def test_mnist_test_images_never_look_inverted(tiny_ndigit):
     ds = tiny_ndigit(2, "test_seen", 200)
-    assert not any(pg.looks_inverted(im) for im in ds.images)
-    assert all(pg.looks_inverted(255 - im) for im in ds.images)
+    assert not any(looks_inverted(im) for im in ds.images)
+    assert all(looks_inverted(255 - im) for im in ds.images)
 
 
 # ---------------------------------------------------------------------------------------------- episodes, boxes
@@ -409,7 +410,7 @@ def test_degenerate_episodes_are_refused():
 ])
 def test_bad_boxes_get_clear_errors(boxes, said):
     with pytest.raises(InputError, match=said):
-        pg.check_boxes(boxes)
+        check_boxes(boxes)
 
 
 def test_bool_boxes_are_refused_by_the_occlusion_functions_too():

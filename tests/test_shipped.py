@@ -4,7 +4,7 @@ import math
 import pytest
 
 from hedgekit.evaluation.retrieval import table1_metrics
-from hedgekit.playground import APP_MODELS, app_spec
+from hedgekit.interactive.models import APP_MODELS, app_spec
 from hedgekit.zoo import (SHIPPED_DIR, episode_metrics, eval_set, is_stale, load_checkpoint, prototype_head,
                           shipped_names, spec_from_name)
 
@@ -91,7 +91,7 @@ def test_the_models_fast_mode_loads_hedge():
     from hedgekit.data import load_ndigit
     from hedgekit.evaluation.embedded import embed_set
     from hedgekit.papers.hib import experiments as X
-    from hedgekit.playground import load_model
+    from hedgekit.interactive.models import load_model
 
     test = load_ndigit(2, "test_seen")
     test = test.subset(np.random.default_rng(0).permutation(len(test))[:1000])
@@ -111,7 +111,7 @@ def test_the_prototype_models_fast_mode_loads_discount_occluded_support():
     from hedgekit.evaluation.episodes import evaluate_episodes
     from hedgekit.papers.spe import experiments as X
     from hedgekit.papers.spe.protocol import ndigit_test_sets
-    from hedgekit.playground import load_model
+    from hedgekit.interactive.models import load_model
 
     seen = ndigit_test_sets(2, 60, 0)["seen"]
     acc = {}

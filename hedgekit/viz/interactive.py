@@ -1,6 +1,6 @@
 """Plotly figures of the occlusion playground (returned, never shown).
 
-Every function takes plain data (`hedgekit.playground` results, numpy arrays) and
+Every function takes plain data (`hedgekit.interactive` results, numpy arrays) and
 returns a ``plotly.graph_objects.Figure``. Colours that must contrast with the
 background (ellipses, the mixture mean, labels) come from ``dark``: pass
 ``dark=True`` on a dark background. Backgrounds are transparent, so the host's
@@ -71,7 +71,7 @@ def image_figure(image: np.ndarray, boxes=(), pending=(), title: str | None = No
 
     Pixel (r, c) is centred at (x=c, y=r), y pointing down. An invisible marker on
     every pixel makes plotly's box-select tool (the default drag mode here) report
-    the dragged rectangle; convert it with `hedgekit.playground.box_from_drag`.
+    the dragged rectangle; convert it with `hedgekit.interactive.inputs.box_from_drag`.
     ``pending`` boxes are drawn dashed (e.g. a rectangle set but not yet applied).
     """
     img = np.asarray(image)
@@ -112,8 +112,8 @@ def embedding_map(table, layers, color_by: str = "tens", *, dark: bool = False, 
     """The 2D embedding map: class centroids, the input's n-sigma ellipses, trail and point overlay.
 
     Args:
-        table: `hedgekit.playground.CentroidTable` (centroids, seen flags, projection).
-        layers: `hedgekit.playground.MapLayers` from `map_layers`.
+        table: `hedgekit.evaluation.centroids.CentroidTable` (centroids, seen flags, projection).
+        layers: `hedgekit.interactive.maps.MapLayers` from `map_layers`.
         color_by: "tens" or "ones" (for N = 2; the digit position that colours a centroid).
         extent: optional ((xmin, xmax), (ymin, ymax)); default fits everything shown.
     """

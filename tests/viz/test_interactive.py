@@ -6,8 +6,10 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from hedgekit import playground as pg
 from hedgekit.errors import InputError
+from hedgekit.evaluation.centroids import centroid_table
+from hedgekit.interactive.maps import map_layers, update_trail
+from hedgekit.interactive.occlusion import analyse
 from hedgekit.viz import interactive as pi
 
 
@@ -16,10 +18,10 @@ from hedgekit.viz import interactive as pi
 class TestFigures:
     def test_figures_are_valid_plotly(self, untrained, test_seen):
         model = untrained(components=2)
-        table = pg.centroid_table(model, [test_seen], per_class=3)
-        a = pg.analyse(model, test_seen.images[0], [[0, 0, 5, 5]], table)
-        trail = pg.update_trail(pg.update_trail([], pg.analyse(model, test_seen.images[0], [], table)), a)
-        layers = pg.map_layers(a, trail, point_xy=[0.0, 0.0])
+        table = centroid_table(model, [test_seen], per_class=3)
+        a = analyse(model, test_seen.images[0], [[0, 0, 5, 5]], table)
+        trail = update_trail(update_trail([], analyse(model, test_seen.images[0], [], table)), a)
+        layers = map_layers(a, trail, point_xy=[0.0, 0.0])
         figs = [pi.embedding_map(table, layers, "ones", dark=True), pi.eta_gauge(0.4, 0.1, floor=0.05),
                 pi.image_figure(a.image, a.boxes, pending=[[1, 1, 2, 2]]), pi.top_classes_figure(a.top)]
         for fig in figs:
@@ -31,8 +33,8 @@ class TestFigures:
 
     def test_bad_arguments(self, untrained, test_seen):
         model = untrained()
-        table = pg.centroid_table(model, [test_seen], per_class=2)
-        layers = pg.map_layers(pg.analyse(model, test_seen.images[0], [], table))
+        table = centroid_table(model, [test_seen], per_class=2)
+        layers = map_layers(analyse(model, test_seen.images[0], [], table))
         with pytest.raises(InputError, match="color_by"):
             pi.embedding_map(table, layers, "hundreds")
         with pytest.raises(InputError, match="finite"):
@@ -42,8 +44,8 @@ class TestFigures:
         """A 1σ ellipse narrower than 3% of the view is pointed at; zoomed in, it needs no pointer. The gauge shows
         no delta when eta equals the reference (no "+0.000")."""
         model = untrained()
-        table = pg.centroid_table(model, [test_seen], per_class=2)
-        layers = pg.map_layers(pg.analyse(model, test_seen.images[0], [], table), sigmas=(1,))
+        table = centroid_table(model, [test_seen], per_class=2)
+        layers = map_layers(analyse(model, test_seen.images[0], [], table), sigmas=(1,))
         (_, _, curve), = layers.ellipses
         width = float(max(np.ptp(curve[:, 0]), np.ptp(curve[:, 1])))
         far = ((layers.mean[0] - 50 * width, layers.mean[0] + 50 * width), (layers.mean[1] - 1, layers.mean[1] + 1))

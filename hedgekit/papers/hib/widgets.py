@@ -2,7 +2,7 @@
 
 * `occlusion_explorer`: sliders place a black rectangle on one test image; the
   image, its embedding's 1/2/3-sigma ellipses over the class centroids and eta(x)
-  (HIB eq. 9) are recomputed live (`hedgekit.playground.analyse`, deterministic).
+  (HIB eq. 9) are recomputed live (`hedgekit.interactive.occlusion.analyse`, deterministic).
 * `beta_selector`: toggle buttons switch between models trained with different KL
   weights beta (HIB App. E, Figure 12), already loaded from the checkpoint cache.
 
@@ -28,11 +28,11 @@ def occlusion_explorer(model, table, image, title: str = "", n_points: int = 409
 
     Args:
         model: trained `EmbeddingNet` (D = 2, or D > 2 shown through ``table``'s projection).
-        table: its `hedgekit.playground.CentroidTable` (class centroids and 2D view).
+        table: its `hedgekit.evaluation.centroids.CentroidTable` (class centroids and 2D view).
         image: (28, 28N) uint8 clean image.
     Returns:
         an ``ipywidgets.VBox``; ``box.children[0]`` holds the sliders, and the function
-        ``box.analyse()`` returns the current `hedgekit.playground.Analysis`.
+        ``box.analyse()`` returns the current `hedgekit.interactive.occlusion.Analysis`.
     """
     import ipywidgets as W
     from IPython.display import display

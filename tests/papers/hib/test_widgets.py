@@ -36,7 +36,7 @@ def test_occlusion_explorer_with_untrained_model():
     from hedgekit.data import NDigitSet
     from hedgekit.nets import build_model
     from hedgekit.papers.hib.widgets import occlusion_explorer
-    from hedgekit.playground import centroid_table
+    from hedgekit.evaluation.centroids import centroid_table
 
     rng = np.random.default_rng(0)
     imgs = rng.integers(0, 255, (6, 28, 56), dtype=np.uint8)
