@@ -70,19 +70,6 @@ def tiny(monkeypatch, tmp_path):
     return calls
 
 
-def test_leaderboard_mean_and_sample_std_match_numpy():
-    runs = pd.DataFrame({"method": ["a", "a", "a", "b", "b", "b"], "seed": [0, 1, 2] * 2,
-                         "down_rauroc": [0.5, 0.6, 0.7, 0.9, 0.8, 0.85], "down_r1": [0.1, 0.2, 0.6, 0.3, 0.3, 0.3]})
-    board = benchmark.leaderboard(runs)
-    assert list(board.index) == ["b", "a"]  # sorted by downstream R-AUROC
-    assert board.loc["a", "R-AUROC (down)"] == pytest.approx(0.6)
-    assert board.loc["a", "R-AUROC (down) ±"] == pytest.approx(np.std([0.5, 0.6, 0.7], ddof=1))
-    assert board.loc["b", "R@1 (down) ±"] == pytest.approx(0.0)
-    assert board.loc["a", "seeds"] == 3
-    md = benchmark.leaderboard_markdown(board)
-    assert "| a | 0.600 ± 0.100 | 0.300 ± 0.265 | 3 |" in md
-
-
 def test_second_run_trains_nothing_and_a_new_budget_retrains(tiny, tmp_path):
     runs = benchmark.run_benchmark("standin,other", 2, "fast", progress=False)
     assert len(tiny) == 4 and (runs["source"] == "trained now").all()
@@ -209,30 +196,6 @@ def test_closure_follows_hedgekit_imports_of_the_method_only():
     assert "hedgekit.methods.ce" not in files and "hedgekit.methods.ce" in benchmark._code_files("ce")
 
 
-def test_closure_resolves_relative_absolute_and_lazy_imports(tmp_path, monkeypatch):
-    import sys
-
-    pkg = tmp_path / "hk_fake_closure"
-    (pkg / "deep").mkdir(parents=True)
-    files = {"__init__.py": "", "deep/__init__.py": "", "deep/leaf.py": "Y = 1\n", "other.py": "Z = 1\n",
-             "shared.py": "import numpy\nX = 1\n", "util.py": "from hk_fake_closure.shared import X\n",
-             "method.py": "import os\nfrom . import shared\nimport hk_fake_closure.util\n\n\ndef f():\n"
-                          "    from .deep.leaf import Y\n    return Y\n"}
-    for name, text in files.items():
-        (pkg / name).write_text(text)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    try:
-        closure = code_hash.module_closure(["hk_fake_closure.method"], package="hk_fake_closure")
-    finally:
-        for name in [m for m in sys.modules if m.startswith("hk_fake_closure")]:
-            del sys.modules[name]
-    assert closure == {f"hk_fake_closure.{m}": str(pkg / f"{m.replace('.', '/')}.py")
-                       for m in ("deep.leaf", "method", "shared", "util")}
-    assert code_hash.module_closure(["hk_fake_closure.method"], package="hk_fake_closure",
-                                    skip={"hk_fake_closure.util"}).keys() == {f"hk_fake_closure.{m}" for m in
-                                                                               ("deep.leaf", "method", "shared")}
-
-
 def test_code_key_changes_with_shared_and_runner_modules_and_is_deterministic(monkeypatch):
     budget = benchmark.BUDGETS["fast"]
     key = benchmark.run_config(budget, "nivmf")
@@ -258,47 +221,6 @@ def test_a_record_with_the_old_key_is_stale(tiny):
     path.write_text(json.dumps(rec))
     assert benchmark.cached_runs("fast").empty
     assert benchmark.run_one("standin", 0, "fast")["source"] == "trained now" and len(tiny) == 2
-
-
-def _runs(table):
-    """Runs from {method: [(up_r1, up_acc, down_rauroc) per seed]}."""
-    return pd.DataFrame([{"method": m, "seed": s, "up_r1": r1, "up_acc": acc, "down_rauroc": d, "down_r1": 0.5}
-                         for m, rows in table.items() for s, (r1, acc, d) in enumerate(rows)])
-
-
-def test_status_is_computed_from_the_thresholds_and_untrained_methods_are_not_ranked():
-    runs = _runs({"good": [(0.8, 0.9, 0.6), (0.75, 0.7, 0.62)],
-                  "no_acc": [(0.9, math.nan, 0.55), (0.7, math.nan, 0.57)],  # a head without logits: R@1 only
-                  "low_acc": [(0.9, 0.69, 0.9), (0.9, 0.9, 0.9)],  # one seed below the accuracy threshold
-                  "low_r1": [(0.2, math.nan, 0.95), (0.25, math.nan, 0.93)]})
-    st = benchmark.run_status(runs)
-    assert list(st) == ["trained"] * 4 + ["did not train", "trained"] + ["did not train"] * 2
-    assert benchmark.method_status(runs) == {"good": "trained", "no_acc": "trained", "low_acc": "did not train",
-                                             "low_r1": "did not train"}
-    board = benchmark.leaderboard(runs)
-    # the best R-AUROCs belong to methods that did not train: they come last, after the ranked ones
-    assert list(board.index) == ["good", "no_acc", "low_r1", "low_acc"]
-    assert list(benchmark.ranked(board).index) == ["good", "no_acc"]
-    assert board.loc["low_acc", "trained seeds"] == 1
-    md = benchmark.leaderboard_markdown(board)
-    assert "did not train (1 of 2 seeds trained)" in md and "did not train (0 of 2 seeds trained)" in md
-    assert set(benchmark.trained_runs(runs)["method"]) == {"good", "no_acc"}
-
-
-def test_seed_rank_stability_is_kendall_tau_between_seed_rankings():
-    # seed 0 ranks a > b > c > d, seed 1 swaps c and d (5 concordant, 1 discordant pair: tau = 4/6),
-    # seed 2 reverses all (tau with seed 0 = -1, with seed 1 = -4/6); "x" did not train and is left out
-    order = {0: [4, 3, 2, 1], 1: [4, 3, 1, 2], 2: [1, 2, 3, 4]}
-    table = {m: [(0.9, 0.9, order[s][i]) for s in range(3)] for i, m in enumerate("abcd")}
-    table["x"] = [(0.1, 0.1, 10.0)] * 3
-    res = benchmark.seed_rank_stability(_runs(table))
-    assert res["methods"] == 4
-    assert res["pairs"][(0, 1)] == pytest.approx(4 / 6)
-    assert res["pairs"][(0, 2)] == pytest.approx(-1)
-    assert res["pairs"][(1, 2)] == pytest.approx(-4 / 6)
-    assert res["mean"] == pytest.approx((4 / 6 - 1 - 4 / 6) / 3)
-    with pytest.raises(benchmark.InputError, match="no column"):
-        benchmark.seed_rank_stability(_runs(table), "nope")
 
 
 def test_a_budget_applies_its_per_method_settings_and_keys_the_cache_on_them():
@@ -334,14 +256,6 @@ def test_sweep_budgets_scale_every_methods_learning_rate_and_keep_the_rest():
     assert benchmark.resolve_budget("converged-lr2x") == double
     with pytest.raises(benchmark.InputError, match="> 0"):
         benchmark.sweep_budgets("converged", (0.0,))
-
-
-def test_pooled_sweep_runs_are_judged_per_setting():
-    runs = _runs({"a": [(0.9, 0.9, 0.6)], "b": [(0.9, 0.9, 0.7)]})
-    low = runs.assign(budget="x-lr2x", up_r1=[0.9, 0.1])  # b did not train at the doubled learning rate
-    pooled = pd.concat([runs.assign(budget="x"), low], ignore_index=True)
-    kept = benchmark.trained_runs(pooled)
-    assert sorted(zip(kept["method"], kept["budget"])) == [("a", "x"), ("a", "x-lr2x"), ("b", "x")]
 
 
 def test_sweep_runs_pool_one_seed_of_each_setting_and_skip_methods_that_did_not_train(tiny, monkeypatch):
@@ -509,11 +423,3 @@ def test_a_diverged_seed_leaves_the_methods_other_seeds_in_its_row(failing, monk
     assert board.loc["standin", "R@1 (down)"] == pytest.approx(finite.mean())  # over the seeds that did not diverge
     assert "| diverged at step 7 (seed 1); 2 of 3 seeds trained |" in benchmark.leaderboard_markdown(board)
     assert benchmark.ranked(board).empty and benchmark.trained_runs(runs).empty
-
-
-def test_nan_metrics_never_count_as_trained():
-    runs = _runs({"ok": [(0.9, 0.9, 0.6)], "nan_r1": [(math.nan, 0.9, 0.6)], "no_logits": [(0.9, math.nan, 0.6)],
-                  "all_nan": [(math.nan, math.nan, math.nan)]})
-    assert list(benchmark.run_status(runs)) == ["trained", "did not train", "trained", "did not train"]
-    runs["diverged_at"] = [math.nan, math.nan, 4, math.nan]  # a diverged run is not trained whatever its numbers
-    assert list(benchmark.run_status(runs)) == ["trained", "did not train", "did not train", "did not train"]
