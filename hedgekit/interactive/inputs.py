@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from hedgekit.data import clip_box, occlude
-from hedgekit.data.occlusion import DIGIT_SIZE, check_not_bool
+from hedgekit.data.occlusion import DIGIT_SIZE, box_mask, check_not_bool
 from hedgekit.errors import InputError
 
 __all__ = ["MAX_UPLOAD_BYTES", "MAX_UPLOAD_SIDE", "MAX_UPLOAD_FRAMES", "BLANK_CONTRAST", "Upload", "PolarityWarning",
@@ -322,20 +322,27 @@ def full_digit_box(digit: int, n_digits: int = 2) -> np.ndarray:
 
 
 def covered_fraction(boxes, image_shape: tuple[int, int] = (DIGIT_SIZE, 2 * DIGIT_SIZE)) -> float:
-    """Fraction of the image's pixels hidden by the union of ``boxes``."""
-    boxes = check_boxes(boxes, image_shape)
+    """Fraction of the image's pixels hidden by the union of ``boxes`` (checked by `check_boxes`)."""
+    return _hidden_fraction(check_boxes(boxes, image_shape), image_shape)
+
+
+def _hidden_fraction(boxes: np.ndarray, image_shape: tuple[int, int]) -> float:
+    """`covered_fraction` of boxes that `check_boxes` has passed: the mean of their union's `box_mask`."""
     if len(boxes) == 0:
         return 0.0
-    return float(1.0 - occlude(np.ones(image_shape[-2:], dtype=np.uint8), boxes).mean())
+    return float(box_mask(torch.from_numpy(boxes)[None], *image_shape[-2:]).numpy().mean())
 
 
 class PolarityWarning(UserWarning):
     """An input array looked like dark digits on a light background and was inverted (`model_input`)."""
 
 
-def model_input(image, boxes, shape: tuple[int, int], invert: bool | None = None) -> tuple[np.ndarray, np.ndarray, str]:
-    """(occluded image, boxes, note): the array path's checks, shared by `analyse`, `retrieve` and
-    `prototype_posterior`. ``image`` passes `check_image`, ``boxes`` `check_boxes`; polarity as for uploads
+def model_input(image, boxes, shape: tuple[int, int],
+                invert: bool | None = None) -> tuple[np.ndarray, np.ndarray, float, str]:
+    """(occluded image, boxes, covered fraction, note): the one path of an (image, boxes) pair into a model, shared
+    by `analyse`, `retrieve` and `prototype_posterior`. ``image`` passes `check_image`; ``boxes`` pass
+    `check_boxes` and black out the image through `occlude`, each once per input (issue 47 item 5), and the
+    covered fraction is read from the checked boxes (`covered_fraction`). Polarity as for uploads
     (`white_on_black`): with ``invert=None`` an image that `looks_inverted` (black digits on white) is inverted
     before the boxes black out its pixels, the note says so and a `PolarityWarning` is issued. True / False force
     the inversion (False: the image is used as given)."""
@@ -345,4 +352,4 @@ def model_input(image, boxes, shape: tuple[int, int], invert: bool | None = None
     if note:
         warnings.warn(note, PolarityWarning, stacklevel=4)  # the caller of analyse (under its no_grad wrapper)
     boxes = check_boxes(boxes, shape)
-    return (occlude(img, boxes) if len(boxes) else img), boxes, note
+    return (occlude(img, boxes) if len(boxes) else img), boxes, _hidden_fraction(boxes, shape), note

@@ -25,7 +25,7 @@ from hedgekit.checks import check_count
 from hedgekit.embedding import Embedding, project_gaussian
 from hedgekit.errors import InputError
 from hedgekit.evaluation.centroids import CentroidTable
-from hedgekit.interactive.inputs import covered_fraction, model_input
+from hedgekit.interactive.inputs import model_input
 from hedgekit.nets import EmbeddingNet
 from hedgekit.uncertainty import match_probability, self_mismatch
 from hedgekit.viz.geometry import moment_match
@@ -99,8 +99,7 @@ def analyse(model: EmbeddingNet, image, boxes=(), centroids: CentroidTable | Non
             says so), True / False force it.
     """
     shape = tuple(model.input_shape[1:])
-    seen, boxes, note = model_input(image, boxes, shape, invert)
-    covered = covered_fraction(boxes, shape) if len(boxes) else 0.0
+    seen, boxes, covered, note = model_input(image, boxes, shape, invert)
     if model.training:
         model.eval()
     device = next(model.parameters()).device

@@ -65,7 +65,7 @@ def prototype_posterior(model: EmbeddingNet, head, image, boxes, protos: Prototy
     evaluation sampler (naive, 200 samples) drawn from a fixed seed, so the numbers never flicker. An image of
     dark digits on a light background is inverted first, with a `PolarityWarning` (`model_input`)."""
     shape = tuple(model.input_shape[1:])
-    seen, boxes, _ = model_input(image, boxes, shape)
+    seen, boxes, _, _ = model_input(image, boxes, shape)
     x = torch.from_numpy(seen.astype(np.float32) / 255.0)[None, None]
     query = model.eval()(x).to("cpu").map(lambda t: t.float())
     log_p = head.eval().log_posterior(query, protos.support, protos.support_classes, len(protos.table.class_ids),

@@ -102,7 +102,7 @@ def retrieve(model: EmbeddingNet, image, boxes, gallery: RetrievalGallery, k: in
     that is the query's own test image (``exclude_index``, a test-split index). An image of dark digits on a
     light background is inverted first, with a `PolarityWarning` (`model_input`)."""
     shape = tuple(model.input_shape[1:])
-    seen, boxes, _ = model_input(image, boxes, shape)
+    seen, boxes, _, _ = model_input(image, boxes, shape)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise InputError(f"k must be a positive integer; got {k!r}")
     mean, u = _embed_images(model.eval(), seen[None])

@@ -98,3 +98,23 @@ def test_analyse_refuses_a_bad_top_k(untrained, top_k):
     with pytest.raises(InputError, match="top_k must be an integer >= 1"):
         occlusion.analyse(model, image, [], table, top_k=top_k)
     assert len(occlusion.analyse(model, image, [], table, top_k=99).top_ids) == 4
+
+
+def test_one_analysis_checks_and_applies_its_boxes_once(untrained, monkeypatch):
+    """Issue 47 item 5: the box walks page -> model_view -> analyse -> model_input -> check_boxes, occlude -> model;
+    check_boxes and occlude run once per analysis (they ran twice: the covered fraction checked and occluded again),
+    and the covered fraction is that of the union of the boxes (56 + 28 - 2 of 28 x 56 pixels)."""
+    calls = []
+
+    def counted(name, fn):
+        def run(*args, **kwargs):
+            calls.append(name)
+            return fn(*args, **kwargs)
+        return run
+
+    monkeypatch.setattr(inputs, "check_boxes", counted("check_boxes", inputs.check_boxes))
+    monkeypatch.setattr(inputs, "occlude", counted("occlude", inputs.occlude))
+    image = np.full((28, 56), 200, np.uint8)
+    a = occlusion.analyse(untrained(), image, [[0, 0, 2, 28], [0, 20, 28, 1]], invert=False)
+    assert sorted(calls) == ["check_boxes", "occlude"]
+    assert a.covered == (56 + 28 - 2) / (28 * 56) and int((a.image == 0).sum()) == 56 + 28 - 2
