@@ -63,6 +63,7 @@ _FLAG_FIELDS = {"--data": ("data", "the data set; point and hib models train on 
 
 def _spec_args(p: argparse.ArgumentParser) -> None:
     from hedgekit.data.ndigit import MAX_DIGITS
+    from hedgekit.methods.hib import BETA
     from hedgekit.nets.embedder import MAX_COMPONENTS, MAX_DIM
     from hedgekit.training.fit import PRECISIONS
     from hedgekit.zoo import DATASETS, INIT_VARS, KINDS
@@ -76,7 +77,7 @@ def _spec_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dim", "-d", type=count_arg(1, MAX_DIM, " (the embedding dimension D)"), default=2)
     p.add_argument("--components", "-c", type=count_arg(1, MAX_COMPONENTS, " (one linear branch each)"),
                    default=given, help="hib only: mixture components (default 1)")
-    p.add_argument("--beta", type=number_arg(0.0), default=given, help="hib only: KL weight (default 1e-4)")
+    p.add_argument("--beta", type=number_arg(0.0), default=given, help=f"hib only: KL weight (default {BETA:g})")
     p.add_argument("--preset", choices=("fast", "paper"), default="paper")
     p.add_argument("--seed", type=count_arg(0, MAX_SEED, " = 2^63 - 1"), default=0)
     p.add_argument("--steps", type=count_arg(1, MAX_STEPS), default=None,

@@ -31,6 +31,28 @@ def test_every_zoo_kind_is_a_train_choice():
     assert tuple(kind.choices) == KINDS
 
 
+def test_beta_walks_from_the_flag_to_the_loss_with_its_one_default(monkeypatch):
+    """Issue 47 item 5: `train --beta` reaches `TrainConfig.beta` and the loss's KL weight unchanged, and without the
+    flag every step of the walk (the spec, the config, the loss functions, the app) has the paper's 1e-4, written
+    once as `hedgekit.methods.hib.BETA`."""
+    import inspect
+
+    from hedgekit import cli
+    from hedgekit.interactive.models import DEFAULT_BETA
+    from hedgekit.methods import hib
+
+    specs = []
+    monkeypatch.setattr("hedgekit.zoo.load_or_train", lambda spec, **_: specs.append(spec) or (None, {
+        "source": "cache", "train_seconds": 0.0, "path": "", "metrics": {}}))
+    for argv in (["train"], ["train", "--beta", "0.003"]):
+        assert cli.main(argv) == 0
+    assert [s.beta for s in specs] == [1e-4, 0.003] and [s.train_config().beta for s in specs] == [1e-4, 0.003]
+    defaults = [inspect.signature(f).parameters["beta"].default for f in (hib.hib_batch_loss, hib.hib_pair_loss)]
+    assert hib.BETA == 1e-4 and defaults == [hib.BETA] * 2 and DEFAULT_BETA == hib.BETA
+    train = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices["train"]
+    assert "(default 0.0001)" in next(a for a in train._actions if a.dest == "beta").help
+
+
 def test_evaluate_refuses_prototype_models_with_a_clear_message(capsys):
     """HIB's Table 1 block is for pair-trained models; a PN is refused before anything loads or trains."""
     assert main(["evaluate", "--kind", "pn", "--preset", "fast"]) == 2
@@ -103,7 +125,7 @@ def test_train_refuses_an_absurd_kl_weight_naming_it(monkeypatch, tmp_path, caps
     monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path))
     assert main(["train", "--kind", "hib", "--preset", "fast", "--steps", "5", "--beta", "1e308"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: TrainConfig.beta, the KL weight of HIB eq. 8, must be <= 1e+06; got 1e+308")
+    assert err.startswith("error: Spec.beta, the KL weight of HIB eq. 8, must be <= 1e+06; got 1e+308")
     assert "learning rate" not in err and len(err.strip().splitlines()) == 1
     assert not list(tmp_path.rglob("*.pt"))
 

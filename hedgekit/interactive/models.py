@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import torch
 
 from hedgekit.errors import InputError
+from hedgekit.methods.hib import BETA
 
 __all__ = ["APP_MODELS", "APP_CENTROID_IMAGES", "DEFAULT_MODEL", "POINT_MODEL", "BETAS", "DEFAULT_BETA",
            "TRAIN_SECONDS", "CompareEntry", "app_preset", "app_spec", "compare_entries", "load_model",
@@ -30,8 +31,8 @@ APP_MODELS: dict[str, dict] = {
 }
 DEFAULT_MODEL = "MoG-1 (HIB), D=2"
 POINT_MODEL = "point, D=2"
-BETAS = (0.0, 1e-4, 1e-2)  # HIB App. E's range; 1e-4 is the paper's choice (sec. 4.1)
-DEFAULT_BETA = 1e-4
+DEFAULT_BETA = BETA  # the paper's KL weight (sec. 4.1), written once in `hedgekit.methods.hib`
+BETAS = (0.0, DEFAULT_BETA, 1e-2)  # HIB App. E's range
 # Seconds to train one model of a kind at its preset's own steps, one torch thread, N = 2 digits, with the
 # current training code on a 2-core AMD EPYC, two models side by side (`reproduce --train-missing --jobs 2`),
 # 26 Nov 2026: hib 368-405 s (9,000 steps; N = 3: 522-564 s), point 118-125 s for 3,000 steps (so ~480 s for the

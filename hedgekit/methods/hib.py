@@ -21,17 +21,37 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from hedgekit.checks import check_count, check_memory, values_checked
+from hedgekit.checks import check_count, check_memory, check_number, values_checked
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 from hedgekit.nets.match import SoftMatch
 from hedgekit.methods.all_pairs import all_pairs_nll
 from hedgekit.methods.contrastive import log_match
 
+# The KL weight beta of eq. 8 as the paper sets it (sec. 4.1; App. E sweeps 1e-6..1e-2): the one default of every
+# entry point (the CLI's --beta, `hedgekit.zoo.specs.HIBSpec`, `hedgekit.training.fit.TrainConfig`, the app).
+BETA = 1e-4
+# The largest KL weight a spec or config takes: at 1e6 the match term (order 1) is still above float32's resolution
+# (1.2e-7) of beta x KL; beyond it the KL term drowns it and, at beta > 3.4e38 (float32's largest number), is
+# infinite from the first step (issue 45 item 8).
+MAX_BETA = 1e6
+
+
+def check_beta(beta, name: str) -> float:
+    """``beta`` as a float if it is a KL weight of eq. 8: a finite number in [0, `MAX_BETA`]; else an `InputError`
+    naming ``name``. The one rule, checked where a weight enters (`hedgekit.zoo.specs.HIBSpec`,
+    `hedgekit.training.fit.TrainConfig`), not inside the loss."""
+    check_number(beta, name, 0.0)
+    if beta > MAX_BETA:
+        raise InputError(f"{name}, the KL weight of HIB eq. 8, must be <= {MAX_BETA:g}; got {beta:g}. The paper uses "
+                         f"{BETA:g} (App. E: 1e-6..1e-2); a larger weight drowns the match term and can overflow the "
+                         "loss")
+    return float(beta)
+
 
 def hib_pair_loss(
     e1: Embedding, e2: Embedding, same: Tensor, match: SoftMatch,
-    k: int = 8, beta: float = 1e-4, generator: torch.Generator | None = None,
+    k: int = 8, beta: float = BETA, generator: torch.Generator | None = None,
 ) -> Tensor:
     """Eq. 8 on explicit pairs: mean NLL of m_hat under eq. 5 + beta * (KL(x1) + KL(x2))."""
     if len(e1) != len(e2) or same.shape != (len(e1),):
@@ -46,7 +66,7 @@ def hib_pair_loss(
 
 def hib_batch_loss(
     emb: Embedding, labels: Tensor, match: SoftMatch,
-    k: int = 8, beta: float = 1e-4, generator: torch.Generator | None = None,
+    k: int = 8, beta: float = BETA, generator: torch.Generator | None = None,
 ) -> tuple[Tensor, dict]:
     """Eq. 8 over all B(B-1)/2 pairs of a batch; returns (loss, stats).
 

@@ -24,9 +24,9 @@ from torch import Tensor
 
 from hedgekit.checks import check_batch, check_fields, check_training_set
 from hedgekit.embedding import Embedding
-from hedgekit.errors import InputError
 from hedgekit.data.samplers import ClassBalancedSampler, two_stream_pairs
 from hedgekit.methods import contrastive_from_distance, hard_contrastive_all_pairs, hib_batch_loss, hib_pair_loss
+from hedgekit.methods.hib import BETA, check_beta
 from hedgekit.nets import EmbeddingNet
 from hedgekit.nets.match import SoftMatch
 from hedgekit.training.batches import DeviceImages
@@ -35,14 +35,8 @@ from hedgekit.training.loop import (PRECISIONS, History, Loop, body_autocast, lr
 
 # fit's own names, and the shared loop's (`hedgekit.training.loop`) that modules outside hedgekit.training
 # import from here (bench, cli, tests/test_bench.py)
-__all__ = ["MAX_BETA", "PRECISIONS", "History", "TrainConfig", "body_autocast", "fit", "lr_factor", "memory_format",
+__all__ = ["PRECISIONS", "History", "TrainConfig", "body_autocast", "fit", "lr_factor", "memory_format",
            "optimise", "seed_everything"]
-
-
-# The largest KL weight (HIB eq. 8) a config takes. The paper uses 1e-4 and App. E sweeps 1e-6..1e-2; at 1e6 the
-# match term (order 1) is still above float32's resolution (1.2e-7) of beta x KL, beyond it the KL term drowns it
-# and, at beta > 3.4e38 (float32's largest number), is infinite from the first step (issue 45 item 8).
-MAX_BETA = 1e6
 
 
 @dataclass
@@ -56,7 +50,7 @@ class TrainConfig:
     weight_decay: float = 0.0
     warmup: float = 0.05  # fraction of steps with linear warm-up
     k: int = 8  # Monte-Carlo samples per input (HIB eq. 5, K = 8)
-    beta: float = 1e-4  # KL weight (HIB eq. 8)
+    beta: float = BETA  # KL weight (HIB eq. 8), checked by `hedgekit.methods.hib.check_beta`
     loss: str = "soft"  # "soft": soft contrastive (point, eq. 3) / HIB (eq. 5, 8); "hard": contrastive (eq. 1)
     margin: float = 1.0  # M of eq. 1, for loss="hard"
     pairing: str = "all"  # "all" pairs in a P x Q batch, or the paper's "two_stream"
@@ -69,15 +63,12 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         check_fields(self, counts=dict(steps=1, classes_per_batch=1, per_class=2, k=1, pairs_per_batch=1, log_every=1),
-                     positive=("lr", "margin"), non_negative=("weight_decay", "beta"),
+                     positive=("lr", "margin"), non_negative=("weight_decay",),
                      fractions=("warmup", "occlusion_p"),
                      choices=dict(loss=("soft", "hard"), pairing=("all", "two_stream"), precision=PRECISIONS))
         check_batch(self, self.classes_per_batch * self.per_class, "classes_per_batch x per_class")
         check_batch(self, 2 * self.pairs_per_batch, "2 x pairs_per_batch")
-        if self.beta > MAX_BETA:
-            raise InputError(f"TrainConfig.beta, the KL weight of HIB eq. 8, must be <= {MAX_BETA:g}; got "
-                             f"{self.beta:g}. The paper uses 1e-4 (App. E: 1e-6..1e-2); a larger weight drowns the "
-                             "match term and can overflow the loss")
+        check_beta(self.beta, "TrainConfig.beta")
 
 
 def _step_loss(emb: Embedding, match: SoftMatch, y: Tensor, cfg: TrainConfig, gen, pair_idx=None):

@@ -21,8 +21,9 @@ import numbers
 from dataclasses import asdict, dataclass
 from typing import ClassVar
 
-from hedgekit.checks import MAX_STEPS, check_count, check_margin, check_number, check_seed
+from hedgekit.checks import MAX_STEPS, check_count, check_margin, check_seed
 from hedgekit.errors import InputError
+from hedgekit.methods.hib import BETA, check_beta
 from hedgekit.methods.pn import PN
 from hedgekit.methods.spe import SAMPLERS, SPE, gamma_init
 from hedgekit.nets import EmbeddingNet, model_from_config
@@ -234,12 +235,10 @@ class PairSpec(ModelSpec):
         """The `PRESETS` entry of this spec: its kind."""
         return self.kind
 
-    def train_config(self) -> TrainConfig:
-        kw = {k: v for k, v in self.recipe_config().items() if k not in _PAIR_EVAL_KEYS}
-        return TrainConfig(**{**kw, **self._loss_config()})
-
-    def _loss_config(self) -> dict:
-        raise NotImplementedError
+    def _recipe_fields(self) -> dict:
+        """The preset's `TrainConfig` fields for this spec (its evaluation keys left out); each kind's
+        ``train_config`` adds its loss's fields to them."""
+        return {k: v for k, v in self.recipe_config().items() if k not in _PAIR_EVAL_KEYS}
 
 
 @dataclass(frozen=True)
@@ -265,8 +264,8 @@ class PointSpec(PairSpec):
     def label(self) -> str:
         return "point"
 
-    def _loss_config(self) -> dict:
-        return dict(beta=0.0, loss=self.loss, margin=self.margin)
+    def train_config(self) -> TrainConfig:
+        return TrainConfig(**{**self._recipe_fields(), "beta": 0.0, "loss": self.loss, "margin": self.margin})
 
 
 @dataclass(frozen=True)
@@ -276,7 +275,7 @@ class HIBSpec(PairSpec):
 
     kind: str = "hib"
     components: int = 1
-    beta: float = 1e-4
+    beta: float = BETA
     samples: int | None = None
 
     KINDS: ClassVar[tuple[str, ...]] = ("hib",)
@@ -284,7 +283,7 @@ class HIBSpec(PairSpec):
     def __post_init__(self) -> None:
         super().__post_init__()
         _check_counts(self, ("components",))
-        check_number(self.beta, "Spec.beta", 0.0)
+        check_beta(self.beta, "Spec.beta")
         if self.samples is not None:
             check_count(self.samples, "HIB's samples per input (K)")
             if self.samples == self.preset_k:
@@ -300,9 +299,10 @@ class HIBSpec(PairSpec):
     def label(self) -> str:
         return f"MoG-{self.components}"
 
-    def _loss_config(self) -> dict:
+    def train_config(self) -> TrainConfig:
+        """The preset's recipe with HIB's loss: ``beta`` goes from here straight into `TrainConfig.beta`."""
         own_k = {"k": self.samples} if self.samples is not None else {}
-        return dict(beta=self.beta, loss="soft", margin=1.0, **own_k)
+        return TrainConfig(**{**self._recipe_fields(), "beta": self.beta, "loss": "soft", "margin": 1.0, **own_k})
 
 
 @dataclass(frozen=True)
