@@ -212,6 +212,22 @@ def _bench_seeds(n_seeds: int, images: torch.Tensor, labels: torch.Tensor, steps
     return 0
 
 
+def _bench_layers(precisions, repeats: int, dev: torch.device) -> None:
+    """`bench --layers`: every layer of the point model timed alone (`hedgekit.bench.layer_times`)."""
+    from hedgekit.bench import layer_times
+    from hedgekit.nets import build_model
+
+    for precision in precisions:
+        rows = layer_times(build_model("point", 2, 2), repeats=repeats, precision=precision, device=dev)
+        total = sum(r["seconds"] for r in rows)
+        print(f"layers of the point model alone on the {dev.type}, {precision}, forward + backward of 256 images "
+              f"(medians of {repeats}): sum {total * 1000:.1f} ms = {256 / total:.0f} images/s at most from "
+              "these layers")
+        for r in rows:
+            print(f"  {r['name']:<32} {r['seconds'] * 1000:7.2f} ms  {r['seconds'] / total:4.0%}  "
+                  f"{r['flops'] / 256 / 1e6:5.2f} MFLOP/image  {r['gflops']:6.1f} GFLOP/s")
+
+
 def cmd_bench(a) -> int:
     from hedgekit.bench import MATMUL_N, captured_step, compare, train_flops_per_image
     from hedgekit.checks import resolve_device
@@ -273,17 +289,7 @@ def cmd_bench(a) -> int:
         if len(rates) == 2:
             print(f"  bfloat16 / float32: {rates['bfloat16'] / rates['float32']:.2f}x")
     if a.layers:
-        from hedgekit.bench import layer_times
-
-        for precision in precisions:
-            rows = layer_times(build_model("point", 2, 2), repeats=a.repeats, precision=precision, device=dev)
-            total = sum(r["seconds"] for r in rows)
-            print(f"layers of the point model alone on the {dev.type}, {precision}, forward + backward of 256 images "
-                  f"(medians of {a.repeats}): sum {total * 1000:.1f} ms = {256 / total:.0f} images/s at most from "
-                  "these layers")
-            for r in rows:
-                print(f"  {r['name']:<32} {r['seconds'] * 1000:7.2f} ms  {r['seconds'] / total:4.0%}  "
-                      f"{r['flops'] / 256 / 1e6:5.2f} MFLOP/image  {r['gflops']:6.1f} GFLOP/s")
+        _bench_layers(precisions, a.repeats, dev)
     model = build_model("hib", 2, 2).eval()
     t0 = time.perf_counter()
     emb = model.embed(x)
