@@ -725,10 +725,3 @@ def _cmd(a) -> int:
     ran = set(select(a.only))  # carried-over notebooks of earlier calls do not decide this exit code
     runs = json.loads((summary.parent / "run.json").read_text())["runs"]
     return 0 if all(r["status"] == "ok" for r in runs if r["notebook"] in ran) else 1
-
-
-
-if __name__ == "__main__":  # the old spelling, forwarded: `python -m hedgekit reproduce` is the command
-    from hedgekit.cli import main
-
-    raise SystemExit(main(["reproduce", *sys.argv[1:]]))

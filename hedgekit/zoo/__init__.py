@@ -3,7 +3,8 @@
 One job per module (issue 47 item 1):
 
 * `hedgekit.zoo.specs`: the spec types (``Spec(kind=..., ...)``) and the presets their recipes read;
-* `hedgekit.zoo.names`: the name of each spec, e.g. ``hib-n2-d2-c1-beta0.0001-paper-s0``;
+* `hedgekit.zoo.names`: the name of each spec, e.g. ``hib-n2-d2-c1-beta0.0001-paper-s0``
+  (`hedgekit.zoo.parse` reads a typed name back);
 * `hedgekit.zoo.store`: checkpoint I/O, provenance and staleness, and `load_or_train`;
 * `hedgekit.zoo.recipes`: which data and which trainer each spec uses;
 * `hedgekit.zoo.url_runs`: the runs of the URL benchmark as models of the store.
@@ -11,7 +12,8 @@ One job per module (issue 47 item 1):
 This package re-exports their public names, so ``from hedgekit.zoo import Spec, load_or_train`` is the way in.
 A test that replaces a function replaces it in the module that calls it (e.g. ``hedgekit.zoo.store.train_spec``).
 """
-from hedgekit.zoo.names import URL_KIND, model_name, spec_from_name, url_run_name
+from hedgekit.zoo.names import URL_KIND, model_name, url_run_name
+from hedgekit.zoo.parse import spec_from_name
 from hedgekit.zoo.recipes import TRAINERS, episode_metrics, eval_set, head_meta, triplet_data
 from hedgekit.zoo.specs import (DATA_N_DIGITS, DATA_NAMES, DATASETS, DEFAULT_SAMPLES, FAMILIES, INIT_VARS, KINDS,
                                 LOSSES, PRESETS, RECIPES, SPEC_TYPES, EpisodeSpec, HIBSpec, ModelSpec, PairSpec,

@@ -11,11 +11,10 @@
 Every name is ``<kind>-<data or nN>-d<D>-<the kind's own settings>-<preset[steps]>-s<seed>`` (`model_name`), the
 kind's own settings spelled by `OWN_PARTS`; a URL run's is ``url-<method>-<budget>-s<seed>`` (`url_run_name`).
 The store does not read a spec back from a name: a checkpoint records its spec whole
-(`hedgekit.zoo.store.recorded_spec`). `spec_from_name` is for names a person types (the latency benchmark, tests).
+(`hedgekit.zoo.store.recorded_spec`); `hedgekit.zoo.parse.spec_from_name` reads names a person types.
 """
 from __future__ import annotations
 
-from hedgekit.errors import InputError
 
 URL_KIND = "url"  # the first word of a URL run's name and the kind of `hedgekit.zoo.url_runs.URLSpec`
 
@@ -54,79 +53,3 @@ def model_name(spec) -> str:
 def url_run_name(spec) -> str:
     """The name of a `hedgekit.zoo.url_runs.URLSpec`, e.g. ``url-nivmf-converged-s2``."""
     return f"{URL_KIND}-{spec.method}-{spec.budget_name}-s{spec.seed}"
-
-
-def spec_from_name(name: str):
-    """The spec a typed name names: the inverse of `model_name` and `url_run_name`; `InputError` for anything
-    that is not a canonical name (the spec's own checks name a bad field: unknown preset, sampler, ...)."""
-    from hedgekit.zoo.specs import RECIPES, Spec  # the specs name themselves with this module: read when called
-
-    parts = str(name).split("-")
-    if parts[0] == URL_KIND:
-        return _url_spec_from_name(str(name), parts)
-    try:
-        fields = _fields(parts, RECIPES)
-    except (IndexError, ValueError, TypeError) as exc:
-        raise InputError(f"{name!r} is not a hedgekit model name like 'hib-n2-d2-c1-beta0.0001-paper-s0' or "
-                         f"'spe-n2-d2-intersection1-paper-s0'") from exc
-    spec = Spec(**fields)
-    if spec.name != name:
-        raise InputError(f"{name!r} is not a canonical model name (did you mean {spec.name!r}?)")
-    return spec
-
-
-def _fields(parts: list[str], recipes: tuple[str, ...]) -> dict:
-    """The spec fields a model name's parts spell (ValueError / IndexError where they spell none)."""
-    kw: dict = {"kind": parts[0]}
-    if parts[1] in ("lshapes", "fashion"):
-        kw["data"] = parts[1]
-    elif parts[1][0] == "n":
-        kw["n_digits"] = int(parts[1][1:])
-    else:
-        raise ValueError
-    if parts[2][0] != "d":
-        raise ValueError
-    kw["dim"] = int(parts[2][1:])
-    rest = parts[3:]
-    if kw["kind"] == "hib":
-        if rest[0][0] != "c" or not rest[1].startswith("beta"):
-            raise ValueError
-        kw["components"], kw["beta"] = int(rest[0][1:]), float(rest[1][4:].replace("_", "-"))
-        rest = rest[2:]
-        if rest[0][:1] == "k" and rest[0][1:].isdigit():
-            kw["samples"] = int(rest[0][1:])
-            rest = rest[1:]
-    if rest[0] == "hard":
-        kw["loss"], kw["margin"] = "hard", float(rest[1][1:])
-        rest = rest[2:]
-    if kw["kind"] == "spe":
-        sampler = rest[0].rstrip("0123456789")
-        kw["sampler"], kw["samples"] = sampler, int(rest[0][len(sampler):])
-        rest = rest[1:]
-        if rest[0] == "veps":
-            kw["init_var"] = "eps"
-            rest = rest[1:]
-    if rest[0] in recipes:
-        kw["recipe"] = rest[0]
-        rest = rest[1:]
-    preset = rest[0].rstrip("0123456789")
-    kw["preset"] = preset
-    if rest[0] != preset:
-        kw["steps"] = int(rest[0][len(preset):])
-    if len(rest) != 2 or rest[1][0] != "s":
-        raise ValueError
-    kw["seed"] = int(rest[1][1:])
-    return kw
-
-
-def _url_spec_from_name(name: str, parts: list[str]):
-    """``url-<method>-<budget>-s<seed>`` (the budget may hold dashes: ``converged-lr0.5x``) as a
-    `hedgekit.zoo.url_runs.URLSpec`."""
-    from hedgekit.zoo.url_runs import URLSpec
-
-    if len(parts) < 4 or not parts[-1][:1] == "s" or not parts[-1][1:].isdigit():
-        raise InputError(f"{name!r} is not a URL run name like 'url-ce-converged-s0'")
-    spec = URLSpec(parts[1], "-".join(parts[2:-1]), int(parts[-1][1:]))
-    if spec.name != name:
-        raise InputError(f"{name!r} is not a canonical URL run name (did you mean {spec.name!r}?)")
-    return spec

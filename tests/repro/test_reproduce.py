@@ -307,17 +307,6 @@ def test_summary_is_cumulative_within_one_mode(tmp_path):
     assert "01_x" in run("01_x", fast=True)
 
 
-def test_python_m_of_the_module_is_the_cli_subcommand():
-    """`python -m hedgekit.repro.reproduce ARGS` runs `python -m hedgekit reproduce ARGS` (one parser, one
-    `run_command`: its bad input is the CLI's one error line and exit 2), in a real subprocess."""
-    import subprocess
-    import sys
-
-    proc = subprocess.run([sys.executable, "-m", "hedgekit.repro.reproduce", "--only", "nope"], capture_output=True,
-                          text=True, timeout=120)
-    assert proc.returncode == 2 and proc.stderr.startswith("error: --only 'nope': not a group"), proc.stderr
-
-
 @pytest.mark.slow  # starts python -m hedgekit in subprocesses (~15 s)
 def test_cli_output_into_a_closed_pipe_is_quiet():
     """`python -m hedgekit ... | head` must not end in a BrokenPipeError traceback."""

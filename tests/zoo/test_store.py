@@ -390,10 +390,10 @@ def test_the_store_reads_the_recorded_spec_and_never_parses_a_name(sandbox, monk
     """A checkpoint is checked against the spec it records whole; a spec recorded under another model's name is
     refused naming both; one that records no zoo spec (none, an unknown kind, a spec that does not build) is a
     plain checkpoint. Names are never read back: with the name parser broken, models train, save, load, refresh."""
-    from hedgekit.zoo import names
+    from hedgekit.zoo import parse
 
     for parser in ("_fields", "_url_spec_from_name"):  # every name read back goes through these
-        monkeypatch.setattr(names, parser, lambda *a: pytest.fail(f"the store parsed a name: {a}"))
+        monkeypatch.setattr(parse, parser, lambda *a: pytest.fail(f"the store parsed a name: {a}"))
     spec = Spec(kind="hib", n_digits=1, dim=2, preset="fast", seed=21)
     _, meta = load_or_train(spec, progress=False)
     assert meta["spec"] == asdict(spec) and load_or_train(spec, progress=False)[1]["source"] == "cache"
