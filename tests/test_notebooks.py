@@ -49,7 +49,8 @@ def test_notebook_runs_in_fast_mode(name, tmp_path):
 
 
 def test_notebooks_are_thin_and_well_formed():
-    """One `parameters` cell of literals, first cell prints versions, committed outputs < 5 MB."""
+    """One `parameters` cell of literals defaulting to the quick tour (`FAST = True`: a learner's Run All trains
+    nothing big), first cell prints versions, committed outputs < 5 MB."""
     import ast
 
     for name in NOTEBOOK_NAMES:
@@ -63,5 +64,7 @@ def test_notebooks_are_thin_and_well_formed():
             assert isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant), (name, ast.dump(node))
         names = {t.id for node in ast.parse(tagged[0].source).body for t in node.targets}
         assert {"FAST", "SEED", "REPORT_DIR", "DEVICE"} <= names, name
+        fast = [n.value.value for n in ast.parse(tagged[0].source).body if n.targets[0].id == "FAST"]
+        assert fast == [True], f"{name}: Run All must play the quick tour (FAST = True); full mode is opt-in"
         configure = [c.source for c in nb.cells if "S.configure(" in c.source]  # where missing models train
         assert len(configure) == 1 and "device=DEVICE" in configure[0], name

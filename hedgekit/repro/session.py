@@ -151,9 +151,9 @@ class Session:
                  "versions: " + ", ".join(f"{k} {val}" for k, val in v.items() if k != "platform"),
                  f"platform: {v['platform']}", ""]
         if self.full_mode:
-            lines += [f"full mode (`FAST = False`): {self.full_mode}. The fast tour: set `FAST = True` in the "
-                      "parameters cell (shipped `paper` models where they exist, else small `fast` ones; "
-                      "under 3 minutes).", ""]
+            lines += ["Run All plays the quick tour (`FAST = True`, the default: shipped `paper` models where they "
+                      "exist, else small `fast` ones; under 3 minutes). Full mode, the paper's set-up: set "
+                      f"`FAST = False` in the parameters cell: {self.full_mode}.", ""]
         if self.fast is None:
             lines.append("mode: (set by the parameters cell below)")
         else:
