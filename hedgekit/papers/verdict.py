@@ -88,16 +88,28 @@ def fmt(x, digits: int = 3, signed: bool = False) -> str:
 
 @dataclass
 class Claim:
+    """One decided statement as the verdict shows it. A row of a claims table (`Row`) decided by `decide` also
+    keeps what the forest plot draws: ``interval`` (our 95% interval), ``band`` (the declared band), ``paper_value``,
+    and its ``kind`` and ``noise`` (`KINDS`, `NOISES`)."""
+
     claim: str  # the paper's statement (with its figure/table)
     paper: str  # the paper's number(s)
     ours: str  # our number(s)
     matched: bool | None  # None: inconclusive (our noise cannot tell); for a sanity check: passed or not
     why: str = ""
-    sanity: bool = False  # a statement that cannot fail at kit scale: listed apart, never counted
+    sanity: bool = False  # not counted: a sanity check, or a condition when kind == CONDITION
+    kind: str = ""  # a claims-table row's kind (`KINDS`); "" for a claim added by hand
+    noise: str = ""  # `SEEDS`, `EVALUATION` or a `borrowed` source; "" for a claim added by hand
+    interval: tuple | None = None
+    band: tuple | None = None
+    paper_value: float | None = None
+    row_id: str = ""
 
     @property
     def outcome(self) -> str:
-        """"matched" / "not matched" / "inconclusive", or "sanity check passed" / "sanity check failed"."""
+        """"matched" / "not matched" / "inconclusive", "sanity check passed/failed" or "condition held/failed"."""
+        if self.kind == CONDITION:
+            return "condition " + ("held" if self.matched else "failed")
         if self.sanity:
             return "sanity check " + ("passed" if self.matched else "failed")
         return OUTCOMES[self.matched]
@@ -358,6 +370,157 @@ def band_verdict(ours, band, paper: float | None = None, digits: int = 2, unit: 
     return ok, text if ok is not None else f"{text}; {_seeds_text(e, (low, high))}"
 
 
+# ------------------------------------------------------------------ claims as data (issue 46 item 1)
+SIZE, LEVEL, RANKING, SANITY, CONDITION = "size", "level", "ranking", "sanity", "condition"
+KINDS = (SIZE, LEVEL, RANKING, SANITY, CONDITION)
+COUNTED = (SIZE, LEVEL, RANKING)  # sanity checks and conditions are listed apart and never counted
+SEEDS, EVALUATION = "trained seeds", "evaluation repeats only"
+BORROWED = "borrowed: "
+
+
+def borrowed(source: str) -> str:
+    """The noise of a *level* row whose spread is the seed-to-seed spread measured for the same recipe and data
+    elsewhere in the notebook: ``source`` names where (the verdict shows it as borrowed)."""
+    if not str(source).strip():
+        raise InputError("a borrowed spread must name where it was measured; got an empty source")
+    return BORROWED + str(source)
+
+
+NOISES = (SEEDS, EVALUATION)  # or borrowed(source)
+
+
+@dataclass(frozen=True)
+class Check:
+    """What a *sanity* or *condition* row measures: whether it held, and our number(s) as text."""
+
+    passed: bool
+    ours: str
+
+
+@dataclass(frozen=True)
+class Interval(Effect):
+    """An effect whose 95% interval was computed elsewhere (a bootstrap over seeds: a rank interval, a correlation's
+    interval): ``low`` and ``high`` are used as they are; ``mean`` is the point estimate shown. Its standard error
+    is unknown (NaN), so no number of seeds is derived from it."""
+
+    low: float = math.nan
+    high: float = math.nan
+
+    def interval(self, level: float = 0.95) -> tuple[float, float]:
+        if level != 0.95:
+            raise InputError(f"an Interval holds its 95% interval only; got level={level!r}")
+        return self.low, self.high
+
+    def text(self, digits: int = 2) -> str:
+        if not (math.isfinite(self.low) and math.isfinite(self.high)):
+            return f"{self.mean:+.{digits}f} (no interval: {self.noise})"
+        return (f"{self.mean:+.{digits}f}, 95% interval [{self.low:+.{digits}f}, {self.high:+.{digits}f}] "
+                f"({self.kind}, {self.noise}" + (f", {self.n} runs)" if self.n else ")"))
+
+
+@dataclass(frozen=True)
+class Row:
+    """One claim of a paper as data: a row of `<paper>/claims.py`'s claims table, decided by `decide`.
+
+    ``id``: unique within the table; ``words``: the paper's words; ``place``: table, figure or section;
+    ``kind``: one of `KINDS`; ``measure``: measured numbers (a mapping the notebook builds) -> ours: an `Effect`
+    (or run values, a (mean, se) pair, an `Interval`) for a counted row, a `Check` for a sanity or condition row,
+    or None when the notebook did not measure it (the row is left out); ``paper``: the paper's value (a number, a
+    (low, high) range, or None for a sanity or condition row); ``band``: the declared (low, high) band, or a function
+    of ``paper`` giving it (`factor_band`, `tolerance_band`); ``reason``: why that band (or, for a sanity row, why it
+    cannot fail); ``noise``: `SEEDS`, `EVALUATION` or `borrowed`; ``paper_text``: the paper's number(s) as shown
+    (default: ``paper`` formatted)."""
+
+    id: str
+    words: str
+    place: str
+    kind: str
+    measure: object
+    paper: object = None
+    band: object = None
+    reason: str = ""
+    noise: str = SEEDS
+    unit: str = "points"
+    digits: int = 2
+    paper_text: str = ""
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise InputError(f"a row's kind is one of {KINDS}; row {self.id!r} has {self.kind!r}")
+        if not callable(self.measure):
+            raise InputError(f"row {self.id!r}: measure must be a function of the measured numbers")
+        if self.kind in COUNTED:
+            if self.band is None or not self.reason.strip():
+                raise InputError(f"row {self.id!r}: a {self.kind} row declares its band and the band's reason")
+            if not (self.noise in NOISES or self.noise.startswith(BORROWED)):
+                raise InputError(f"row {self.id!r}: noise is {SEEDS!r}, {EVALUATION!r} or borrowed(...); "
+                                 f"got {self.noise!r}")
+            if self.noise.startswith(BORROWED) and self.kind != LEVEL:
+                raise InputError(f"row {self.id!r}: only a level row may borrow a spread; this is a {self.kind} row")
+
+    def declared_band(self) -> tuple[float, float]:
+        """The band as a checked (low, high) pair (`_check_band`)."""
+        return _check_band(self.band(self.paper) if callable(self.band) else self.band)
+
+    def shown_paper(self) -> str:
+        if self.paper_text:
+            return self.paper_text
+        if isinstance(self.paper, (tuple, list)):
+            return " to ".join(fmt(p, self.digits) for p in self.paper)
+        return fmt(self.paper, self.digits) if self.paper is not None else ""
+
+
+def check_table(rows: Sequence[Row]) -> tuple[Row, ...]:
+    """``rows`` as a tuple, or `InputError` when two rows share an id (a comparison is counted once)."""
+    rows = tuple(rows)
+    seen: set[str] = set()
+    for r in rows:
+        if not isinstance(r, Row):
+            raise InputError(f"a claims table holds Row objects; got {type(r).__name__}")
+        if r.id in seen:
+            raise InputError(f"claims table: the id {r.id!r} appears twice (a comparison is counted once)")
+        seen.add(r.id)
+    for r in rows:  # bands are declared in advance: a bad band fails when the table is built, not when decided
+        if r.kind in COUNTED:
+            r.declared_band()
+    return rows
+
+
+def decide_row(row: Row, measured) -> Claim | None:
+    """The engine: ``row`` decided on ``measured`` (None when the row's measure gives None: not measured here).
+    Counted rows: `band_verdict` on the declared band (an `EVALUATION` row is never matched; a borrowed spread is
+    named in the reason); sanity and condition rows: the `Check` their measure gives."""
+    got = row.measure(measured)
+    if got is None:
+        return None
+    claim = f"{row.place}: {row.words}"
+    if row.kind in (SANITY, CONDITION):
+        if not isinstance(got, Check):
+            raise InputError(f"row {row.id!r}: a {row.kind} row's measure returns a Check; got {type(got).__name__}")
+        return Claim(claim, row.shown_paper(), got.ours, bool(got.passed), row.reason, sanity=True, kind=row.kind,
+                     row_id=row.id)
+    band = row.declared_band()
+    e = _as_effect(got)
+    paper = row.paper if isinstance(row.paper, Real) else None
+    ok, why = band_verdict(e, band, paper=paper, digits=row.digits, unit=row.unit,
+                           evaluation_only=row.noise == EVALUATION)
+    if row.noise.startswith(BORROWED):
+        why += f" (spread borrowed: {row.noise[len(BORROWED):]})"
+    lo, hi = e.interval()
+    return Claim(claim, row.shown_paper(), e.text(row.digits), ok, f"{why}; band: {row.reason}", kind=row.kind,
+                 noise=row.noise, interval=(lo, hi), band=band, paper_value=paper, row_id=row.id)
+
+
+def decide(rows: Sequence[Row], measured, verdict: "Verdict") -> "Verdict":
+    """Decide every row of a claims table on ``measured`` and add it to ``verdict`` (rows not measured are left
+    out); returns ``verdict``."""
+    for row in check_table(rows):
+        c = decide_row(row, measured)
+        if c is not None:
+            verdict.claims.append(c)
+    return verdict
+
+
 def _times(ratio: float) -> str:
     """A ratio for "about N× smaller/larger": whole from 2 on, one decimal below (a band of factor < 2 allows 1.4)."""
     return f"{ratio:.0f}" if ratio >= 2 else f"{ratio:.1f}"
@@ -459,22 +622,37 @@ class Verdict:
 
     def sanity(self, claim: str, paper: str, ours: str, passed: bool, why: str = "") -> Claim:
         """Add a statement that cannot fail at kit scale (``why`` should say why it cannot)."""
-        c = Claim(claim, paper, ours, bool(passed), why, sanity=True)
+        c = Claim(claim, paper, ours, bool(passed), why, sanity=True, kind=SANITY)
         self.claims.append(c)
         return c
+
+    def condition(self, claim: str, paper: str, ours: str, held: bool, why: str = "") -> Claim:
+        """Add a precondition of an experiment (a set-up chosen so that it holds): shown, never counted."""
+        c = Claim(claim, paper, ours, bool(held), why, sanity=True, kind=CONDITION)
+        self.claims.append(c)
+        return c
+
+    def decide(self, rows: Sequence[Row], measured) -> "Verdict":
+        """Decide a claims table's rows on ``measured`` into this verdict (`decide`)."""
+        return decide(rows, measured, self)
 
     def note(self, text: str) -> None:
         self.notes.append(text)
 
     @property
     def counted(self) -> list:
-        """The claims that count (sanity checks left out)."""
+        """The claims that count (sanity checks and conditions left out)."""
         return [c for c in self.claims if not c.sanity]
 
     @property
     def checks(self) -> list:
         """The sanity checks."""
-        return [c for c in self.claims if c.sanity]
+        return [c for c in self.claims if c.sanity and c.kind != CONDITION]
+
+    @property
+    def conditions(self) -> list:
+        """The preconditions of the experiments."""
+        return [c for c in self.claims if c.kind == CONDITION]
 
     @property
     def counts(self) -> tuple[int, int, int]:
@@ -483,18 +661,34 @@ class Verdict:
         return (sum(c.matched is True for c in cs), sum(c.matched is False for c in cs),
                 sum(c.matched is None for c in cs))
 
+    @property
+    def noise_counts(self) -> tuple[int, int]:
+        """(decided on trained seeds, evaluation repeats only) over the counted claims of claims-table rows; a
+        borrowed spread counts as seeds (it is a seed-to-seed spread). Hand-added claims are in neither."""
+        cs = self.counted
+        return (sum(c.noise == SEEDS or c.noise.startswith(BORROWED) for c in cs),
+                sum(c.noise == EVALUATION for c in cs))
+
     def context(self) -> str:
         """The paragraph on which models produced the numbers (HIB's `training_context`; papers override it)."""
         return training_context(self.checkpoints)
 
-    def markdown(self) -> str:
+    def tally_line(self) -> str:
+        """The bold tally and what stands beside it: how many counted claims were decided on trained seeds and on
+        evaluation repeats only, and the sanity checks and conditions listed apart."""
         ok, bad, unsure = self.counts
-        checks = self.checks
-        passed = sum(c.matched for c in checks)
-        lines = [f"### What matched, what did not, and why — {self.title}", "",
-                 f"**{ok} matched, {bad} not matched" + (f", {unsure} {INCONCLUSIVE}" if unsure else "") + "** "
-                 "(computed from the numbers above)" +
-                 (f"; {len(checks)} sanity check(s) listed apart, {passed} passed." if checks else "."), "",
+        seeds, evaluation = self.noise_counts
+        checks, conditions = self.checks, self.conditions
+        extra = [f"{seeds} decided on trained seeds", f"{evaluation} on evaluation repeats only"]
+        if checks:
+            extra.append(f"{len(checks)} sanity check(s) listed apart, {sum(c.matched for c in checks)} passed")
+        if conditions:
+            extra.append(f"{len(conditions)} condition(s) listed apart, {sum(c.matched for c in conditions)} held")
+        return (f"**{ok} matched, {bad} not matched" + (f", {unsure} {INCONCLUSIVE}" if unsure else "") + "** "
+                "(computed from the numbers above; " + "; ".join(extra) + ").")
+
+    def markdown(self) -> str:
+        lines = [f"### What matched, what did not, and why — {self.title}", "", self.tally_line(), "",
                  self.context(), ""]
         if self.counted:
             lines += ["| | paper's claim | paper | ours | why |", "|---|---|---|---|---|"]  # ✅ ❌ – (inconclusive)
@@ -502,15 +696,25 @@ class Verdict:
             mark = {True: "✅", False: "❌", None: "–"}[c.matched]
             why = c.why or ("consistent with the paper" if c.matched else "")
             lines.append(f"| {mark} | {_cell(c.claim)} | {_cell(c.paper)} | {_cell(c.ours)} | {_cell(why)} |")
-        if checks:
-            lines += ["", "**Sanity checks** (statements that cannot fail at kit scale; not counted above):", "",
-                      "| | check | paper | ours | why it cannot fail / what it shows |", "|---|---|---|---|---|"]
-            for c in checks:
-                mark = "✔" if c.matched else "✘"
-                lines.append(f"| {mark} | {_cell(c.claim)} | {_cell(c.paper)} | {_cell(c.ours)} | {_cell(c.why)} |")
+        for title, rows, marks in (
+                ("**Sanity checks** (statements that cannot fail at kit scale; not counted above):", self.checks,
+                 ("✔", "✘", "why it cannot fail / what it shows")),
+                ("**Conditions** (preconditions of an experiment, set up so that they hold; not counted above):",
+                 self.conditions, ("✔", "✘", "how it was set up"))):
+            if rows:
+                lines += ["", title, "", f"| | statement | paper | ours | {marks[2]} |", "|---|---|---|---|---|"]
+                lines += [f"| {marks[0] if c.matched else marks[1]} | {_cell(c.claim)} | {_cell(c.paper)} | "
+                          f"{_cell(c.ours)} | {_cell(c.why)} |" for c in rows]
         if self.notes:
             lines += [""] + [f"- {n}" for n in self.notes]
         return "\n".join(lines)
+
+    def forest(self):
+        """The forest plot of this verdict's sized claims (`hedgekit.papers.forest.forest_plot`), or None when no
+        claim has an interval and a band."""
+        from hedgekit.papers.forest import forest_plot
+
+        return forest_plot(self.claims, title=self.title)
 
     def _repr_markdown_(self) -> str:  # displays as Markdown in a notebook
         return self.markdown()

@@ -190,8 +190,8 @@ def test_sanity_checks_are_listed_apart_and_never_counted():
     assert v.counts == (1, 0, 0)
     assert [c.outcome for c in v.claims] == ["matched", "sanity check passed", "sanity check failed"]
     md = v.markdown()
-    assert ("**1 matched, 0 not matched** (computed from the numbers above); 2 sanity check(s) listed apart, "
-            "1 passed.") in md
+    assert ("**1 matched, 0 not matched** (computed from the numbers above; 0 decided on trained seeds; 0 on "
+            "evaluation repeats only; 2 sanity check(s) listed apart, 1 passed).") in md
     head, checks = md.split("**Sanity checks**")
     assert "by construction" not in head and "| ✔ | by construction |" in checks
     assert "| ✘ | broken construction |" in checks
