@@ -4,13 +4,15 @@
 `TRAINERS` maps a spec's family to its trainer: pairs (point, HIB: `hedgekit.training.fit` on N-digit MNIST,
 then HIB's Table 1 metrics), episodes (PN, SPE: `hedgekit.training.episodic` on N-digit MNIST or L-shapes, then
 an episode accuracy, `episode_metrics`) and triplets (Taha et al.: `hedgekit.training.triplets` on the data of
-`triplet_data`, then a query-by-example mAP, `hedgekit.evaluation.query_gallery`). Each returns the model on the
-CPU, its prototype head (or None), the training history and what its checkpoint records besides
-(`hedgekit.zoo.store.train_spec` adds the rest).
+`triplet_data`, then a query-by-example mAP, `hedgekit.evaluation.query_gallery`). Each builds its trainer's
+config from the spec (`trainer_config`: the spec's values, e.g. HIB's KL weight beta, go from the spec into the
+config here and nowhere else) and returns the model on the CPU, that config, the training history and what its
+checkpoint records besides (`hedgekit.zoo.store.train_spec` adds the rest).
 """
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 
 import numpy as np
 import torch
@@ -37,13 +39,21 @@ def eval_set(spec: ModelSpec):
     return test
 
 
-def _train_pairs(spec: ModelSpec, cfg: TrainConfig, progress: bool, device: str,
-                 callback) -> tuple[EmbeddingNet, None, History, dict]:
+def trainer_config(spec: ModelSpec, precision: str = "float32") -> TrainConfig | EpisodicConfig | TripletConfig:
+    """The config ``spec``'s trainer runs with: the preset's recipe with the spec's own values
+    (``spec.train_config()``; HIB's ``beta`` becomes `TrainConfig.beta`) in ``precision``, which says how to train,
+    not what (`hedgekit.hardware.resolve_precision` resolved it)."""
+    return replace(spec.train_config(), precision=precision)
+
+
+def _train_pairs(spec: ModelSpec, precision: str, progress: bool, device: str,
+                 callback) -> tuple[EmbeddingNet, TrainConfig, History, dict]:
     """Point / HIB: `hedgekit.training.fit` on N-digit MNIST (on a CUDA device, where it can, with the step captured
     as one CUDA graph: `hedgekit.training.captured.fit_captured`), then HIB's Table 1 metrics, measured on the
     training device (`hedgekit.evaluation.retrieval.table1_metrics`); the model is handed back on the CPU."""
     from hedgekit.evaluation.retrieval import table1_metrics
 
+    cfg = trainer_config(spec, precision)
     train = load_ndigit(spec.n_digits, "train")
     x, y = torch.from_numpy(train.images), torch.from_numpy(train.labels)
     seed_everything(spec.seed)  # the initial weights too: one name, one model
@@ -55,13 +65,14 @@ def _train_pairs(spec: ModelSpec, cfg: TrainConfig, progress: bool, device: str,
                  callback=callback)
     test = eval_set(spec)
     metrics = table1_metrics(model.eval(), test, progress=progress)
-    return model.cpu(), None, hist, {"metrics": metrics, "eval_images": len(test)}
+    return model.cpu(), cfg, hist, {"metrics": metrics, "eval_images": len(test)}
 
 
-def _train_episodes(spec: ModelSpec, cfg: EpisodicConfig, progress: bool, device: str,
-                    callback) -> tuple[EmbeddingNet, SPE | PN, History, dict]:
-    """PN / SPE: `hedgekit.training.episodic` on N-digit MNIST or L-shapes, then a quick episode check."""
-    r = spec.recipe_config()
+def _train_episodes(spec: ModelSpec, precision: str, progress: bool, device: str,
+                    callback) -> tuple[EmbeddingNet, EpisodicConfig, History, dict]:
+    """PN / SPE: `hedgekit.training.episodic` on N-digit MNIST or L-shapes, then a quick episode check; the
+    prototype head goes into the checkpoint's metadata (`head_meta`)."""
+    cfg, r = trainer_config(spec, precision), spec.recipe_config()
     if spec.data == "lshapes":
         train = make_lshapes(r["n_train"], seed=spec.seed, train=True, cache=True)
         images, labels, augment = torch.from_numpy(train.images), train.labels, None
@@ -74,8 +85,7 @@ def _train_episodes(spec: ModelSpec, cfg: EpisodicConfig, progress: bool, device
     hist = fit_episodic(model, head, images, labels, cfg, seed=spec.seed, device=device, progress=progress,
                         augment=augment, callback=callback)
     model, head = model.cpu().eval(), head.cpu().eval()
-    return model, head, hist, {"metrics": episode_metrics(spec, model, head), "recipe": r,
-                               "head": head_meta(head)}
+    return model, cfg, hist, {"metrics": episode_metrics(spec, model, head), "recipe": r, "head": head_meta(head)}
 
 
 def episode_metrics(spec: ModelSpec, model: EmbeddingNet, head) -> dict:
@@ -153,11 +163,12 @@ def _ambiguous_fashion(split: str, fraction: float, alpha: tuple, clean_fraction
     return {**out, "labels": noisy.labels, "true": noisy.true, "flipped": noisy.flipped, "clean": clean}
 
 
-def _train_triplets(spec: TripletSpec, cfg: TripletConfig, progress: bool, device: str,
-                    callback) -> tuple[EmbeddingNet, None, History, dict]:
+def _train_triplets(spec: TripletSpec, precision: str, progress: bool, device: str,
+                    callback) -> tuple[EmbeddingNet, TripletConfig, History, dict]:
     """Triplet / heteroscedastic triplet (Taha et al. 2019): `hedgekit.training.triplets`, then a quick mAP."""
     from hedgekit.evaluation.query_gallery import query_gallery_map
 
+    cfg = trainer_config(spec, precision)
     data = triplet_data(spec)
     seed_everything(spec.seed)
     model = spec.build()
@@ -166,10 +177,11 @@ def _train_triplets(spec: TripletSpec, cfg: TripletConfig, progress: bool, devic
     model = model.cpu().eval()
     test = triplet_data(spec, "test")
     metrics = query_gallery_map(model, test["images"], test["labels"], spec.recipe_config()["eval_images"])
-    return model, None, hist, {"metrics": metrics}
+    return model, cfg, hist, {"metrics": metrics}
 
 
-# family -> trainer(spec, cfg, progress, device, callback) -> (model, head or None, History, checkpoint metadata)
+# family -> trainer(spec, precision, progress, device, callback) -> (model, its trainer_config, History, checkpoint
+# metadata)
 TRAINERS = {"pairs": _train_pairs, "episodes": _train_episodes, "triplets": _train_triplets}
 
 

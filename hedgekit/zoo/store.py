@@ -23,7 +23,7 @@ import platform
 import sys
 import time
 import warnings
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 from typing import Mapping
 
@@ -329,8 +329,8 @@ def train_spec(spec: ModelSpec, progress: bool = True, device: str = "cpu", call
     """
     t0 = time.perf_counter()
     dev = resolve_device(device)
-    cfg = replace(spec.train_config(), precision=resolve_precision(precision, dev))
-    model, _head, hist, extra = TRAINERS[spec.family](spec, cfg, progress, str(dev), callback)
+    model, cfg, hist, extra = TRAINERS[spec.family](spec, resolve_precision(precision, dev), progress, str(dev),
+                                                    callback)
     meta = {"spec": asdict(spec), "name": spec.name, "train_config": asdict(cfg), "device": device_description(dev),
             "seed": spec.seed,
             "train_seconds": round(hist.seconds, 1), "total_seconds": round(time.perf_counter() - t0, 1),

@@ -100,5 +100,5 @@ def test_a_paper_pair_model_trains_captured_on_cuda_and_eagerly_elsewhere(monkey
         monkeypatch.setattr(recipes, name, lambda *a, _n=name, **k: ran.append(_n) or type("H", (), {"rows": []})())
     spec = Spec(kind="hib", preset="fast")
     for device in ("cpu", "cuda"):
-        recipes._train_pairs(spec, spec.train_config(), False, device, None)
+        recipes._train_pairs(spec, "float32", False, device, None)
     assert ran == ["fit", "fit_captured"]

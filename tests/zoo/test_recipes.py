@@ -64,3 +64,20 @@ def test_training_a_zoo_model_shows_progress_for_training_and_evaluation(sandbox
     assert "train hib" in err and re.search(r"evaluate \(\d+ images\): embed", err) and "KNN corrupt" in err
     load_or_train(spec, progress=False, save=False)
     assert capsys.readouterr().err == ""
+
+
+def test_beta_goes_from_the_spec_through_the_recipe_to_the_loss(sandbox, monkeypatch):
+    """Issue 47 item 5, steps 3-8 of the beta walk (docs/extending.md): the spec's beta reaches the config the recipe
+    builds (the one `fit` gets), every step's `hib_batch_loss`, and the checkpoint's train_config, unchanged."""
+    import hedgekit.training.fit as fit
+
+    seen, real = [], fit.hib_batch_loss
+
+    def spy(emb, labels, match, k, beta, generator):
+        seen.append(beta)
+        return real(emb, labels, match, k, beta, generator)
+
+    monkeypatch.setattr(fit, "hib_batch_loss", spy)
+    _, meta = zoo.train_spec(Spec(kind="hib", n_digits=1, beta=0.003, preset="fast", steps=3), progress=False)
+    assert [cfg.beta for cfg in sandbox["fits"]] == [0.003] and seen == [0.003] * 3
+    assert meta["train_config"]["beta"] == 0.003 and meta["spec"]["beta"] == 0.003
