@@ -69,6 +69,7 @@ __all__ = ["Claim", "Verdict", "PAPER_STEPS", "OUTCOMES", "MATCHED", "NOT_MATCHE
 
 MATCHED, NOT_MATCHED, INCONCLUSIVE = "matched", "not matched", "inconclusive"
 OUTCOMES = {True: MATCHED, False: NOT_MATCHED, None: INCONCLUSIVE}
+WORDS_OF_OUTCOME = {True: " lies inside the band ", False: " lies ", None: " overlaps the band "}  # band_verdict's
 # factor_band, effect_verdict: the band [paper / F, paper x F] around a paper's effect
 EFFECT_FACTOR = 2.0
 SEEDS_CAP = 10_000  # seeds_to_decide looks no further

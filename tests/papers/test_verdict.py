@@ -472,3 +472,99 @@ def test_a_band_of_another_factor_names_it_and_a_ratio_under_2_keeps_a_decimal()
     ok, why = V.effect_verdict(V.Effect(-3.0, 0.1, 5), -0.5, unit="")  # the paper's -0.50: 6× larger, below its band
     assert ok is False and why.startswith("larger than the paper (about 6× larger): ")
     assert why.endswith("lies below the band [-1.00, -0.25] (half to twice the paper's -0.50)")
+
+
+# ------------------------------------------------------------------ issue 46 item 1: claims as data, one engine
+def _row(kind=V.SIZE, measure=lambda m: m, **kw):
+    kw.setdefault("paper", 2.0)
+    kw.setdefault("band", V.factor_band if kind in V.COUNTED else None)
+    kw.setdefault("reason", "half to twice the paper's gap" if kind in V.COUNTED else "true by construction")
+    return V.Row(kw.pop("id", "r"), "A beats B", "Table 1", kind, measure, **kw)
+
+
+@pytest.mark.parametrize("kind", [V.SIZE, V.LEVEL, V.RANKING])
+def test_the_engine_drives_a_counted_row_to_every_outcome_on_its_band(kind):
+    """Band [1, 4] (half to twice 2): inside, wholly below, wholly above, across an edge; the outcome is the band
+    rule's on the interval, and the claim keeps what the forest plot draws."""
+    cases = {(1.5, 3.0): True, (0.2, 0.9): False, (4.5, 6.0): False, (0.5, 2.0): None, (3.0, 5.0): None}
+    for (lo, hi), want in cases.items():
+        c = V.decide_row(_row(kind), fixed(lo, hi))
+        assert c.matched is want and c.outcome == V.OUTCOMES[want] and not c.sanity
+        assert c.interval == (lo, hi) and c.band == (1.0, 4.0) and c.paper_value == 2.0 and c.kind == kind
+        assert c.why.endswith("; band: half to twice the paper's gap") and c.claim == "Table 1: A beats B"
+
+
+def test_an_evaluation_only_row_is_never_matched_and_a_borrowed_spread_is_named():
+    c = V.decide_row(_row(V.LEVEL, noise=V.EVALUATION), fixed(1.5, 3.0))
+    assert c.matched is None and c.why.startswith("one trained model: ") and c.noise == V.EVALUATION
+    c = V.decide_row(_row(V.LEVEL, noise=V.borrowed("the seeded N2D2 row of Table 1")), fixed(1.5, 3.0))
+    assert c.matched is True and "(spread borrowed: the seeded N2D2 row of Table 1)" in c.why
+    with pytest.raises(InputError, match="only a level row may borrow"):
+        _row(V.SIZE, noise=V.borrowed("elsewhere"))
+    with pytest.raises(InputError, match="must name where"):
+        V.borrowed(" ")
+
+
+def test_sanity_and_condition_rows_are_listed_apart_and_never_counted():
+    rows = [_row(V.SIZE, id="size"),
+            _row(V.SANITY, id="s1", measure=lambda m: V.Check(True, "0.9 vs 0.8")),
+            _row(V.SANITY, id="s2", measure=lambda m: V.Check(False, "0.7 vs 0.8")),
+            _row(V.CONDITION, id="c1", measure=lambda m: V.Check(True, "52.1 vs 50.3"), reason="clean share chosen"),
+            _row(V.LEVEL, id="absent", measure=lambda m: None)]
+    v = V.Verdict("t").decide(rows, fixed(1.5, 3.0))
+    assert [c.row_id for c in v.claims] == ["size", "s1", "s2", "c1"]  # the unmeasured row is left out
+    assert v.counts == (1, 0, 0) and v.noise_counts == (1, 0)
+    assert [c.outcome for c in v.claims[1:]] == ["sanity check passed", "sanity check failed", "condition held"]
+    assert [c.row_id for c in v.checks] == ["s1", "s2"] and [c.row_id for c in v.conditions] == ["c1"]
+    md = v.markdown()
+    assert ("(computed from the numbers above; 1 decided on trained seeds; 0 on evaluation repeats only; 2 sanity "
+            "check(s) listed apart, 1 passed; 1 condition(s) listed apart, 1 held).") in md
+    assert md.index("**Conditions**") > md.index("**Sanity checks**") and "| ✔ | Table 1: A beats B | 2.00 | 52.1 vs 50.3 | clean share chosen |" in md
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: _row("size-ish"), "kind is one of"),
+    (lambda: _row(V.SIZE, reason=" "), "declares its band and the band's reason"),
+    (lambda: _row(V.LEVEL, band=None), "declares its band"),
+    (lambda: _row(V.SIZE, noise="vibes"), "noise is"),
+    (lambda: _row(V.SIZE, measure=3.0), "measure must be a function"),
+    (lambda: V.check_table([_row(id="a"), _row(id="a")]), "appears twice"),
+    (lambda: V.check_table([_row(band=(2.0, 1.0))]), "low < high"),
+    (lambda: V.check_table([_row(paper=math.nan)]), "finite and nonzero"),
+    (lambda: V.check_table(["a row"]), "holds Row objects"),
+    (lambda: V.decide_row(_row(V.SANITY), 1.0), "returns a Check"),
+])
+def test_a_malformed_row_or_table_raises_input_error_when_declared(make, match):
+    with pytest.raises(InputError, match=match):
+        make()
+
+
+def test_an_interval_from_elsewhere_is_used_as_it_is():
+    """A bootstrap rank interval [1, 3] against the ranks the paper allows, [1, 5]: inside; its standard error is
+    unknown, so an undecided one does not invent a number of seeds."""
+    ranks = V.Interval(2.0, math.nan, 3, "bootstrap over seeds", "seed-to-seed spread", low=1.0, high=3.0)
+    row = _row(V.RANKING, paper=None, band=(1.0, 5.0), reason="top half of 11", unit="", digits=0)
+    assert V.decide_row(row, ranks).matched is True
+    wide = V.Interval(4.0, math.nan, 3, "bootstrap over seeds", "seed-to-seed spread", low=2.0, high=8.0)
+    c = V.decide_row(row, wide)
+    assert c.matched is None and "not known" in c.why and c.ours.startswith("+4, 95% interval [+2, +8]")
+    with pytest.raises(InputError, match="95% interval only"):
+        ranks.interval(0.9)
+
+
+def test_engine_outcome_wording_and_printed_numbers_agree_at_and_one_ulp_off_every_bound():
+    """Through the engine: each interval end at, or one ulp off, each edge of random declared bands; the outcome is
+    the rule's on the raw numbers and on the numbers the reason prints, and the words say the same."""
+    rng = np.random.default_rng(461)
+    for _ in range(600):
+        low, high = sorted(rng.choice(np.arange(-4000, 4001), 2, replace=False) / 1000)
+        x = float(rng.choice([v for e in (low, high) for v in _near(e)]))
+        y = float(rng.choice([low, high])) if rng.random() < 0.3 else float(rng.uniform(-6, 6))
+        lo, hi = min(x, y), max(x, y)
+        c = V.decide_row(_row(V.LEVEL, paper=None, band=(low, high), reason="declared"), fixed(lo, hi))
+        want = True if low <= lo and hi <= high else False if hi < low or lo > high else None
+        assert c.matched is want, (low, high, lo, hi, c.why)
+        assert V.WORDS_OF_OUTCOME[want] in c.why, c.why
+        a, b = (float(s) for s in re.search(r"our 95% interval \[(\S+), (\S+)\]", c.why).groups())
+        bl, bh = (float(s) for s in re.search(r"the band \[(\S+), (\S+)\]", c.why).groups())
+        assert (True if bl <= a and b <= bh else False if b < bl or a > bh else None) is want, c.why
