@@ -710,6 +710,23 @@ class Verdict:
             lines += [""] + [f"- {n}" for n in self.notes]
         return "\n".join(lines)
 
+    def show(self, report=None, name: str = "What matched") -> None:
+        """In a notebook: display this verdict's Markdown, then its forest plot (if it has sized claims), and hand
+        both to ``report`` (`hedgekit.repro.report.Report`: text ``name``, figure ``name + " (forest plot)"``)."""
+        from IPython.display import Markdown, display
+
+        md, fig = self.markdown(), self.forest()
+        if report is not None:
+            report.text(name, md)
+            if fig is not None:
+                report.figure(f"{name} (forest plot)", fig)
+        display(Markdown(md))
+        if fig is not None:
+            display(fig)
+            import matplotlib.pyplot as plt
+
+            plt.close(fig)
+
     def forest(self):
         """The forest plot of this verdict's sized claims (`hedgekit.papers.forest.forest_plot`), or None when no
         claim has an interval and a band."""

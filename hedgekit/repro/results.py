@@ -31,13 +31,16 @@ from hedgekit.errors import InputError
 from hedgekit.paths import REPO_DIR
 from hedgekit.repro.report import read_manifest
 
-__all__ = ["VERDICT_HEADING", "NotebookResults", "verdict_blocks", "tally", "html_table_markdown", "notebook_header",
+__all__ = ["VERDICT_HEADING", "NotebookResults", "verdict_blocks", "tally", "extras", "is_current", "html_table_markdown", "notebook_header",
            "partial_run", "collect", "render", "results_path", "generate", "add_subcommand"]
 
 VERDICT_HEADING = "### What matched, what did not, and why — "
 # the bold tally line of a verdict block; "did not" is how blocks rendered before the one vocabulary of
 # `hedgekit.papers.verdict` ("not matched") read, and notebooks not re-run since still show it
 _TALLY = re.compile(r"\*\*(\d+) matched, (\d+) (?:not matched|did not)(?:, (\d+) inconclusive)?\*\*")
+_SEEDS = re.compile(r"(\d+) decided on trained seeds; (\d+) on evaluation repeats only")
+_SANITY = re.compile(r"(\d+) sanity check\(s\) listed apart")
+_CONDITIONS = re.compile(r"(\d+) condition\(s\) listed apart")
 _TABLE_CALL = re.compile(r"report\.table\(\s*[\"']([^\"']+)[\"']")
 
 
@@ -60,6 +63,13 @@ class NotebookResults:
         return tuple(sum(r[i] for r in rows) for i in range(3))
 
     @property
+    def extras(self) -> tuple:
+        """(decided on trained seeds, evaluation-only, sanity checks, conditions) summed over the verdicts (`extras`);
+        a column is None when some verdict predates the claims tables and does not state it."""
+        rows = [extras(v) for v in self.verdicts]
+        return tuple(None if any(r[i] is None for r in rows) else sum(r[i] for r in rows) for i in range(4))
+
+    @property
     def current_rules(self) -> bool:
         """Whether every verdict was rendered under the current rules (`is_current`): False means the notebook's
         committed run predates them and its tallies are not comparable with a current run's."""
@@ -78,10 +88,20 @@ def verdict_blocks(nb) -> list[str]:
 
 
 def is_current(block: str) -> bool:
-    """True for a verdict rendered by the current `hedgekit.papers.verdict` ("N matched, M not matched", sanity
-    checks apart, sizes decided with intervals); False for one rendered before ("N matched, M did not")."""
+    """True for a verdict rendered by the claims tables of `hedgekit.papers.verdict` (issue 46: every counted claim
+    a row decided by the equivalence rule; its tally line says how many were decided on trained seeds); False for
+    one rendered before (the overlap and sign rules, or the older "N matched, M did not")."""
     m = _TALLY.search(block)
-    return m is not None and "did not" not in m.group(0)
+    return m is not None and _SEEDS.search(block) is not None
+
+
+def extras(block: str) -> tuple[int | None, int | None, int, int | None]:
+    """(decided on trained seeds, on evaluation repeats only, sanity checks, conditions) as a verdict block's tally
+    line states them; None for what a block rendered before the claims tables does not state (sanity checks were
+    stated then too, 0 when none)."""
+    seeds, sanity, conditions = _SEEDS.search(block), _SANITY.search(block), _CONDITIONS.search(block)
+    return (int(seeds.group(1)) if seeds else None, int(seeds.group(2)) if seeds else None,
+            int(sanity.group(1)) if sanity else 0, (int(conditions.group(1)) if conditions else 0) if seeds else None)
 
 
 def tally(block: str) -> tuple[int, int, int]:
@@ -246,21 +266,20 @@ def render(results: list[NotebookResults]) -> str:
              "by hand. Run times are those of the committed runs, on 2 CPU cores that were often shared with "
              "other jobs. The notebooks' full reports, figures included: "
              "[`notebooks/report/summary.md`](../notebooks/report/summary.md).", ""]
-    if any(r.verdicts and not r.current_rules for r in results):
-        lines += ["A notebook whose committed run predates the current verdict rules (statements that cannot fail "
-                  "counted apart as sanity checks, sizes decided on intervals, paired statistics) says *earlier* "
-                  "under *rules*: its tallies are as that run rendered them, not recomputed; re-running it in full "
-                  "mode updates them.", ""]
-    lines += ["| notebook | mode | run | run time | rules | matched | not matched | inconclusive |",
-              "|---|---|---|---|---|---|---|---|"]
-    total = [0, 0, 0]
+    lines += _what_changed(results) + DECISION_RULES
+    lines += ["| notebook | mode | run | run time | rules | matched | not matched | inconclusive | decided on seeds | "
+              "evaluation-only | sanity (not counted) | conditions |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    total, extra = [0, 0, 0], [0, 0, 0, 0]
     for r in results:
-        counts = r.counts
+        counts, more = r.counts, r.extras
         total = [t + c for t, c in zip(total, counts)]
+        extra = [None if e is None or m is None else e + m for e, m in zip(extra, more)]
         rules = ("current" if r.current_rules else "*earlier*") if r.verdicts else "—"
         lines.append(f"| [{r.name}](#{_anchor(r.name)}) | {r.mode} | {r.started or '—'} | {_duration(r.seconds)} | "
-                     f"{rules} | " + " | ".join(map(str, counts)) + " |")
-    lines.append("| **all** | | | | | " + " | ".join(f"**{t}**" for t in total) + " |")
+                     f"{rules} | " + " | ".join(map(str, counts)) + " | " +
+                     " | ".join("—" if m is None else str(m) for m in more) + " |")
+    lines.append("| **all** | | | | | " + " | ".join(f"**{t}**" for t in total) + " | " +
+                 " | ".join("—" if e is None else f"**{e}**" for e in extra) + " |")
     for r in results:
         lines += ["", f"## {r.name}", "", f"*{r.title}* — {r.mode} mode, run {r.started or '(date not recorded)'}, "
                   f"{_duration(r.seconds)}.", ""]
@@ -269,6 +288,42 @@ def render(results: list[NotebookResults]) -> str:
         for name, table in r.tables:
             lines += [f"### {name}", "", table, ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+DECISION_RULES = [  # the rules at the top of hedgekit/papers/verdict.py, for the reader of this page
+    "How a claim is decided (`hedgekit/papers/verdict.py`):", "",
+    "- **matched**: the whole 95% interval lies inside the band the claim's row declares around the paper's value, "
+    "with its reason (two one-sided tests); **not matched**: it lies wholly outside; **inconclusive**: anything else, "
+    "with the number of seeds the observed spread says would decide.",
+    "- Intervals use Student's t for the number of trained seeds. A claim measured on evaluation repeats of one "
+    "trained model is never matched (*inconclusive: one trained model*); a level may borrow the seed spread measured "
+    "for the same recipe elsewhere in its notebook, and says so.",
+    "- Rankings are decided on rank intervals from the seeds; methods that noise cannot separate are tied.",
+    "- Sanity checks (true by construction, or a sign the paper gives no size for) and conditions (a set-up chosen "
+    "so that it holds) are listed apart and never counted; each comparison is counted once.",
+    "- A number printed at the precision shown gives the same outcome as the raw value; an interval end exactly on a "
+    "band's edge lies inside the band.", ""]
+BEFORE_CLAIMS_TABLES = (60, 31, 21)  # the tally of the committed runs before issue 46 (docs/results.md, session 26)
+
+
+def _what_changed(results: list[NotebookResults]) -> list[str]:
+    """The head's two sentences on what changed from the tally before the claims tables, and why; while a notebook's
+    committed run predates them, one more line on its *earlier* tallies."""
+    with_verdicts = [r for r in results if r.verdicts]
+    current = [r for r in with_verdicts if r.current_rules]
+    ok, bad, unsure = BEFORE_CLAIMS_TABLES
+    lines = [f"Before the claims tables (issue 46) the committed runs tallied {ok} matched, {bad} not matched and "
+             f"{unsure} inconclusive, many decided on a sign or on an interval that merely overlapped the paper's "
+             "band. Now every counted claim is a row of its paper's claims table, decided by one engine on the "
+             "equivalence rule (matched only when the whole 95% interval lies inside the band the row declares, "
+             "with sanity checks and conditions listed apart and never counted); "
+             f"{len(current)} of the {len(with_verdicts)} notebooks with verdicts are rendered under it so far.", ""]
+    if len(current) < len(with_verdicts):
+        lines += ["A notebook whose committed run predates the claims tables says *earlier* under *rules*: its "
+                  "tallies are as that run rendered them, not recomputed, and its columns for seeds, evaluation-only "
+                  "claims and conditions read —. Re-running it in full mode (`python -m hedgekit reproduce --only NN "
+                  "--inplace`, with the checkpoints `reproduce --list-models` names) updates them.", ""]
+    return lines
 
 
 def _anchor(heading: str) -> str:

@@ -123,21 +123,38 @@ def test_tally_needs_the_bold_line():
     # the one vocabulary of hedgekit.papers.verdict; sanity checks after the tally are not counted
     assert R.tally("**2 matched, 5 not matched, 1 inconclusive** (computed); 6 sanity check(s) listed apart") == (2, 5, 1)
     assert R.tally("**0 matched, 0 not matched** (computed from the numbers above); 6 sanity check(s)") == (0, 0, 0)
-    # which rules rendered a block: the current vocabulary, or the one before it
-    assert R.is_current("**2 matched, 5 not matched** (computed)") and not R.is_current("**3 matched, 2 did not**")
+    # which rules rendered a block: the claims tables (the tally line says what decided), or the ones before
+    assert R.is_current(CURRENT) and not R.is_current("**2 matched, 5 not matched** (computed)")
+    assert not R.is_current("**3 matched, 2 did not**")
     assert not R.is_current("no tally at all")
     with pytest.raises(InputError, match="no '\\*\\*N matched"):
         R.tally("### What matched, what did not, and why — x\n\nnothing")
 
 
+CURRENT = ("**2 matched, 1 not matched** (computed from the numbers above; 2 decided on trained seeds; 1 on "
+           "evaluation repeats only; 4 sanity check(s) listed apart, 4 passed; 1 condition(s) listed apart, 1 held).")
+
+
 def test_the_note_on_earlier_rules_appears_only_while_a_notebook_has_them():
-    current = R.NotebookResults("04_x", "x", "full", "2026-11-27 03:30", 60.0,
-                                verdicts=["**2 matched, 1 not matched** (computed)"])
-    earlier = R.NotebookResults("07_y", "y", "full", "2026-11-26 11:56", 60.0, verdicts=["**3 matched, 2 did not**"])
-    assert "says *earlier* under *rules*" not in R.render([current])
-    assert "| current | 2 | 1 | 0 |" in R.render([current])
-    text = R.render([current, earlier])
-    assert "says *earlier* under *rules*" in text and "| *earlier* | 3 | 2 | 0 |" in text
+    current = R.NotebookResults("04_x", "x", "full", "2026-11-27 03:30", 60.0, verdicts=[CURRENT])
+    earlier = R.NotebookResults("07_y", "y", "full", "2026-11-26 11:56", 60.0, verdicts=[
+        "**3 matched, 2 not matched** (computed from the numbers above); 6 sanity check(s) listed apart, 6 passed."])
+    oldest = R.NotebookResults("08_z", "z", "full", "2026-11-25 11:56", 60.0, verdicts=["**3 matched, 2 did not**"])
+    text = R.render([current])
+    assert "says *earlier* under *rules*" not in text and "1 of the 1 notebooks with verdicts" in text
+    assert "| current | 2 | 1 | 0 | 2 | 1 | 4 | 1 |" in text and "| **all** | | | | | **2** | **1** | **0** | **2** |" in text
+    text = R.render([current, earlier, oldest])
+    assert "says *earlier* under *rules*" in text and "1 of the 3 notebooks with verdicts" in text
+    assert "| *earlier* | 3 | 2 | 0 | — | — | 6 | — |" in text and "| *earlier* | 3 | 2 | 0 | — | — | 0 | — |" in text
+    assert "| **all** | | | | | **8** | **5** | **0** | — | — | **10** | — |" in text
+
+
+def test_the_extra_columns_are_read_from_each_verdicts_tally_line():
+    assert R.extras(CURRENT) == (2, 1, 4, 1) and R.is_current(CURRENT)
+    older = "**0 matched, 0 not matched** (computed from the numbers above); 6 sanity check(s) listed apart, 6 passed."
+    assert R.extras(older) == (None, None, 6, None) and not R.is_current(older)
+    no_conditions = CURRENT.replace("; 1 condition(s) listed apart, 1 held", "")
+    assert R.extras(no_conditions) == (2, 1, 4, 0)
 
 
 # ----------------------------------------------------------- partial runs are refused (issue 45, item 4)
