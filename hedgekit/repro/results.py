@@ -55,6 +55,7 @@ class NotebookResults:
     seconds: float | None
     verdicts: list[str] = field(default_factory=list)
     tables: list[tuple[str, str]] = field(default_factory=list)  # (name, Markdown table)
+    forests: list[tuple[str, str]] = field(default_factory=list)  # (name, link from docs/) of the forest plots
 
     @property
     def counts(self) -> tuple[int, int, int]:
@@ -244,10 +245,23 @@ def collect(notebooks: list[Path], report_dir: Path) -> list[NotebookResults]:
         if path.name in runs and runs[path.name].get("status") == "ok":
             head["seconds"] = float(runs[path.name]["seconds"])
         assets = report_dir / "assets" / path.stem
-        tables = [(e["name"], (assets / e["file"]).read_text().strip()) for e in read_manifest(assets)
+        entries = read_manifest(assets)
+        tables = [(e["name"], (assets / e["file"]).read_text().strip()) for e in entries
                   if e.get("kind") == "table"] or _displayed_tables(nb)
-        out.append(NotebookResults(path.stem, verdicts=verdict_blocks(nb), tables=tables, **head))
+        forests = [(e["name"], _relative_link(assets / e["file"])) for e in entries
+                   if e.get("kind") == "figure" and e["name"].endswith(FOREST_SUFFIX)]
+        out.append(NotebookResults(path.stem, verdicts=verdict_blocks(nb), tables=tables, forests=forests, **head))
     return out
+
+
+FOREST_SUFFIX = " (forest plot)"  # the name `hedgekit.papers.verdict.Verdict.show` gives a verdict's forest plot
+
+
+def _relative_link(path: Path) -> str:
+    """``path`` as a link from docs/results.md (a path relative to docs/, with forward slashes)."""
+    import os
+
+    return Path(os.path.relpath(Path(path).resolve(), REPO_DIR / "docs")).as_posix()
 
 
 def _duration(seconds: float | None) -> str:
@@ -285,6 +299,7 @@ def render(results: list[NotebookResults]) -> str:
                   f"{_duration(r.seconds)}.", ""]
         for block in r.verdicts:
             lines += [block, ""]
+        lines += [f"![{name}]({link})\n" for name, link in r.forests]
         for name, table in r.tables:
             lines += [f"### {name}", "", table, ""]
     return "\n".join(lines).rstrip() + "\n"

@@ -232,3 +232,31 @@ def test_partial_run_rule_on_small_cases():
     assert R.partial_run(nb) == ("1 of its 2 code cells did not run (no execution count, from cell 4 on), so the run "
                                  "stopped part-way")
     assert all(R.partial_run(nbformat.read(notebook_dir() / name, as_version=4)) is None for name in select())
+
+
+def test_a_verdicts_forest_plot_in_the_report_is_embedded_under_its_notebook(tmp_path, monkeypatch):
+    """Verdict.show hands the forest plot to the report; `collect` finds it in the notebook's assets and `render`
+    embeds it, as a link relative to docs/, below the notebook's verdicts."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import nbformat
+    from IPython import display as ipd
+
+    from hedgekit.papers import verdict as V
+    from hedgekit.repro.report import Report
+
+    monkeypatch.setattr(ipd, "display", lambda *a, **k: None)  # outside a kernel: nothing to show
+    v = V.Verdict("t").decide([V.Row("r", "A beats B", "Table 1", V.SIZE, lambda m: m, paper=2.0,
+                                     band=V.factor_band, reason="half to twice")], [1.5, 2.0, 2.5])
+    report_dir = tmp_path / "report"
+    v.show(Report(report_dir / "assets" / "07_x"))
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("verdict.show(report)", execution_count=1, outputs=[
+        nbformat.v4.new_output("display_data", data={"text/markdown": v.markdown()})])]
+    nbformat.write(nb, tmp_path / "07_x.ipynb")
+    (r,) = R.collect([tmp_path / "07_x.ipynb"], report_dir)
+    assert [name for name, _ in r.forests] == ["What matched (forest plot)"]
+    assert (R.REPO_DIR / "docs" / r.forests[0][1]).resolve() == (report_dir / "assets" / "07_x" /
+                                                                 "what-matched-forest-plot.png").resolve()
+    assert f"![What matched (forest plot)]({r.forests[0][1]})" in R.render([r])
