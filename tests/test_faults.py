@@ -35,7 +35,7 @@ from hedgekit.paths import cache_path, data_dir
 from hedgekit.zoo import store
 
 AS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
-SHIPPED = "pn-n2-d2-paper-s0"  # the smallest shipped checkpoint
+SHIPPED = zoo.Spec(kind="pn", data="ndigit", n_digits=2, dim=2)  # the smallest shipped checkpoint, pn-n2-d2-paper-s0
 
 
 # ---------------------------------------------------------------- helpers
@@ -127,7 +127,7 @@ class TestReadOnly:
 
     def test_shipped_checkpoint_loads_without_write_access(self, cache, read_only):
         real_mnist_source()
-        model, meta = zoo.load_or_train(zoo.spec_from_name(SHIPPED), progress=False)
+        model, meta = zoo.load_or_train(SHIPPED, progress=False)
         assert meta["source"] == "shipped" and meta["data"]["fingerprint"] == KNOWN["mnist"]
         assert not cache.exists()
 

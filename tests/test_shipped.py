@@ -6,7 +6,7 @@ import pytest
 from hedgekit.evaluation.retrieval import table1_metrics
 from hedgekit.interactive.models import APP_MODELS, app_spec
 from hedgekit.zoo import (SHIPPED_DIR, episode_metrics, eval_set, is_stale, load_checkpoint, prototype_head,
-                          shipped_names, spec_from_name)
+                          recorded_spec, shipped_names, shipped_specs)
 
 APP_DEFAULTS = [app_spec(choice, preset="paper").name for choice in APP_MODELS]  # the playground's four models
 # KNN re-ranks 10,000 probes against the whole gallery by match probability: 1-5 CPU-min per HIB checkpoint, most
@@ -22,8 +22,8 @@ def test_app_defaults_are_shipped_and_small():
     assert total <= 20 * 2**20, f"shipped checkpoints total {total / 2**20:.1f} MB > 20 MB"
 
 
-PAIR_TRAINED = [name for name in shipped_names() if spec_from_name(name).kind in ("point", "hib")]
-PROTOTYPES = [name for name in shipped_names() if spec_from_name(name).kind in ("pn", "spe")]
+PAIR_TRAINED = [spec.name for spec in shipped_specs() if spec.kind in ("point", "hib")]
+PROTOTYPES = [spec.name for spec in shipped_specs() if spec.kind in ("pn", "spe")]
 
 
 def test_every_shipped_checkpoint_is_checked_below():
@@ -34,10 +34,11 @@ def test_every_shipped_checkpoint_is_checked_below():
 @pytest.mark.parametrize("name", PAIR_TRAINED)
 def test_shipped_checkpoint_reproduces_its_metrics(name):
     model, meta = load_checkpoint(SHIPPED_DIR / f"{name}.pt")
-    assert meta["name"] == name and spec_from_name(name).name == name
-    assert not is_stale(SHIPPED_DIR / f"{name}.pt", spec_from_name(name)), "trained with another recipe than the preset's"
+    spec = recorded_spec(meta)
+    assert meta["name"] == name and spec.name == name
+    assert not is_stale(SHIPPED_DIR / f"{name}.pt", spec), "trained with another recipe than the preset's"
     with_knn = name.startswith("point") or name in KNN_REPRODUCED
-    ours = table1_metrics(model, eval_set(spec_from_name(name)), with_knn=with_knn)
+    ours = table1_metrics(model, eval_set(spec), with_knn=with_knn)
     assert ("knn_clean" in ours) == with_knn
     keys = ("ap_clean", "ap_corrupt", "var_ratio", "eta_corrupt") + (("knn_clean", "knn_corrupt") if with_knn else ())
     for key in keys:
@@ -52,7 +53,7 @@ def test_shipped_checkpoint_reproduces_its_metrics(name):
 @pytest.mark.parametrize("name", PROTOTYPES)
 def test_shipped_prototype_checkpoint_reproduces_its_episode_accuracy(name):
     model, meta = load_checkpoint(SHIPPED_DIR / f"{name}.pt")
-    spec = spec_from_name(name)
+    spec = recorded_spec(meta)
     assert meta["name"] == name and spec.name == name
     assert not is_stale(SHIPPED_DIR / f"{name}.pt", spec), "trained with another recipe than the preset's"
     assert episode_metrics(spec, model, prototype_head(meta)) == pytest.approx(meta["metrics"], abs=1e-6)

@@ -41,8 +41,8 @@ def benchmark_update(spec_or_model, n: int = 200, *, seed: int = 0, n_points: in
     separately. Setup (loading the model, data and centroid table) is not timed.
 
     Args:
-        spec_or_model: an `EmbeddingNet`, a `hedgekit.zoo.Spec` or its name
-            (loaded or trained by `hedgekit.zoo.load_or_train`).
+        spec_or_model: an `EmbeddingNet`, or a `hedgekit.zoo.Spec` (loaded or trained by
+            `hedgekit.zoo.load_or_train`).
         threads: torch intra-op threads during the timing (restored afterwards);
             default `APP_THREADS`, what the app uses. None keeps the current setting.
 
@@ -66,15 +66,11 @@ def _benchmark(spec_or_model, n, seed, n_points, warmup, figure, split) -> dict:
     from hedgekit.data import load_ndigit, sample_digit_boxes
 
     t_setup = time.perf_counter()
-    name = getattr(spec_or_model, "name", None)
     if isinstance(spec_or_model, EmbeddingNet):
         model, name = spec_or_model, spec_or_model.config.get("kind", "model")
     else:
-        from hedgekit.zoo import spec_from_name
-
-        spec = spec_from_name(spec_or_model) if isinstance(spec_or_model, str) else spec_or_model
-        model, _ = load_model(spec)
-        name = spec.name
+        model, _ = load_model(spec_or_model)
+        name = spec_or_model.name
     model.eval()
     n_digits = model.config.get("n_digits", 2)
     data = load_ndigit(n_digits, split)

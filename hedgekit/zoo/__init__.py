@@ -3,8 +3,8 @@
 One job per module (issue 47 item 1):
 
 * `hedgekit.zoo.specs`: the spec types (``Spec(kind=..., ...)``) and the presets their recipes read;
-* `hedgekit.zoo.names`: the name of each spec, e.g. ``hib-n2-d2-c1-beta0.0001-paper-s0``
-  (`hedgekit.zoo.parse` reads a typed name back);
+* `hedgekit.zoo.names`: the name of each spec, e.g. ``hib-n2-d2-c1-beta0.0001-paper-s0``; a name is derived from a
+  spec and never read back into one (a checkpoint records its spec whole: `hedgekit.zoo.store.recorded_spec`);
 * `hedgekit.zoo.store`: checkpoint I/O, provenance and staleness, and `load_or_train`;
 * `hedgekit.zoo.recipes`: which data and which trainer each spec uses;
 * `hedgekit.zoo.url_runs`: the runs of the URL benchmark as models of the store.
@@ -13,25 +13,24 @@ This package re-exports their public names, so ``from hedgekit.zoo import Spec, 
 A test that replaces a function replaces it in the module that calls it (e.g. ``hedgekit.zoo.store.train_spec``).
 """
 from hedgekit.zoo.names import URL_KIND, model_name, url_run_name
-from hedgekit.zoo.parse import spec_from_name
 from hedgekit.zoo.recipes import TRAINERS, episode_metrics, eval_set, head_meta, triplet_data
 from hedgekit.zoo.specs import (DATA_N_DIGITS, DATA_NAMES, DATASETS, DEFAULT_SAMPLES, FAMILIES, INIT_VARS, KINDS,
                                 LOSSES, PRESETS, RECIPES, SPEC_TYPES, EpisodeSpec, HIBSpec, ModelSpec, PairSpec,
                                 PNSpec, PointSpec, Spec, SPESpec, TripletSpec, build_config)
 from hedgekit.zoo.store import (FORMAT, SHIPPED_DIR, cache_checkpoint_path, check_matches, data_source,
                                 find_checkpoint, is_stale, load_checkpoint, load_or_train, prototype_head,
-                                recorded_spec, refresh_metrics, save_checkpoint, shipped_names, shipped_or_fast,
+                                recorded_spec, refresh_metrics, save_checkpoint, shipped_names, shipped_or_fast, shipped_specs,
                                 train_spec, versions, write_provenance)
 from hedgekit.zoo.url_runs import (URL_FORMAT, URLSpec, find_url_run, load_or_train_url, load_url_run, save_url_run,
                                    url_record, url_run_is_stale, url_run_path)
 
-__all__ = ["URL_KIND", "model_name", "spec_from_name", "url_run_name",
+__all__ = ["URL_KIND", "model_name", "url_run_name",
            "TRAINERS", "episode_metrics", "eval_set", "head_meta", "triplet_data",
            "DATA_N_DIGITS", "DATA_NAMES", "DATASETS", "DEFAULT_SAMPLES", "FAMILIES", "INIT_VARS", "KINDS", "LOSSES",
            "PRESETS", "RECIPES", "SPEC_TYPES", "EpisodeSpec", "HIBSpec", "ModelSpec", "PairSpec", "PNSpec",
            "PointSpec", "Spec", "SPESpec", "TripletSpec", "build_config",
            "FORMAT", "SHIPPED_DIR", "cache_checkpoint_path", "check_matches", "data_source", "find_checkpoint",
            "is_stale", "load_checkpoint", "load_or_train", "prototype_head", "recorded_spec", "refresh_metrics",
-           "save_checkpoint", "shipped_names", "shipped_or_fast", "train_spec", "versions", "write_provenance",
+           "save_checkpoint", "shipped_names", "shipped_or_fast", "shipped_specs", "train_spec", "versions", "write_provenance",
            "URL_FORMAT", "URLSpec", "find_url_run", "load_or_train_url", "load_url_run", "save_url_run", "url_record",
            "url_run_is_stale", "url_run_path"]

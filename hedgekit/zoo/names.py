@@ -10,8 +10,9 @@
 
 Every name is ``<kind>-<data or nN>-d<D>-<the kind's own settings>-<preset[steps]>-s<seed>`` (`model_name`), the
 kind's own settings spelled by `OWN_PARTS`; a URL run's is ``url-<method>-<budget>-s<seed>`` (`url_run_name`).
-The store does not read a spec back from a name: a checkpoint records its spec whole
-(`hedgekit.zoo.store.recorded_spec`); `hedgekit.zoo.parse.spec_from_name` reads names a person types.
+A name is derived from a spec and never parsed back into one: a checkpoint records its spec whole and is loaded
+by the spec it records (`hedgekit.zoo.store.recorded_spec`, which reads the flat spec of the shipped checkpoints
+too); no command takes a typed model name (the CLI builds a spec from its flags).
 """
 from __future__ import annotations
 

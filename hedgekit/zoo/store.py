@@ -411,6 +411,13 @@ def shipped_names() -> list[str]:
     return sorted(p.stem for p in SHIPPED_DIR.glob("*.pt"))
 
 
+def shipped_specs() -> list[ModelSpec]:
+    """The spec each shipped checkpoint records (`recorded_spec`), in the order of `shipped_names`: a model's spec
+    is read from its metadata, never parsed from its file name."""
+    return [recorded_spec(torch.load(SHIPPED_DIR / f"{name}.pt", map_location="cpu", weights_only=True)["meta"])
+            for name in shipped_names()]
+
+
 def shipped_or_fast(paper: list[ModelSpec], fast: list[ModelSpec]) -> list[ModelSpec]:
     """FAST mode's models for one figure or table: ``paper`` if every one of them ships with the package
     (`shipped_names`), else ``fast``. All or none, so a figure never sets a `paper` model beside a `fast`

@@ -362,11 +362,11 @@ def test_table1_on_cuda_reproduces_the_recorded_metrics_within_5_s():
     would be 3e-7 relative, finer than two float32 forward passes agree (docs/speed.md, "Evaluation on a GPU")."""
     import time
 
-    from hedgekit.zoo import SHIPPED_DIR, eval_set, load_checkpoint, spec_from_name
+    from hedgekit.zoo import SHIPPED_DIR, eval_set, load_checkpoint, recorded_spec
 
     model, meta = load_checkpoint(SHIPPED_DIR / f"{GPU_MODEL}.pt")
     model = model.to("cuda")
-    test = eval_set(spec_from_name(GPU_MODEL))
+    test = eval_set(recorded_spec(meta))
     assert len(test) == 10_000
     few = test.subset(np.arange(200))
     es = embed_set(model, few)

@@ -28,13 +28,13 @@ def test_expected_train_seconds_is_at_most_what_each_shipped_checkpoint_took():
     """Oracle: the training time each shipped checkpoint records (one torch thread, 2-core machine). Older, slower
     training code trained them, so the estimate for today's code must not exceed them (by more than a quarter)
     and must not be more than 5x below them."""
-    from hedgekit.zoo import SHIPPED_DIR, load_checkpoint, spec_from_name
+    from hedgekit.zoo import SHIPPED_DIR, load_checkpoint, recorded_spec
 
     paths = sorted(SHIPPED_DIR.glob("*.pt"))
     assert paths
     for path in paths:
         _, meta = load_checkpoint(path)
-        ratio = models.expected_train_seconds(spec_from_name(path.stem)) / meta["train_seconds"]
+        ratio = models.expected_train_seconds(recorded_spec(meta)) / meta["train_seconds"]
         assert 0.2 < ratio < 1.25, (path.name, ratio)
 
 

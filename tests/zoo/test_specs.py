@@ -117,8 +117,6 @@ def test_spe_variances_start_at_sigma_eps2_with_init_var_eps():
             Spec(kind=kind, init_var="eps")
     with pytest.raises(InputError, match="init_var must be one of"):
         Spec(kind="spe", init_var="tiny")
-    with pytest.raises(InputError, match="canonical|model name"):
-        zoo.spec_from_name("spe-n2-d2-veps-intersection1-paper-s0")
 
 
 def test_prototype_bad_specs_raise():

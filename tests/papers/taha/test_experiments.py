@@ -1,9 +1,11 @@
 """hedgekit.papers.taha.experiments: which zoo specs each table uses, FAST vs full."""
+from dataclasses import asdict
+
 import pytest
 
 from hedgekit.errors import InputError
 from hedgekit.papers.taha import experiments as E
-from hedgekit.zoo import spec_from_name
+from hedgekit.zoo import recorded_spec
 
 
 def test_specs_per_table_and_mode():
@@ -22,7 +24,7 @@ def test_notebook_specs_are_distinct_valid_names():
     specs = E.notebook_specs("08_het_triplet_retrieval.ipynb", fast=False, n_runs=3)
     assert len(specs) == len({s.name for s in specs}) == 12 * 3  # 9 rows + the noise study's 3 (FULL mode)
     assert len(E.notebook_specs("08", fast=False)) == 12 * E.FULL_RUNS
-    assert all(spec_from_name(s.name) == s for s in specs)
+    assert all(recorded_spec({"name": s.name, "spec": asdict(s)}) == s for s in specs)  # what a checkpoint records
     assert [s.seed for s in specs[:12]] == [0] * 12  # run by run: a cut-short cache still has whole runs
     assert {s.recipe for s in specs} >= {"clean", "noisy", "ambclean", "ambnoisy"}
     noise = [s.name for row in E.noise_specs(False, n_runs=3).values() for s in row]
@@ -43,7 +45,7 @@ def test_noise_specs_are_the_image_dependent_recipes_with_new_names():
     assert list(specs) == list(E.NOISE_ROWS)
     assert [s.recipe for s in specs["clean subset only"]] == ["ambclean"] * 3
     assert specs["Tri + Hetero on noisy"][1].name == "het-fashion-d16-ambnoisy-paper500-s1"
-    assert all(spec_from_name(s.name) == s for v in specs.values() for s in v)
+    assert all(recorded_spec({"name": s.name, "spec": asdict(s)}) == s for v in specs.values() for s in v)
     # the independent-noise contrast keeps its names (cached checkpoints stay valid)
     assert E.table2_specs(True)["Tri on noisy"][0].name == "triplet-fashion-d16-noisy-fast-s0"
 
