@@ -11,7 +11,7 @@ notebook). The notebook opens a :class:`Report` on that folder and calls
 
 Each call writes a file into the folder and appends an entry to its
 ``manifest.json`` (in call order) and returns None (so a call ending a notebook
-cell displays nothing), from which `hedgekit.repro.reproduce.write_summary`
+cell displays nothing), from which `hedgekit.repro.summary.write_summary`
 builds ``reports/summary.md``. With ``REPORT_DIR = ""`` (the default when a
 notebook is opened by hand) every call is a no-op that returns None, so the
 notebooks never depend on the report machinery.

@@ -32,7 +32,7 @@ TRAIN = textwrap.dedent("""
     from hedgekit.checks import write_bytes_atomic
     from hedgekit.paths import cache_path
     from hedgekit.papers import hib, spe, taha
-    from hedgekit.repro import reproduce as R
+    from hedgekit.repro import pool, reproduce as R
 
     def slow_training(spec, progress=True, device="cpu", **_):
         with open(Path(os.environ["HEDGEKIT_DATA"]) / "started.log", "a") as f:
@@ -44,7 +44,7 @@ TRAIN = textwrap.dedent("""
     zoo.load_or_train = slow_training
     R.NOTEBOOKS.clear()
     R.NOTEBOOKS["x"] = ["01_a.ipynb"]
-    R.job_limit = lambda: (2, "the test's 2 workers")  # 2 workers on any machine
+    pool.job_limit = lambda: (2, "the test's 2 workers")  # 2 workers on any machine
     hib.experiments.notebook_specs = lambda nb, fast: [zoo.Spec(kind="point", preset="fast", seed=s)
                                                        for s in (901, 902, 903)]
     spe.experiments.notebook_specs = taha.experiments.notebook_specs = lambda nb, fast: []

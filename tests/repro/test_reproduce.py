@@ -13,9 +13,11 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from hedgekit import cli  # noqa: E402
+from hedgekit.repro import pool as P  # noqa: E402
 from hedgekit.repro import reproduce as R  # noqa: E402
 from hedgekit.errors import InputError  # noqa: E402
 from hedgekit.repro.report import Report, dataframe_markdown, read_manifest, slug  # noqa: E402
+from hedgekit.repro.summary import write_summary  # noqa: E402
 
 FAKE = """
 import matplotlib
@@ -125,7 +127,7 @@ def test_write_summary_without_running(tmp_path):
                  assets="assets/01_x"),
             dict(notebook="02_y.ipynb", output="notebooks/02_y.ipynb", status="failed", error="ValueError: boom",
                  seconds=1.0, assets="assets/02_y")]
-    path = R.write_summary(runs, tmp_path, fast=True, total_seconds=4.0)
+    path = write_summary(runs, tmp_path, fast=True, total_seconds=4.0)
     md = path.read_text()
     today = time.strftime("%Y-%m-%d")
     assert "FAST" in md and f"| [01_x.ipynb](notebooks/01_x.ipynb) | ok | 3 s | {today}" in md and " | 2 | 1 |" in md
@@ -156,14 +158,14 @@ def test_a_registered_notebook_that_never_ran_is_listed_as_not_run(tmp_path):
     Report(tmp_path / "assets" / "01_x", "01_x").table("T", pd.DataFrame({"ours": [1.0]}))
     rec = dict(notebook="01_x.ipynb", output="notebooks/01_x.ipynb", status="ok", error="", seconds=3.0,
                assets="assets/01_x")
-    md = R.write_summary([rec], tmp_path, fast=False, total_seconds=3.0, registry=reg).read_text()
+    md = write_summary([rec], tmp_path, fast=False, total_seconds=3.0, registry=reg).read_text()
     assert "| 09_z.ipynb | **not run** | — | — | — | — |" in md
     assert "Registered but not in this report: 09_z.ipynb. Add it with `python -m hedgekit reproduce --only" in md
     assert json.loads((tmp_path / "run.json").read_text())["missing"] == ["09_z.ipynb"]
     # once it has run (a later call into the same folder), it is no longer missing
     Report(tmp_path / "assets" / "09_z", "09_z").table("U", pd.DataFrame({"ours": [2.0]}))
     rec9 = dict(rec, notebook="09_z.ipynb", output="notebooks/09_z.ipynb", assets="assets/09_z")
-    md = R.write_summary([rec9], tmp_path, fast=False, total_seconds=3.0, registry=reg).read_text()
+    md = write_summary([rec9], tmp_path, fast=False, total_seconds=3.0, registry=reg).read_text()
     assert "not run" not in md and "[09_z.ipynb]" in md and "[01_x.ipynb]" in md
     assert json.loads((tmp_path / "run.json").read_text())["missing"] == []
 @pytest.mark.slow  # starts a Jupyter kernel (~8 s)
@@ -291,7 +293,7 @@ def test_summary_is_cumulative_within_one_mode(tmp_path):
         Report(tmp_path / "assets" / name, name).table(f"T {name}", pd.DataFrame({"ours": [1.0]}))
         rec = dict(notebook=f"{name}.ipynb", output=f"notebooks/{name}.ipynb", status=status, error="", seconds=5.0,
                    assets=f"assets/{name}")
-        return R.write_summary([rec], tmp_path, fast=fast, total_seconds=5.0).read_text()
+        return write_summary([rec], tmp_path, fast=fast, total_seconds=5.0).read_text()
 
     run("02_y", fast=False)
     md = run("01_x", fast=False, status="failed")
@@ -355,8 +357,8 @@ def _machine(monkeypatch, tmp_path, cores: int, available_gib: float | None):
     if available_gib is not None:
         meminfo.write_text(f"MemTotal:       99999999 kB\nMemFree:        1 kB\n"
                            f"MemAvailable:   {int(available_gib * 2**20)} kB\nBuffers:  1 kB\n")
-    monkeypatch.setattr(R, "MEMINFO", str(meminfo))
-    monkeypatch.setattr(R, "usable_cores", lambda: cores)
+    monkeypatch.setattr(P, "MEMINFO", str(meminfo))
+    monkeypatch.setattr(P, "usable_cores", lambda: cores)
 
 
 @pytest.fixture
@@ -371,6 +373,7 @@ def fake_zoo(tmp_path, monkeypatch):
     from hedgekit.papers import hib, spe, taha
 
     monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path))
+    monkeypatch.chdir(tmp_path)  # --out's default, reports/, receives train.json and times.md
     monkeypatch.setattr(zoo, "load_or_train", _fake_load_or_train)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # --device auto: cpu, forked workers, even on a GPU
     _machine(monkeypatch, tmp_path, cores=64, available_gib=1024)  # --jobs is not capped unless a test says so
@@ -435,10 +438,10 @@ def test_jobs_trains_in_a_process_pool(fake_zoo, monkeypatch, capsys):
         def shutdown(self, wait=True, cancel_futures=False):
             pools[-1]["shut down"] = True
 
-    monkeypatch.setattr(R, "ProcessPoolExecutor", InlinePool)
+    monkeypatch.setattr(P, "ProcessPoolExecutor", InlinePool)
     calls = fake_zoo({"01_a.ipynb": [901, 902], "02_b.ipynb": [903]})
     assert cli.main(["reproduce", "--train-missing", "--fast", "--only", "01", "--jobs", "2"]) == 0
-    assert pools == [dict(max_workers=2, initializer=R._init_worker, mp_context=None, flags=2, **{"shut down": True})]
+    assert pools == [dict(max_workers=2, initializer=P._init_worker, mp_context=None, flags=2, **{"shut down": True})]
     assert len(calls()) == 2  # on the CPU: the platform's default start method (fork on Linux)
     assert "training in 2 worker processes" in capsys.readouterr().out
     assert cli.main(["reproduce", "--train-missing", "--fast", "--jobs", "4"]) == 0  # 1 missing: no pool, this process
@@ -447,8 +450,8 @@ def test_jobs_trains_in_a_process_pool(fake_zoo, monkeypatch, capsys):
     assert pools[-1]["max_workers"] == 3 and len(calls()) == 6
     spec = Spec(kind="point", preset="fast", seed=901)  # what a real pool pickles
     assert pickle.loads(pickle.dumps(spec)) == spec
-    assert pickle.loads(pickle.dumps(R._train_one)) is R._train_one
-    assert pickle.loads(pickle.dumps(R._init_worker)) is R._init_worker
+    assert pickle.loads(pickle.dumps(P._train_job)) is P._train_job
+    assert pickle.loads(pickle.dumps(P._init_worker)) is P._init_worker
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
@@ -476,7 +479,7 @@ def test_a_failing_spec_fails_the_run_and_the_others_still_train(fake_zoo, capsy
 def test_job_limit_is_the_cores_and_the_memory_at_worker_memory_each(monkeypatch, tmp_path, cores, gib, limit):
     """Issue 45, item 3: one worker per usable core and per `WORKER_MEMORY` (3 GiB) of MemAvailable, at least 1."""
     _machine(monkeypatch, tmp_path, cores, gib)
-    got, why = R.job_limit()
+    got, why = P.job_limit()
     assert got == limit and why.startswith(f"{cores} usable core")
     assert ("GiB of memory available / 3 GiB per worker = " in why) == (gib is not None)
 
@@ -484,14 +487,14 @@ def test_job_limit_is_the_cores_and_the_memory_at_worker_memory_each(monkeypatch
 def test_the_real_machine_has_a_job_limit_of_at_least_one():
     import os
 
-    limit, why = R.job_limit()
+    limit, why = P.job_limit()
     assert 1 <= limit <= (os.cpu_count() or 1) and "usable core" in why
 
 
 def test_jobs_beyond_the_limit_is_lowered_with_a_one_line_note(fake_zoo, monkeypatch, tmp_path, capsys):
     """`--jobs 1000` once started 165 workers on 2 cores and the OOM killer broke the pool: now the pool gets the
     limit and one line says why; a request within the limit is left alone."""
-    monkeypatch.setattr(R, "ProcessPoolExecutor", _RecordingPool)
+    monkeypatch.setattr(P, "ProcessPoolExecutor", _RecordingPool)
     monkeypatch.setattr(_RecordingPool, "built", [])
     sizes = []
     monkeypatch.setattr(_RecordingPool, "__init__", lambda self, max_workers=None, **_: sizes.append(max_workers))
@@ -541,7 +544,7 @@ def test_a_worker_leaves_ctrl_c_to_the_parent():
 
     before, threads = signal.getsignal(signal.SIGINT), torch.get_num_threads()
     try:
-        R._init_worker()
+        P._init_worker()
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN and torch.get_num_threads() == 1
     finally:
         signal.signal(signal.SIGINT, before)
@@ -573,12 +576,12 @@ def test_ctrl_c_during_parallel_training_stops_the_workers_and_propagates(monkey
             self._processes = {1: Process(), 2: Process()}
             self.started = initargs[0]
 
-        def submit(self, fn, spec, device, index):
+        def submit(self, fn, specs, device, index):
             from concurrent.futures import Future
 
             future = Future()
             future.set_running_or_notify_cancel()  # both handed to the pool ...
-            if spec.seed == 0:  # ... and seed 0 started in a worker, seed 1 still waiting for one
+            if specs[0].seed == 0:  # ... and seed 0 started in a worker, seed 1 still waiting for one
                 self.started[index] = 1
             return future
 
@@ -589,13 +592,13 @@ def test_ctrl_c_during_parallel_training_stops_the_workers_and_propagates(monkey
         raise KeyboardInterrupt
         yield  # a generator, as concurrent.futures.as_completed
 
-    monkeypatch.setattr(R, "ProcessPoolExecutor", Pool)
-    monkeypatch.setattr(R, "as_completed", interrupted)
+    monkeypatch.setattr(P, "ProcessPoolExecutor", Pool)
+    monkeypatch.setattr(P, "as_completed", interrupted)
     monkeypatch.setattr(zoo, "find_checkpoint", lambda spec: None)
     specs = [("02", Spec(kind="hib", preset="fast", seed=s)) for s in (0, 1)]
-    monkeypatch.setattr(R, "job_limit", lambda: (2, "2 usable cores"))
+    monkeypatch.setattr(P, "job_limit", lambda: (2, "2 usable cores"))
     with pytest.raises(KeyboardInterrupt) as interrupt:
-        R.train_missing(specs, jobs=2, echo=lambda line: None)
+        P.train_missing(specs, jobs=2, echo=lambda line: None)
     assert calls == ["terminate", "terminate", ("join", 10), ("join", 10), ("shutdown", False, True)]
     assert interrupt.value.kept == ("models: 0 of the 2 missing trained and cached; stopped in training, not saved: "
                                     f"{specs[0][1].name}; 1 not started")
@@ -632,8 +635,11 @@ def test_jobs_on_cuda_share_the_gpu_in_spawned_processes(fake_zoo, monkeypatch, 
     """CUDA cannot be used in a forked child: on cuda the N workers are spawned (on the CPU: the default start)."""
     import torch
 
+    from hedgekit.zoo import seed_sets
+
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # what a GPU machine says; nothing touches CUDA
-    monkeypatch.setattr(R, "ProcessPoolExecutor", _RecordingPool)
+    monkeypatch.setattr(seed_sets, "stackable", lambda spec: False)  # one job per seed: this test is about the pool
+    monkeypatch.setattr(P, "ProcessPoolExecutor", _RecordingPool)
     monkeypatch.setattr(_RecordingPool, "built", [])
     calls = fake_zoo({"01_a.ipynb": [901, 902], "02_b.ipynb": [903, 904]})
     assert cli.main(["reproduce", "--train-missing", "--fast", "--only", "01", "--jobs", "2"]) == 0  # auto: cuda here
@@ -677,3 +683,19 @@ def test_reproduce_hands_the_device_to_the_notebooks_as_DEVICE(tmp_path, monkeyp
     with pytest.raises(InputError, match="CUDA is not available"):  # refused before any notebook runs
         R.reproduce(fast=True, out_dir=tmp_path / "r", registry=reg, notebooks=tmp_path, device="cuda")
     assert len(ran) == 2
+
+
+def test_train_missing_writes_the_time_table_and_times_to_puts_it_in_a_marked_file(fake_zoo, tmp_path, capsys):
+    from hedgekit.repro.times import BEGIN, END
+
+    calls = fake_zoo({"01_a.ipynb": [901, 902]})
+    doc = tmp_path / "speed.md"
+    doc.write_text("# Speed\n")
+    assert cli.main(["reproduce", "--train-missing", "--times-to", str(doc)]) == 2  # refused before training
+    assert calls() == [] and "--times-to" in capsys.readouterr().err
+    doc.write_text(f"# Speed\n{BEGIN}\n{END}\nend\n")
+    assert cli.main(["reproduce", "--train-missing", "--out", "r", "--times-to", str(doc)]) == 0
+    table = (tmp_path / "r" / "times.md").read_text()
+    assert "| point-n2-d2-paper-s901 | cpu | 0 | alone |" in table and "2 models in" in table
+    assert doc.read_text() == f"# Speed\n{BEGIN}\n{table}{END}\nend\n"
+    assert "[train] time table: r/times.md" in capsys.readouterr().out
