@@ -13,6 +13,7 @@
 * ``url-benchmark`` — the URL benchmark at kit scale, cached and resumable, on ``--device``
                  (`hedgekit.papers.url.benchmark`).
 * ``students``  — the student versions of the notebooks, solutions removed (`hedgekit.repro.students`).
+* ``grade``     — run each exercise's check against students' notebooks: a table and JSON (`hedgekit.repro.grade`).
 * ``results``   — docs/results.md from the notebooks' recorded verdicts and tables (`hedgekit.repro.results`).
 * ``site``      — the notebooks with their committed outputs as a static HTML site (`hedgekit.repro.site`).
 
@@ -361,9 +362,10 @@ def build_parser() -> argparse.ArgumentParser:
     from hedgekit.papers.url.benchmark import add_subcommand as add_url_benchmark
 
     add_url_benchmark(sub)
-    from hedgekit.repro import results, site, students
+    from hedgekit.repro import grade, results, site, students
 
     students.add_subcommand(sub)
+    grade.add_subcommand(sub)
     results.add_subcommand(sub)
     site.add_subcommand(sub)
     return p
