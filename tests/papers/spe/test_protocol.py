@@ -1,4 +1,4 @@
-"""Tests of hedgekit.papers.spe.protocol (the measurements of notebooks 06-07) and hedgekit.papers.spe.claims.
+"""Tests of hedgekit.papers.spe.protocol (the measurements of notebooks 06-07); the claims are in test_claims.py.
 
 Nothing touches the user's cache: HEDGEKIT_DATA points to tmp_path and the shipped checkpoint folder
 to an empty tmp folder; presets are shrunk to a few steps of tiny episodes, and N-digit MNIST is replaced
@@ -13,7 +13,6 @@ import pytest
 import torch
 
 import hedgekit.papers.spe.protocol as Z
-from hedgekit.papers.spe import claims as P
 from hedgekit.papers.spe import numbers as N
 from hedgekit.data import NDigitSet, occlude, sample_digit_boxes
 from hedgekit.data.lshapes import CLASS_CENTERS, render_batch
@@ -22,7 +21,6 @@ from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 from hedgekit.methods.pn import PN
 from hedgekit.methods.spe import SPE
-from hedgekit.papers.verdict import training_context
 
 pytestmark = pytest.mark.filterwarnings("ignore:Converting a tensor with requires_grad=True to a scalar")
 
@@ -262,7 +260,7 @@ def test_accuracy_by_level_oracle(head):
     assert [(r["n"], r["acc"]) for r in res] == [(600, 1.0), (200, 0.0)]
 
 
-# --------------------------------------------------------------------------- paper numbers and verdicts
+# --------------------------------------------------------------------------- paper numbers and Figure 4's points
 def test_paper_table2_and_means():
     assert N.paper_table2("corrupt S / clean Q", "SPE", "seen", 3, 2) == 76.7
     assert N.paper_table2("clean S / corrupt Q", "HIB", "unseen", 2, 3) == 57.0
@@ -271,42 +269,6 @@ def test_paper_table2_and_means():
     assert N.paper_mean("clean S / clean Q", "SPE", "seen", all4) == pytest.approx(89.1, abs=0.05)
     assert N.paper_mean("clean S / clean Q", "SPE", "unseen", all4) == pytest.approx(86.9, abs=0.05)
     assert N.paper_mean("corrupt S / clean Q", "PN", "seen", all4) == pytest.approx(73.3, abs=0.05)
-
-
-def _rows(acc):
-    return [dict(method=m, N=2, D=2, split=s, condition=c, acc=acc(m, s, c), se=0.5)
-            for m in ("PN", "SPE", "HIB (PN rule)", "HIB (SPE rule)", "point (PN rule)")
-            for s in ("seen", "unseen") for c in N.CONDITION_NAMES.values()]
-
-
-def test_table2_side_by_side_differences():
-    rows = _rows(lambda m, s, c: 50.0 + len(m))
-    df = P.table2_side_by_side(rows, ((2, 2),))
-    cond = "corrupt S / clean Q"
-    assert df.loc[(cond, "SPE", "paper"), "seen N2D2"] == 92.4
-    assert df.loc[(cond, "SPE", "ours: SPE"), "seen N2D2"] == 53.0
-    assert df.loc[(cond, "SPE", "Δ SPE"), "seen N2D2"] == pytest.approx(53.0 - 92.4)
-    assert df.loc[(cond, "contrastive", "ours: point (PN rule)"), "unseen N2D2"] == 50.0 + len("point (PN rule)")
-    assert ("clean S / clean Q", "HIB", "Δ HIB (SPE rule)") in df.index
-    two = P.table2_side_by_side([dict(r, D=3) for r in rows] + rows, ((2, 2), (2, 3)))
-    assert "seen mean" in two.columns
-
-
-def test_ndigit_verdict_follows_the_numbers():
-    # SPE vs PN is decided on the gap's size (tests/papers/spe/test_claims.py drives each outcome): a +60 gap is
-    # larger than twice every paper gap, -20 has the opposite sign or lies below it
-    good = P.ndigit_verdict(dict(table=_rows(lambda m, s, c: 99.0 if m == "SPE" else 39.0), settings=((2, 2),)))
-    bad = P.ndigit_verdict(dict(table=_rows(lambda m, s, c: 40.0 if m == "SPE" else 60.0), settings=((2, 2),)))
-    assert all(c.matched is False and "larger than the paper" in c.why for c in good.claims if "SPE vs PN" in c.claim)
-    assert all(c.matched is False for c in bad.claims if "SPE vs PN" in c.claim)
-    f4 = {"naive": dict(s=[1, 9], acc=[50.0, 55.0], se=[0.5, 0.5]), "intersection": dict(s=[1, 9], acc=[60.0, 61.0], se=[0.5, 0.5])}
-    ids = np.arange(100)
-    fig7 = dict(eta2=Z.digit_axes(factorial(ids), ids), placement=dict(accuracy=1.0, chance=0.01))
-    v = P.ndigit_verdict(dict(table=_rows(lambda m, s, c: 60.0), settings=((2, 2),), fig4=f4, fig7=fig7))
-    assert [c.matched for c in v.claims if "Figure 4" in c.claim] == [True, True]  # s = 1 vs 81, and efficiency
-    assert all(c.matched for c in v.claims if "Figure 7" in c.claim)
-    md = v.markdown()
-    assert "What matched" in md and "500,000" not in md and "Omniglot" in md
 
 
 def test_fig4_curves_average_replications_with_the_standard_error_of_their_mean():
@@ -324,68 +286,3 @@ def test_fig4_curves_average_replications_with_the_standard_error_of_their_mean(
     for bad in (dict(acc=math.nan, se=0.1), dict(acc=50.0, se=math.inf)):
         with pytest.raises(InputError, match="finite"):
             Z.fig4_curves([dict(sampler="naive", s=1, **bad)])
-
-
-def test_fig4_verdict_reads_the_replication_means():
-    runs = [dict(sampler=smp, s=s, acc=a + (s == 81) * 10.0, se=0.2)
-            for smp, base in (("naive", 60.0), ("intersection", 61.0)) for s in (1, 81) for a in (base - 1, base + 1)]
-    v = P.ndigit_verdict(dict(table=_rows(lambda m, s, c: 60.0), settings=((2, 2),), fig4=Z.fig4_curves(runs)))
-    claim, efficiency = [c for c in v.claims if "Figure 4" in c.claim]
-    assert claim.matched is False and "61.0 vs 70.0 (means of 2 runs)" in claim.ours  # naive s = 81 leads
-    # intersection 1 point above naive at both s; each point's sem is 1 -> 2 se of the mean gap = 2 sqrt(4) / 2 = 2
-    assert efficiency.matched is None and "+1.0 points on average over s = 1, 81 (+1.0, +1.0)" in efficiency.ours
-
-
-@pytest.mark.parametrize("shift, matched", [(5.0, True), (-5.0, False), (0.5, None)])
-def test_fig4_sample_efficiency_is_the_mean_gap_between_the_samplers_against_its_standard_error(shift, matched):
-    naive = dict(s=[1, 3, 9], acc=[50.0, 60.0, 70.0], se=[0.6, 0.6, 0.6])
-    inter = dict(s=[1, 3, 9], acc=[a + shift for a in naive["acc"]], se=[0.8, 0.8, 0.8])  # 2 se of the mean gap: 2/3
-    v = P.ndigit_verdict(dict(table=_rows(lambda m, s, c: 60.0), settings=((2, 2),),
-                              fig4={"naive": naive, "intersection": inter}))
-    (c,) = [c for c in v.claims if "sample-efficient" in c.claim]
-    assert c.matched is matched and f"{shift:+.1f} points on average over s = 1, 3, 9" in c.ours
-
-
-def test_lshapes_verdict_follows_the_numbers():
-    o, h = np.meshgrid(np.linspace(90, 180, 5), np.linspace(90, 180, 5))
-    var = np.full((5, 5, 2), 0.1)
-    var[:, 2, 0], var[2, :, 1] = 0.4, 0.4
-    axes = Z.factor_axes(np.stack([o, h], -1), o, h)
-    stats = dict(acc={2: (0.855, 0.003)}, bayes=0.8708, oracle={2: 0.8597}, axes=axes, peaks=Z.ambiguity_peaks(var, axes["axis"]),
-                 axis=axes["axis"], noise=np.array([1.0, 2.0]), legs=np.array([1.8, 1.9]))
-    v = P.lshapes_verdict(stats)
-    assert all(c.matched for c in v.claims), v.markdown()
-    assert "2 support: SPE 85.5% vs 86.0% for perfect features (Bayes -1.1)" in v.claims[1].ours
-    assert "perfect features 1.1 points below Bayes" in v.claims[1].why
-    # the same 85.5% measured against Bayes itself (no oracle) is 1.6 points short: not matched
-    alone = P.lshapes_verdict({k: x for k, x in stats.items() if k != "oracle"})
-    assert not alone.claims[1].matched and "1.6 points below Bayes at 2 support" in alone.claims[1].why
-    best = P.lshapes_verdict(dict(stats, acc={2: (0.855, 0.003), 50: (0.873, 0.001)}, oracle={2: 0.8597, 50: 0.8703}))
-    assert best.claims[1].matched and "50 support: SPE 87.3% vs 87.0%" in best.claims[1].ours
-    assert "themselves" not in best.claims[1].ours
-    own = P.lshapes_verdict(dict(stats, bayes_test=0.8738))
-    assert own.claims[1].ours.endswith("; Bayes on the test images themselves 87.4%")
-    v = P.lshapes_verdict(dict(stats, acc={2: (0.70, 0.003)}, noise=np.array([1.0, 0.7]), legs=np.array([1.0, 1.9]),
-                               noise_acc=(0.86, 0.855), legs_acc=(0.90, 0.60), noise_shift=0.1, legs_shift=0.8))
-    assert [c.matched for c in v.claims] == [False, False, True, True, False, False]
-    noise, legs = v.claims[4].why, v.claims[5].why
-    assert "as accurately" in noise and "0.10 class spacings" in noise  # nothing to hedge
-    assert "only the hue axis grows" in legs and "classified worse (90.0% → 60.0%)" in legs
-    assert "moved, not hedged" in legs
-    keep = dict(level=np.array([0.0, 54.0]), orientation_error=np.array([0.0, 0.0]), hue_error=np.array([0.0, 2.5]),
-                accuracy=np.array([0.8708, 0.8702]))
-    lose = dict(keep, orientation_error=np.array([0.0, 25.0]), accuracy=np.array([0.8708, 0.80]))
-    v = P.lshapes_verdict(dict(stats, noise=np.array([1.0, 0.7]), legs=np.array([1.0, 1.0]), noise_readout=keep,
-                               legs_readout=lose))
-    noise, legs = v.claims[4].why, v.claims[5].why
-    assert "the pixels keep both factors" in noise and "0.0° (orientation) and 2.5° (hue)" in noise
-    assert "from 87.1% to 87.0%" in noise
-    assert "the pixels lose evidence" in legs and "drops from 87.1% to 80.0%" in legs
-
-
-def test_spe_verdict_replaces_hibs_training_context():
-    from hedgekit.repro.session import CheckpointRecord
-
-    rec = CheckpointRecord("spe-n2-d2-intersection1-fast-s0", "cache", "", "abc", "fast", 300, 20.0)
-    md = P.SPEVerdict("x", [rec]).markdown()
-    assert training_context([rec]) not in md and "300 training steps" in md and "FAST mode" in md
