@@ -239,22 +239,23 @@ def _where(settings: Sequence[tuple[int, int]]) -> str:
     return ", ".join(f"N{n}D{d}" for n, d in settings)
 
 
-def _ours(rows: Sequence[Mapping], method: str, split: str, cond: str, settings) -> tuple[float, float]:
+def _ours(rows: Sequence[Mapping], method: str, split: str, cond: str, settings) -> tuple[float, float] | None:
     """Our mean accuracy and its standard error for ``method`` on ``split`` / ``cond`` over the rows of
-    ``settings`` (`ndigit_verdict`'s ``stats["table"]``); NaN, NaN unless every one of the settings was run."""
+    ``settings`` (`ndigit_verdict`'s ``stats["table"]``); None unless every one of the settings was run."""
     vals = {(r["N"], r["D"]): (r["acc"], r["se"]) for r in rows if r["method"] == method and r["split"] == split
             and r["condition"] == cond and (r["N"], r["D"]) in settings}.values()
     if len(vals) != len(set(settings)):
-        return math.nan, math.nan
+        return None
     return sum(a for a, _ in vals) / len(vals), math.sqrt(sum(s**2 for _, s in vals)) / len(vals)
 
 
 def _pooled(m: Mapping, split: str, cond: str, settings, gap: bool) -> Effect | None:
-    """SPE − PN (``gap``) or SPE's accuracy over ``settings`` with the episodes' standard errors; None if not run."""
-    s, s_se = _ours(m["table"], "SPE", split, cond, settings)
-    p, p_se = _ours(m["table"], "PN", split, cond, settings) if gap else (0.0, 0.0)
-    if not (math.isfinite(s) and math.isfinite(p)):
+    """SPE − PN (``gap``) or SPE's accuracy over ``settings`` with the episodes' standard errors; None if not run
+    (a NaN accuracy gives no interval, and the engine says so)."""
+    spe, pn = (_ours(m["table"], method, split, cond, settings) for method in ("SPE", "PN"))
+    if spe is None or (gap and pn is None):
         return None
+    (s, s_se), (p, p_se) = spe, pn if gap else (0.0, 0.0)
     return Effect(s - p, math.hypot(s_se, p_se), 0, "unpaired" if gap else "episodes", EPISODES)
 
 
@@ -307,8 +308,9 @@ def _spe_above_hib(m: Mapping) -> Check | None:
     gaps, rows, settings = [], m["table"], tuple(m["settings"])
     for cond in CONDITION_NAMES.values():
         for split in ("seen", "unseen"):
-            s = _ours(rows, "SPE", split, cond, settings)[0]
-            h = max(_ours(rows, f"HIB ({rule} rule)", split, cond, settings)[0] for rule in ("PN", "SPE"))
+            s = (_ours(rows, "SPE", split, cond, settings) or (math.nan,))[0]
+            h = max((_ours(rows, f"HIB ({rule} rule)", split, cond, settings) or (math.nan,))[0]
+                    for rule in ("PN", "SPE"))
             if math.isfinite(s) and math.isfinite(h):
                 gaps.append(s - h)
     if not gaps:

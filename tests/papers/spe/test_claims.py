@@ -235,9 +235,13 @@ def test_each_table2_comparison_is_counted_once_seeded_at_n2d2_and_the_other_set
     assert GAP not in _by(only) and SEEDED_GAP in _by(only) and len(only.counted) == 12
 
 
-def test_a_pooled_row_needs_every_setting_it_pools():
+def test_a_pooled_row_needs_every_setting_it_pools_and_a_nan_accuracy_reads_as_no_interval():
     v = P.ndigit_verdict(dict(table=_rows(paper), settings=((2, 2), (3, 3))))  # N3D3 not run
     assert not v.counted and [c.row_id for c in v.checks] == []
+    nan = _rows(lambda m, s, c, n, d: math.nan if m == "SPE" else paper(m, s, c, n, d))
+    by = _by(P.ndigit_verdict(dict(table=nan, settings=((2, 2),))))
+    assert by[GAP].outcome == "inconclusive" and "no interval" in by[GAP].why
+    assert "fig6-hib" not in by  # no comparison could be made: left out
 
 
 # ---------------------------------------------------------------------------- notebook 07: Figures 4, 6b/c, 7
