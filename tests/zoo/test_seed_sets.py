@@ -34,7 +34,8 @@ def test_seed_sets_put_the_seeds_of_one_stackable_spec_together_in_listing_order
     assert not stackable(Spec(kind="point", preset="fast", loss="hard"))  # fit_seeds takes the soft loss only
 
 
-@pytest.mark.parametrize("specs", [[_hib(1)], [_hib(1), _hib(2, dim=3)], [_hib(1, components=2), _hib(2, components=2)]])
+@pytest.mark.parametrize("specs", [[_hib(1)], [_hib(1), _hib(2, dim=3)],
+                                   [_hib(1, components=2), _hib(2, components=2)]])
 def test_train_seed_set_refuses_what_is_not_a_seed_set(specs):
     with pytest.raises(InputError, match="differ in their seed only"):
         train_seed_set(specs)
