@@ -40,11 +40,11 @@ def heteroscedastic_triplet_loss(z: Tensor, s: Tensor, labels: Tensor, mining: s
         stats of `triplet_batch_loss` and ``sigma2`` (mean e^s over the batch).
     """
     s = check_per_row(s, check_embeddings(z), "s = log sigma^2", "s")
-    (a, p, n), l_tri, stats = _mined_triplet_losses(z, labels, mining, margin, semi_hard_margin)
+    (a, p, n), l_tri, mined, stats = _mined_triplet_losses(z, labels, mining, margin, semi_hard_margin)
     weight = (-s[a]).exp() + (-s[p]).exp() + (-s[n]).exp()
     per_triplet = 0.5 * weight * l_tri + 0.5 * (s[a] + s[p] + s[n])  # eq. 11
     stats["sigma2"] = s.detach().exp().mean()  # 0-d tensors in stats are read at log steps only
-    return _mean_or_zero(per_triplet, z, s), stats
+    return _mean_or_zero(per_triplet, mined, z, s), stats
 
 
 def uncertainty(emb: Embedding) -> Tensor:
@@ -79,8 +79,8 @@ def triplet_batch_loss(z: Tensor, labels: Tensor, mining: str = "batch_hard", ma
         D(a, n) < D(a, p) + m, m = 0 for the soft margin: the ranking constraint is violated) and
         ``triplets`` (how many were mined).
     """
-    _, l_tri, stats = _mined_triplet_losses(check_embeddings(z), labels, mining, margin, semi_hard_margin)
-    return _mean_or_zero(l_tri, z), stats
+    _, l_tri, mined, stats = _mined_triplet_losses(check_embeddings(z), labels, mining, margin, semi_hard_margin)
+    return _mean_or_zero(l_tri, mined, z), stats
 
 
 def triplet_loss(d_ap: Tensor, d_an: Tensor, margin: float | None = None) -> Tensor:
@@ -186,27 +186,54 @@ def batch_all_triplets(dist: Tensor, labels: Tensor) -> tuple[Tensor, Tensor, Te
 
 # --------------------------------------------------------------------------- helpers
 def _mined_triplet_losses(z: Tensor, labels, mining: str, margin: float | None, semi_hard_margin: float | None):
-    """Mine triplets on the batch's distances; return ((a, p, n), L_tri per triplet, stats)."""
+    """Mine triplets on the batch's distances; return ((a, p, n), L_tri per triplet, mined, stats).
+
+    ``mined`` is None where (a, p, n) are the mined triplets; for batch-hard mining it is the (B,) 0/1 weight of
+    `batch_hard_masked`'s triplets, one per anchor, 1 where the anchor has a triplet: the means below are then
+    weighted sums, and no output size depends on the distances (no host synchronisation, `hedgekit.opcount`)."""
     if mining not in MININGS:
         raise InputError(f"mining must be one of {MININGS}; got {mining!r}")
     if margin is not None:
         check_margin(margin, "margin", ", or None for the soft margin")
     dist = pairwise_distances(z)
-    a, p, n = _mine(dist.detach(), labels, mining, margin, semi_hard_margin)
+    mined = None
+    if mining == "batch_hard":
+        _check_batch(labels, dist)
+        (a, p, n), valid = batch_hard_masked(dist.detach(), labels)
+        mined = valid.to(dist.dtype)
+    else:
+        a, p, n = _mine(dist.detach(), labels, mining, margin, semi_hard_margin)
     d_ap, d_an = dist[a, p], dist[a, n]
     l_tri = triplet_loss(d_ap, d_an, margin)
-    stats = {"triplet": _mean(l_tri), "active": _mean((d_an < d_ap + (margin or 0.0)).float()), "triplets": len(a)}
-    return (a, p, n), l_tri, stats
+    stats = {"triplet": _mean(l_tri, mined), "active": _mean((d_an < d_ap + (margin or 0.0)).float(), mined),
+             "triplets": len(a) if mined is None else mined.sum()}
+    return (a, p, n), l_tri, mined, stats
 
 
-def _mine(dist: Tensor, labels, mining: str, margin: float | None,
-          semi_hard_margin: float | None) -> tuple[Tensor, Tensor, Tensor]:
+def batch_hard_masked(dist: Tensor, labels: Tensor) -> tuple[tuple[Tensor, Tensor, Tensor], Tensor]:
+    """`batch_hard_triplets` without selecting its anchors: ((a, p, n) for every anchor a = 0..B-1, valid), with
+    ``valid`` (B,) True where the anchor has another image of its class and one of another class (the anchors
+    `batch_hard_triplets` keeps, with the same p and n). The loss's fast path on every device: the selection of the
+    plain form needs the number of valid anchors on the host (a ``nonzero``, one host synchronisation per step on a
+    GPU); tests/methods/test_het_triplet.py checks that both give the same triplets and losses."""
+    dist = check_distance_matrix(dist).detach()
+    pos, neg = _masks(check_labels(labels, dist))
+    hardest_pos = torch.where(pos, dist, -math.inf).argmax(1)
+    hardest_neg = torch.where(neg, dist, math.inf).argmin(1)
+    anchors = torch.arange(len(dist), device=dist.device)
+    return (anchors, hardest_pos, hardest_neg), pos.any(1) & neg.any(1)
+
+
+def _check_batch(labels, dist: Tensor) -> None:
     pos, neg = _masks(check_labels(labels, dist))
     if values_checked() and not (pos.any(1) & neg.any(1)).any():
         raise InputError("a batch needs two images of one class and one image of another class "
                          "(draw batches with hedgekit.data.samplers.PKSampler)")
-    if mining == "batch_hard":
-        return batch_hard_triplets(dist, labels)
+
+
+def _mine(dist: Tensor, labels, mining: str, margin: float | None,
+          semi_hard_margin: float | None) -> tuple[Tensor, Tensor, Tensor]:
+    _check_batch(labels, dist)
     if mining == "batch_all":
         return batch_all_triplets(dist, labels)
     if semi_hard_margin is None:
@@ -222,12 +249,18 @@ def _masks(labels: Tensor) -> tuple[Tensor, Tensor]:
     return same & ~eye, ~same
 
 
-def _mean(t: Tensor) -> Tensor:
-    """The mean of ``t`` as a detached 0-d tensor (0 for no triplets): a statistic read at log steps only."""
+def _mean(t: Tensor, mined: Tensor | None = None) -> Tensor:
+    """The mean of ``t`` (over the triplets ``mined`` weighs 1, `_mined_triplet_losses`) as a detached 0-d tensor
+    (0 for no triplets): a statistic read at log steps only."""
+    if mined is not None:
+        return (t.detach() * mined).sum() / mined.sum().clamp_min(1)
     return t.detach().mean() if len(t) else t.new_zeros(())
 
 
-def _mean_or_zero(per_triplet: Tensor, *inputs: Tensor) -> Tensor:
+def _mean_or_zero(per_triplet: Tensor, mined: Tensor | None, *inputs: Tensor) -> Tensor:
+    """The mean over the mined triplets (weighted by ``mined`` where given); 0, with a graph, where none was mined."""
+    if mined is not None:
+        return (per_triplet * mined).sum() / mined.sum().clamp_min(1)
     if len(per_triplet):
         return per_triplet.mean()
     return sum(x.sum() for x in inputs) * 0.0

@@ -11,7 +11,8 @@ import torch
 
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
-from hedgekit.methods.het_triplet import (SEMI_HARD_WINDOW, batch_all_triplets, batch_hard_triplets, heteroscedastic_triplet_loss,
+from hedgekit.methods.het_triplet import (SEMI_HARD_WINDOW, batch_all_triplets, batch_hard_masked, batch_hard_triplets,
+                                          heteroscedastic_triplet_loss,
                                           pairwise_distances, semi_hard_triplets, triplet_batch_loss, triplet_loss,
                                           uncertainty, z_and_log_var)
 from hedgekit.nets.embedder import build_conv_model, build_model, model_from_config
@@ -383,3 +384,53 @@ def test_non_het_embeddings_are_rejected():
         uncertainty(Embedding.gaussian(z, torch.rand(6, 3) + 0.1))
     with pytest.raises(InputError, match="one Gaussian per input"):
         uncertainty(Embedding.mixture(z.unsqueeze(1).repeat(1, 2, 1), torch.ones(6, 2, 3)))
+
+
+# ------------------------------------------------------------------ batch-hard's masked form (issue 50 item 1)
+def _selected_losses(z, s, y, margin):
+    """The plain form the loss used before the masked one: `batch_hard_triplets` selects the anchors that have a
+    triplet, and the losses are plain means over them (eq. 2 and eq. 11)."""
+    d = pairwise_distances(z)
+    a, p, n = batch_hard_triplets(d.detach(), y)
+    l_tri = triplet_loss(d[a, p], d[a, n], margin)
+    per = 0.5 * ((-s[a]).exp() + (-s[p]).exp() + (-s[n]).exp()) * l_tri + 0.5 * (s[a] + s[p] + s[n])
+    return l_tri.mean(), per.mean(), len(a)
+
+
+@pytest.mark.parametrize("seed, sizes, margin", [
+    (0, (4, 4, 4, 4), None), (1, (3, 3, 4, 2), 0.5), (2, (1, 3, 1, 4), None),  # two anchors alone in their class
+    (3, (18,) * 4, None), (4, (1, 1, 5), 1.0), (5, (4,) * 18, None)])  # 18 x 4: the recipe's P x K batch
+def test_masked_batch_hard_gives_the_selected_triplets_loss_and_gradients(seed, sizes, margin):
+    z, y = _batch(seed, sizes=sizes, dtype=torch.float32)
+    s = 0.3 * torch.randn(len(y), generator=torch.Generator().manual_seed(seed))
+    (a, p, n), valid = batch_hard_masked(pairwise_distances(z), y)
+    kept = batch_hard_triplets(pairwise_distances(z), y)
+    assert all(torch.equal(x[valid], k) for x, k in zip((a, p, n), kept))  # the same triplets, one per anchor
+    assert int(valid.sum()) == len(y) - sum(size == 1 for size in sizes)
+    grads = []
+    for form in ("masked", "selected"):
+        zz, ss = z.clone().requires_grad_(), s.clone().requires_grad_()
+        if form == "masked":
+            vanilla, stats = triplet_batch_loss(zz, y, margin=margin)
+            het, het_stats = heteroscedastic_triplet_loss(zz, ss, y, margin=margin)
+            count = stats["triplets"]
+        else:
+            vanilla, het, count = _selected_losses(zz, ss, y, margin)
+        (vanilla + het).backward()
+        grads.append((vanilla.detach(), het.detach(), float(count), zz.grad, ss.grad))
+    for ours, plain in zip(*grads):  # equal to float rounding (float32)
+        torch.testing.assert_close(torch.as_tensor(ours), torch.as_tensor(plain), rtol=1e-6, atol=1e-7)
+
+
+def test_masked_batch_hard_reads_no_value_on_the_host():
+    """No ``nonzero`` or boolean selection: a GPU step never waits for the device (`hedgekit.opcount`); the input
+    checks, which read values, are deferred in a training step as here (`hedgekit.checks.deferred_value_checks`)."""
+    from hedgekit.checks import deferred_value_checks
+    from hedgekit.opcount import OpCounter
+
+    z, y = _batch(0, sizes=(4,) * 6, dtype=torch.float32)
+    z.requires_grad_()
+    with OpCounter() as c, deferred_value_checks():
+        loss, stats = heteroscedastic_triplet_loss(z, torch.zeros(len(y)), y)
+        loss.backward()
+    assert sum(c.syncs.values()) == 0, c.syncs
