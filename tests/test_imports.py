@@ -1,8 +1,8 @@
 """The kit's imports run one way: `hedgekit.papers` builds on the library, never the library on a paper.
 
 Only the papers themselves, the two entry points that list every paper (the CLI and the notebook registry,
-`hedgekit/repro/reproduce.py`) and the store's URL runs (`hedgekit/zoo/url_runs.py`, whose runs the URL benchmark
-defines: it imports `hedgekit.papers.url.benchmark` inside the one function that needs it, issue 47) may import
+`hedgekit/repro/reproduce.py`) and the store's URL runs (`hedgekit/zoo/url_runs.py`, whose runs the URL paper
+defines: it imports `hedgekit.papers.url.recipe` inside the one function that needs it, issue 47) may import
 `hedgekit.papers`; everything else gets a paper's settings passed in (e.g. the retrieval model's dimension,
 `hedgekit.interactive.retrieval.retrieval_spec`). Every import statement counts, module-level or inside a
 function."""

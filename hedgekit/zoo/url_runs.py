@@ -1,12 +1,14 @@
 """The runs of the URL benchmark (Kirchhof et al. 2023 at kit scale) as models of the store: their spec, files,
 staleness and load-or-train.
 
-What a run is (its methods, budgets, config, model, folder and trainer) is defined by the URL paper's benchmark,
-`hedgekit.papers.url.benchmark`, which this module imports where a run is first checked or used (`_benchmark`):
-an explicit import, the one way the store reaches a paper (tests/test_imports.py), so that ``from hedgekit.zoo
-import URLSpec`` works with nothing else imported (issue 47). A `URLSpec` names a run
-(``url-ce-converged-s0``); the store's `find_checkpoint`, `is_stale` and `load_or_train` (`hedgekit.zoo.store`) hand
-a URL run to `find_url_run`, `url_run_is_stale` and `load_or_train_url` here.
+What a run is (its methods, budgets, config, model, folder and trainer) is defined by the URL paper,
+`hedgekit.papers.url.recipe`, which this module imports where a run is first checked or used (`_recipe`): an explicit
+import, the one way the store reaches a paper (tests/test_imports.py), so that ``from hedgekit.zoo import URLSpec``
+works with nothing else imported (issue 47). That module imports nothing of the store, and the benchmark
+(`hedgekit.papers.url.benchmark`), which runs the runs through the store, is above both: no import circle.
+
+A `URLSpec` names a run (``url-ce-converged-s0``); the store's `find_checkpoint`, `is_stale` and `load_or_train`
+(`hedgekit.zoo.store`) hand a URL run to `find_url_run`, `url_run_is_stale` and `load_or_train_url` here.
 
 A URL run is two files (`url_run_path`): its record ``<method>-s<seed>.json`` (the metrics, config, seconds,
 device and loss history the benchmark reports, and ``weights_sha256``) and its weights beside it, ``.pt``
@@ -33,18 +35,19 @@ from hedgekit.zoo.names import URL_KIND, url_run_name
 URL_FORMAT = "hedgekit-url-run: <method>-s<seed>.json record with weights_sha256 + .pt weights"
 
 
-def _benchmark():
-    """The URL benchmark module, `hedgekit.papers.url.benchmark`, which defines what a run is. Imported here, when
-    a run is first checked or used, not at the store's import (the paper builds on the store); its functions are
-    looked up on the module at each call, so that what a test replaces there is what the store uses."""
-    from hedgekit.papers.url import benchmark
+def _recipe():
+    """`hedgekit.papers.url.recipe`, which defines what a URL run is. Imported here, when a run is first checked or
+    used, not at the store's import (importing it runs ``hedgekit.papers.url``'s package, whose benchmark builds on
+    the store); its functions are looked up on the module at each call, so that what a test replaces there is what
+    the store uses."""
+    from hedgekit.papers.url import recipe
 
-    return benchmark
+    return recipe
 
 
 @dataclass(frozen=True)
 class URLSpec:
-    """One run of the URL benchmark (Kirchhof et al. 2023 at kit scale, `hedgekit.papers.url.benchmark`, which
+    """One run of the URL benchmark (Kirchhof et al. 2023 at kit scale, `hedgekit.papers.url.recipe`, which
     defines them): the upstream ``method`` trained with ``seed`` in ``budget`` (a budget name:
     ``paper``, ``converged``, or a learning-rate sweep of one, ``converged-lr0.5x``; or a budget object that
     `resolve_budget` accepts, for an ad-hoc budget no name resolves to). Name:
@@ -62,11 +65,11 @@ class URLSpec:
     family: ClassVar[str] = URL_KIND
 
     def __post_init__(self) -> None:
-        bench = _benchmark()
+        recipe = _recipe()
         if not isinstance(self.method, str) or "-" in self.method:
             raise InputError(f"URLSpec.method must be a method name; got {self.method!r}")
-        bench.check_methods([self.method])
-        bench.resolve_budget(self.budget)  # InputError naming the budgets
+        recipe.check_methods([self.method])
+        recipe.resolve_budget(self.budget)  # InputError naming the budgets
         check_seed(self.seed, "URLSpec.seed")
 
     @property
@@ -80,26 +83,26 @@ class URLSpec:
         return url_run_name(self)
 
     def run_budget(self):
-        """The budget this run trains and is evaluated in (`hedgekit.papers.url.benchmark.resolve_budget`)."""
-        return _benchmark().resolve_budget(self.budget)
+        """The budget this run trains and is evaluated in (`hedgekit.papers.url.recipe.resolve_budget`)."""
+        return _recipe().resolve_budget(self.budget)
 
     def run_config(self) -> dict:
         """What the run's record must hold to be current (`url_run_is_stale`,
-        `hedgekit.papers.url.benchmark.run_config`): the training config for the method, evaluation images per
+        `hedgekit.papers.url.recipe.run_config`): the training config for the method, evaluation images per
         class, embedding dimension, the method's hyper-parameters and the code key."""
-        return _benchmark().run_config(self.run_budget(), self.method)
+        return _recipe().run_config(self.run_budget(), self.method)
 
     def build(self) -> torch.nn.Module:
-        """The untrained, seeded model (`hedgekit.papers.url.benchmark.build_run_model`)."""
-        return _benchmark().build_run_model(self.method, self.seed, self.run_budget())
+        """The untrained, seeded model (`hedgekit.papers.url.recipe.build_run_model`)."""
+        return _recipe().build_run_model(self.method, self.seed, self.run_budget())
 
 
 def url_run_path(spec: URLSpec) -> Path:
     """Where the benchmark has always kept its runs, so that every run cached before the benchmark joined the
     store is found where it is, in its format (`URL_FORMAT`): its record
-    ``<cache>/url/<budget>/<method>-s<seed>.json`` (`hedgekit.papers.url.benchmark.cache_root`), its weights
+    ``<cache>/url/<budget>/<method>-s<seed>.json`` (`hedgekit.papers.url.recipe.cache_root`), its weights
     beside it (``.pt``)."""
-    return _benchmark().cache_root() / spec.budget_name / f"{spec.method}-s{spec.seed}.json"
+    return _recipe().cache_root() / spec.budget_name / f"{spec.method}-s{spec.seed}.json"
 
 
 def url_record(path: str | Path) -> dict | None:
@@ -114,7 +117,7 @@ def url_record(path: str | Path) -> dict | None:
 def url_run_is_stale(path: str | Path, spec: URLSpec) -> bool:
     """True if the record at ``path`` holds another ``config`` than `URLSpec.run_config`: the budget's training
     config for the method, evaluation images per class, embedding dimension, the method's hyper-parameters and
-    the code key, a hash of the code the run executes (`hedgekit.papers.url.benchmark.run_config`). The code counts
+    the code key, a hash of the code the run executes (`hedgekit.papers.url.recipe.run_config`). The code counts
     here because the runs are a leaderboard: its methods are ranked against each other, so a run measured with
     other code than today's (a fixed loss, a changed metric) must not be ranked beside the rest. The record's
     other fields (metrics, seconds, device, history) are what the run measured, not what it is."""
@@ -189,7 +192,7 @@ def load_url_run(path: str | Path, spec: URLSpec) -> tuple[torch.nn.Module, dict
 def load_or_train_url(spec: URLSpec, progress: bool, device: str, retrain: bool,
                       save: bool) -> tuple[torch.nn.Module, dict]:
     """`hedgekit.zoo.store.load_or_train` for a URL run: its cached pair if `find_url_run` finds it, else trained
-    by `hedgekit.papers.url.benchmark.train_run` and saved by `save_url_run`; ``meta`` is the run's record."""
+    by `hedgekit.papers.url.recipe.train_run` and saved by `save_url_run`; ``meta`` is the run's record."""
     dev = resolve_device(device)
     path = None if retrain else find_url_run(spec)
     if path is not None:
@@ -199,7 +202,7 @@ def load_or_train_url(spec: URLSpec, progress: bool, device: str, retrain: bool,
     out = url_run_path(spec)
     if save:  # a read-only or full cache is refused before the training, not after
         check_writable(out, need=2**20)  # a URL run's weights and record: ~0.3 MB
-    model, rec = _benchmark().train_run(spec, progress=progress, device=device)
+    model, rec = _recipe().train_run(spec, progress=progress, device=device)
     if save:
         save_url_run(out, model, rec)
     return model.to(dev), dict(rec, source="trained now", path=str(out) if save else "")

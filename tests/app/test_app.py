@@ -373,10 +373,10 @@ BENCHMARK_PAGE = str(APP_DIR / "views" / "benchmark.py")
 def url_cache(monkeypatch, tmp_path):
     """The URL benchmark's run cache in tmp_path (empty); ``fake(method, seed, down_rauroc)`` writes a cached fast
     run the loader accepts: untrained weights seeded with ``seed`` and made-up metrics."""
-    from hedgekit.papers.url import benchmark
+    from hedgekit.papers.url import benchmark, recipe
     from hedgekit.zoo import save_url_run
 
-    monkeypatch.setattr(benchmark, "cache_root", lambda: tmp_path / "url")
+    monkeypatch.setattr(recipe, "cache_root", lambda: tmp_path / "url")
 
     def fake(method, seed, down_rauroc):
         b = benchmark.BUDGETS["fast"]

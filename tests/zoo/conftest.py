@@ -98,7 +98,8 @@ def proto_sandbox(tmp_path, monkeypatch):
 
 @pytest.fixture
 def url_defined():
-    """The URL benchmark, which defines URL runs (`hedgekit.zoo.url_runs` imports it where a run is used)."""
+    """The URL benchmark; what a run is, `hedgekit.papers.url.recipe` (which `hedgekit.zoo.url_runs` imports where a
+    run is used), is re-exported by it."""
     from hedgekit.papers.url import benchmark
 
     return benchmark
@@ -106,15 +107,15 @@ def url_defined():
 
 @pytest.fixture
 def url_store(url_defined, tmp_path, monkeypatch):
-    """URL runs in tmp_path (`benchmark.cache_root`), 70 classes without loading MNIST, and a trainer that fails:
-    a test that needs training sets its own."""
-    benchmark = url_defined
+    """URL runs in tmp_path (`recipe.cache_root`), 70 classes without loading MNIST, and a trainer that fails:
+    a test that needs training sets its own (on `hedgekit.papers.url.recipe`, where the store calls it)."""
+    from hedgekit.papers.url import recipe
 
-    monkeypatch.setattr(benchmark, "cache_root", lambda: tmp_path / "url")
-    monkeypatch.setattr(benchmark, "_train_data", lambda: (None, None, np.arange(70)))
+    monkeypatch.setattr(recipe, "cache_root", lambda: tmp_path / "url")
+    monkeypatch.setattr(recipe, "_train_data", lambda: (None, None, np.arange(70)))
 
     def no_training(*args, **kwargs):
         raise AssertionError("a cached URL run was retrained")
 
-    monkeypatch.setattr(benchmark, "train_run", no_training)
-    return benchmark
+    monkeypatch.setattr(recipe, "train_run", no_training)
+    return url_defined

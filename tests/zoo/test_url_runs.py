@@ -96,7 +96,9 @@ def test_a_url_run_that_load_or_train_trains_is_saved_as_a_run_pair_and_found(ur
                "device": "cpu"}
         return benchmark.build_model(s.method, s.seed), rec
 
-    monkeypatch.setattr(benchmark, "train_run", fake_train)
+    from hedgekit.papers.url import recipe
+
+    monkeypatch.setattr(recipe, "train_run", fake_train)
     model, meta = load_or_train(spec, save=False)
     assert meta["source"] == "trained now" and meta["path"] == "" and zoo.find_checkpoint(spec) is None
     model, meta = load_or_train(spec)
@@ -118,8 +120,8 @@ def test_a_url_run_that_load_or_train_trains_is_saved_as_a_run_pair_and_found(ur
 
 def test_a_url_spec_works_in_a_fresh_interpreter_with_nothing_else_imported(tmp_path):
     """Issue 47: a `URLSpec` used to work only after `hedgekit.papers.url.benchmark` had been imported, because
-    that module filled a registry of the zoo when imported. Now the zoo imports the benchmark where a run is first
-    checked (`url_runs._benchmark`): in a fresh interpreter, a spec is checked, named, placed and configured, and
+    that module filled a registry of the zoo when imported. Now the zoo imports what a run is where a run is first
+    checked (`url_runs._recipe`): in a fresh interpreter, a spec is checked, named, placed and configured, and
     an unknown method is refused naming the known ones, with nothing imported before ``from hedgekit.zoo``."""
     import os
     import subprocess
@@ -145,3 +147,18 @@ def test_a_url_spec_works_in_a_fresh_interpreter_with_nothing_else_imported(tmp_
     first, refused = out.stdout.splitlines()
     assert first == "url-nivmf-converged-s2 url/converged/nivmf-s2.json None 400 16 12"
     assert refused.startswith("refused: unknown method(s) ['nope']") and "nivmf" in refused
+
+
+def test_what_a_run_is_sits_below_both_the_store_and_the_benchmark():
+    """Issue 47: the store's URL runs and the benchmark imported each other (url_runs -> benchmark.run_config,
+    benchmark -> zoo). What both need, `hedgekit.papers.url.recipe`, imports neither, anywhere in its import closure
+    (imports inside functions too); the store reaches it, not the benchmark, and the benchmark re-exports it."""
+    from hedgekit.papers.url import benchmark, recipe
+    from hedgekit.papers.url.code_hash import module_closure
+
+    below = module_closure(["hedgekit.papers.url.recipe"])
+    assert {"hedgekit.papers.url.protocol", "hedgekit.training.upstream"} <= set(below)
+    assert [m for m in below if m.startswith("hedgekit.zoo") or m == "hedgekit.papers.url.benchmark"] == []
+    store = module_closure(["hedgekit.zoo.url_runs"])
+    assert "hedgekit.papers.url.recipe" in store and "hedgekit.papers.url.benchmark" not in store
+    assert benchmark.run_config is recipe.run_config and benchmark.BUDGETS is recipe.BUDGETS

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from hedgekit import cli
-from hedgekit.papers.url import benchmark, code_hash, leaderboard
+from hedgekit.papers.url import benchmark, code_hash, leaderboard, recipe
 from hedgekit.training.upstream import UpstreamConfig
 from hedgekit.zoo import url_runs
 
@@ -51,7 +51,7 @@ def tiny(monkeypatch, tmp_path):
     classes = np.arange(0, 100, 10)  # 10 "seen" classes
     labels = np.repeat(classes, 6)
     x = (torch.rand(len(labels), 1, 28, 56, generator=g) * 255).to(torch.uint8)
-    monkeypatch.setattr(benchmark, "_train_data",
+    monkeypatch.setattr(recipe, "_train_data",
                         lambda: (x, torch.from_numpy(np.searchsorted(classes, labels)), classes))
 
     def sets(per_class):
@@ -60,13 +60,13 @@ def tiny(monkeypatch, tmp_path):
             return torch.rand(len(y), 1, 28, 56, generator=g), y
         return {"up": one(classes), "unseen": one(np.arange(1, 6)), "fashion": one(np.arange(200, 206))}
 
-    monkeypatch.setattr(benchmark, "eval_sets", sets)
-    monkeypatch.setattr(benchmark, "method_registry", lambda: {"standin": StandIn, "other": StandIn})
-    monkeypatch.setattr(benchmark, "cache_root", lambda: tmp_path / "url")
+    monkeypatch.setattr(recipe, "eval_sets", sets)
+    monkeypatch.setattr(recipe, "method_registry", lambda: {"standin": StandIn, "other": StandIn})
+    monkeypatch.setattr(recipe, "cache_root", lambda: tmp_path / "url")
     monkeypatch.setitem(benchmark.BUDGETS, "fast", TINY)
     calls = []
-    real_fit = benchmark.fit_upstream
-    monkeypatch.setattr(benchmark, "fit_upstream", lambda *a, **k: calls.append(1) or real_fit(*a, **k))
+    real_fit = recipe.fit_upstream
+    monkeypatch.setattr(recipe, "fit_upstream", lambda *a, **k: calls.append(1) or real_fit(*a, **k))
     return calls
 
 
@@ -140,7 +140,7 @@ def test_cli_argument_errors(tiny, capsys):
 def test_tiny_end_to_end_on_real_data(monkeypatch, tmp_path):
     """CE on real 2-digit MNIST for 30 steps: every metric is defined and R@1 on unseen digits beats chance."""
     pytest.importorskip("hedgekit.methods.ce")
-    monkeypatch.setattr(benchmark, "cache_root", lambda: tmp_path / "url")
+    monkeypatch.setattr(recipe, "cache_root", lambda: tmp_path / "url")
     budget = benchmark.Budget("fast", UpstreamConfig(steps=30, log_every=10), eval_per_class=5)
     rec = benchmark.run_one("ce", 0, budget)
     assert rec["r1"] > 1 / 30 and rec["up_acc"] > 1 / 70
@@ -162,8 +162,8 @@ def test_uncertainty_extremes_match_a_full_sort(tiny, monkeypatch):
     from hedgekit.training.upstream import predict
 
     benchmark.run_one("standin", 1, "fast")
-    fixed = benchmark.eval_sets(TINY.eval_per_class)  # the fixture draws fresh images per call: fix one draw
-    monkeypatch.setattr(benchmark, "eval_sets", lambda per_class: fixed)
+    fixed = recipe.eval_sets(TINY.eval_per_class)  # the fixture draws fresh images per call: fix one draw
+    monkeypatch.setattr(recipe, "eval_sets", lambda per_class: fixed)
     x, y = fixed["unseen"]
     ext = benchmark.uncertainty_extremes("standin", seed=1, budget="fast", k=3)
     u = predict(benchmark.load_run_model("standin", 1, "fast"), x)["uncertainty"]
@@ -190,10 +190,10 @@ def test_closure_follows_hedgekit_imports_of_the_method_only():
     assert closure["hedgekit.methods.vmf"].endswith("vmf.py")
     assert "hedgekit.methods.ce" not in closure and "hedgekit.methods" not in closure  # nor the package __init__
     assert not any(name.startswith(("torch", "numpy", "scipy")) for name in closure)
-    files = benchmark._code_files("nivmf")  # united with the runner's closure, without the other methods' modules
+    files = recipe._code_files("nivmf")  # united with the runner's closure, without the other methods' modules
     assert {"hedgekit.methods.vmf", "hedgekit.training.upstream", "hedgekit.papers.url.protocol",
             "hedgekit.nets.backbones", "hedgekit.data.ndigit", "hedgekit.evaluation.metrics"} <= set(files)
-    assert "hedgekit.methods.ce" not in files and "hedgekit.methods.ce" in benchmark._code_files("ce")
+    assert "hedgekit.methods.ce" not in files and "hedgekit.methods.ce" in recipe._code_files("ce")
 
 
 def test_code_key_changes_with_shared_and_runner_modules_and_is_deterministic(monkeypatch):
@@ -290,7 +290,7 @@ def test_url_run_interrupted_between_weights_and_metrics_is_retrained(tiny, monk
 
     monkeypatch.setattr(url_runs, "atomic_write", metrics_interrupted)
     real_build = benchmark.build_model  # other initial weights, so that the retrained weights differ
-    monkeypatch.setattr(benchmark, "build_model", lambda method, seed, n_classes=70: real_build(method, seed + 7,
+    monkeypatch.setattr(recipe, "build_model", lambda method, seed, n_classes=70: real_build(method, seed + 7,
                                                                                                  n_classes))
     with pytest.raises(KeyboardInterrupt):
         benchmark.run_one("standin", 0, "fast", retrain=True)
@@ -374,7 +374,7 @@ class NaNAtEvaluation(StandIn):
 @pytest.fixture
 def failing(tiny, monkeypatch):
     registry = {"standin": StandIn, "diverges": DivergesAtStep2, "nan_u": NaNAtEvaluation}
-    monkeypatch.setattr(benchmark, "method_registry", lambda: registry)
+    monkeypatch.setattr(recipe, "method_registry", lambda: registry)
     monkeypatch.setattr(leaderboard, "TRAINED_AT", {"up_r1": 0.0, "up_acc": 0.0})  # random data: every finite run counts
     return tiny
 
@@ -406,14 +406,14 @@ def test_a_diverging_method_is_one_row_and_the_rest_is_trained_written_and_shown
 
 
 def test_a_diverged_seed_leaves_the_methods_other_seeds_in_its_row(failing, monkeypatch):
-    real = benchmark.fit_upstream
+    real = recipe.fit_upstream
 
     def seed_1_diverges(model, *args, seed=0, **kwargs):
         if seed == 1:
             raise FloatingPointError("training diverged at step 7 (loss inf); lower the learning rate")
         return real(model, *args, seed=seed, **kwargs)
 
-    monkeypatch.setattr(benchmark, "fit_upstream", seed_1_diverges)
+    monkeypatch.setattr(recipe, "fit_upstream", seed_1_diverges)
     runs = benchmark.run_benchmark(["standin"], 3, "fast", progress=False)
     assert list(runs["source"]) == ["trained now", "diverged", "trained now"]
     assert list(benchmark.run_status(runs)) == ["trained", "did not train", "trained"]
