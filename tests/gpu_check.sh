@@ -8,13 +8,20 @@
 #      step captured as one CUDA graph (`hedgekit.training.captured`) beside the plain loop; then `bench --ops`
 #      (launches and host syncs per step, counted on cuda) and `bench --seeds 4` (four seeds as one model);
 #   3. one `paper` HIB model (N = 2, D = 2, MoG-1) trained and evaluated on cuda (`train --retrain`), its
-#      Table 1 numbers (AP and KNN, clean and corrupt) beside those recorded in the shipped checkpoint
-#      hedgekit/checkpoints/hib-n2-d2-c1-beta0.0001-paper-s0.pt; it fails when one differs by more than
-#      TABLE1_TOL (default 0.07: a GPU run draws other random numbers, so only seed-level agreement can be asked,
-#      and six GPU seeds of this model gave KNN corrupt 0.721-0.803, sd about 0.03, against the shipped CPU seed's
-#      0.790: docs/speed.md, issue 50; 0.07 is over twice that sd, and a model that did not learn, KNN ~0.1, fails);
+#      Table 1 numbers (AP and KNN, clean and corrupt) against the band one more seed of the CPU-trained seeds
+#      falls in: the committed report's three CPU seeds of this model (notebook 04, "Table 1 over 3 seeds", their
+#      mean m and sd s, ddof 1) give the 95% prediction interval m +- t(0.975, 2) s sqrt(1 + 1/3) = m +- 4.97 s,
+#      at least +-0.01 (the evaluation's own noise on its test images). Why a band and not one recorded seed: a GPU
+#      run draws other random numbers (and cuDNN's backward is not deterministic), so only seed-level agreement
+#      can be asked; the shipped seed 0 is a high draw of KNN corrupt (0.790, three CPU seeds 0.752 +- 0.042), and
+#      the check that compared with it alone failed on a GPU seed (0.756) inside the spread of eight GPU seeds
+#      (0.712-0.803, mean 0.749; docs/speed.md, issue 50). The band is wide where three seeds spread (KNN: about
+#      +-0.2) and narrow where they agree (AP clean: +-0.01); a model that did not learn (KNN ~0.1) fails;
 #   4. `python -m hedgekit url-benchmark` for two methods (ce, hib), fast budget, 1 seed, retrained, with
 #      `--device cuda` where url-benchmark takes it (it says so in its summary line when it does not).
+#
+# The whole kit on one GPU (every full-mode checkpoint, then every notebook, with a time table) is the other script,
+# tests/gpu_kit.sh: it takes longer than these 8 minutes.
 #
 # Usage, from anywhere: bash tests/gpu_check.sh [RESULTS_DIR]
 #   RESULTS_DIR (default: $OUT if set, else ./gpu-check-results) receives one log per step, bench.txt and
@@ -41,7 +48,6 @@ RESULTS="$(mkdir -p "${1:-${OUT:-gpu-check-results}}" && cd "${1:-${OUT:-gpu-che
 cd "$REPO"
 PY="${PYTHON:-python}"
 BUDGET_S=470  # the whole check: 8 minutes, less 10 s of margin
-TABLE1_TOL="${TABLE1_TOL:-0.07}"
 export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1
 
@@ -103,6 +109,10 @@ done
 export HEDGEKIT_DATA="$RESULTS/hedgekit-data"
 say "prerequisites: ok: $gpu, torch $("$PY" -c "import torch; print(torch.__version__, 'CUDA', torch.version.cuda)"), \
 results in $RESULTS"
+# tests/gpu_kit.sh sources this script for the prerequisites above (and their HEDGEKIT_DATA) and runs its own steps
+if [[ "${GPU_CHECK_PREREQUISITES_ONLY:-0}" == 1 ]]; then
+    return 0
+fi
 
 # ---------------------------------------------------------------- 1. the gpu-marked tests
 mapfile -t gpu_tests < <(grep -rl --include='test_*.py' 'pytest\.mark\.gpu' tests | sort)
@@ -133,22 +143,32 @@ say "bench --seeds: passed: $(grep '^seeds ' "$RESULTS/seeds.txt") (target: <= 1
 # ---------------------------------------------------------------- 3. one paper HIB model on cuda vs Table 1
 t0=$SECONDS
 run "paper HIB" 330 "$RESULTS/train.txt" "$PY" -m hedgekit train --kind hib --preset paper --device cuda --retrain
-"$PY" - "$RESULTS/train.txt" "$TABLE1_TOL" "$((SECONDS - t0))" <<'EOF' || fail "paper HIB: FAILED (see $RESULTS/train.txt)"
-import json, sys
+"$PY" - "$RESULTS/train.txt" "$((SECONDS - t0))" <<'EOF' || fail "paper HIB: FAILED (see $RESULTS/train.txt)"
+import csv, json, math, sys
+from scipy import stats
 from hedgekit.papers.hib.numbers import TABLE1_ROWS
-from hedgekit.zoo import SHIPPED_DIR, Spec, load_checkpoint
+from hedgekit.zoo import Spec
 
-text, tol, wall = open(sys.argv[1]).read(), float(sys.argv[2]), sys.argv[3]
+SEEDS_CSV = "notebooks/report/assets/04_known_unknowns/table-1-over-3-seeds-point-vs-mog-1.csv"
+N_SEEDS, FLOOR = 3, 0.01  # the CPU seeds behind the csv (HEADLINE_SEEDS); the evaluation's own noise
+text, wall = open(sys.argv[1]).read(), sys.argv[2]
 if ": trained now;" not in text:
     sys.exit("gpu_check: paper HIB: FAILED: train did not say 'trained now' (was the shipped model loaded?)")
 ours = json.loads(text[text.index("\n{") + 1:text.index("\n}") + 2])
+with open(SEEDS_CSV) as f:
+    cpu = {(r["task"], r["split"]): (float(r["MoG-1 ours"]), float(r["MoG-1 ±"])) for r in csv.DictReader(f)
+           if (r["N"], r["D"]) == ("2", "2")}
+factor = stats.t.ppf(0.975, N_SEEDS - 1) * math.sqrt(1 + 1 / N_SEEDS)  # one new seed's 95% prediction interval
+cells, off = [], []
+for key, label in TABLE1_ROWS:
+    mean, sd = cpu[tuple(label.split())]
+    half = max(factor * sd, FLOOR)
+    cells.append(f"{label} {ours[key]:.3f} (CPU seeds {mean:.3f}, band {mean - half:.3f}-{mean + half:.3f})")
+    if not abs(ours[key] - mean) <= half:
+        off.append(label)
 spec = Spec(kind="hib", preset="paper")
-_, meta = load_checkpoint(SHIPPED_DIR / f"{spec.name}.pt", "cpu")
-rows = [(label, ours[key], meta["metrics"][key]) for key, label in TABLE1_ROWS]
-off = [label for label, a, b in rows if not abs(a - b) <= tol]
-cells = ", ".join(f"{label} {a:.3f} (recorded {b:.3f})" for label, a, b in rows)
 print(f"gpu_check: paper HIB: {'passed' if not off else 'FAILED'}: {spec.name} on cuda in {wall} s "
-      f"(target <= 60 s): {cells}; tolerance {tol}" + (f"; off: {', '.join(off)}" if off else ""))
+      f"(target <= 60 s): {'; '.join(cells)}" + (f"; off: {', '.join(off)}" if off else ""))
 sys.exit(1 if off else 0)
 EOF
 
