@@ -23,14 +23,16 @@ full precision when p_ij is near 1 (as `hedgekit.methods.contrastive.log_match` 
 
 The probability is floored at 1e-38 before the log, with zero gradient below the floor, as in
 `log_match`. Results equal `log_match`'s to float rounding (tested against it, values and gradients).
+
+A batch needs both matching and non-matching pairs (else one mean is over no pairs: NaN); the class-balanced batches
+of `hedgekit.training.fit` have both (`hedgekit.training.fit.TrainConfig` asks for P >= 2 classes of Q >= 2 images).
 """
 from __future__ import annotations
 
 import torch
 from torch import Tensor
 
-from hedgekit.checks import values_checked
-from hedgekit.errors import InputError
+from hedgekit.checks import check_count
 from hedgekit.hardware import launch_bound
 from hedgekit.methods.contrastive import TINY, masked_sum
 
@@ -104,19 +106,5 @@ def all_pairs_nll(samples: Tensor, a: Tensor, b: Tensor, same: Tensor, chunks: i
         (2,) tensor [mean over matching pairs of -log p, mean over non-matching pairs of -log(1 - p)],
         differentiable with respect to ``samples``, ``a`` and ``b``.
     """
-    if samples.ndim != 3:
-        raise InputError(f"samples must be (B, K, D); got shape {tuple(samples.shape)}")
-    n = samples.shape[0]
-    if same.shape != (n, n) or same.dtype != torch.bool:
-        raise InputError(f"same must be a ({n}, {n}) bool tensor; got {tuple(same.shape)} {same.dtype}")
-    if a.ndim or b.ndim:
-        raise InputError("a and b must be 0-d tensors (HIB eq. 2's scalars)")
-    if values_checked():  # reads the labels: not inside a training step (`hedgekit.checks.deferred_value_checks`)
-        n_pos = int(same.triu(1).sum())
-        if n_pos == 0 or n_pos == n * (n - 1) // 2:
-            raise InputError("a batch needs both matching and non-matching pairs (use a class-balanced sampler)")
-    if chunks is None:
-        chunks = 1 if launch_bound(samples.device) else 8
-    if not isinstance(chunks, int) or chunks < 1:
-        raise InputError(f"chunks must be an int >= 1; got {chunks!r}")
+    chunks = (1 if launch_bound(samples.device) else 8) if chunks is None else check_count(chunks, "chunks")
     return _AllPairsNLL.apply(samples, a.to(samples.dtype), b.to(samples.dtype), same, chunks)

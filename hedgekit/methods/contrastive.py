@@ -11,6 +11,9 @@
   over K1 x K2 sample pairs (HIB eq. 5; with K = 1 and point embeddings this is
   exactly eq. 2), computed stably with logsumexp.
 * `soft_contrastive`: eq. 3, the negative log-likelihood of the true match label.
+
+Inputs are checked where they enter the kit, not here (issue 47 item 3): the margin and the batch by
+`hedgekit.training.fit.TrainConfig`, the embeddings by `hedgekit.embedding.Embedding`.
 """
 from __future__ import annotations
 
@@ -18,8 +21,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from hedgekit.checks import values_checked
-from hedgekit.errors import InputError
 from hedgekit.hardware import launch_bound
 from hedgekit.nets.match import SoftMatch
 
@@ -47,16 +48,8 @@ def _selects(x: Tensor) -> bool:
     return not launch_bound(x.device)
 
 
-def _check_pairs(z1: Tensor, z2: Tensor, same: Tensor) -> None:
-    if z1.shape != z2.shape or z1.ndim != 2:
-        raise InputError(f"z1 and z2 must both be (B, D); got {tuple(z1.shape)} and {tuple(z2.shape)}")
-    if same.shape != z1.shape[:1]:
-        raise InputError(f"same must have shape ({z1.shape[0]},); got {tuple(same.shape)}")
-
-
 def hard_contrastive(z1: Tensor, z2: Tensor, same: Tensor, margin: float = 1.0) -> Tensor:
-    """Eq. 1: mean of ||z1-z2||^2 for matches and max(M - ||z1-z2||, 0)^2 for non-matches."""
-    _check_pairs(z1, z2, same)
+    """Eq. 1: mean of ||z1-z2||^2 for matches and max(M - ||z1-z2||, 0)^2 for non-matches; z1, z2 (B, D), same (B,)."""
     return contrastive_from_distance((z1 - z2).norm(dim=-1), same, margin).mean()
 
 
@@ -64,23 +57,18 @@ def hard_contrastive_all_pairs(z: Tensor, labels: Tensor, margin: float = 1.0) -
     """Eq. 1 over all B (B - 1) / 2 pairs of the batch ``z`` (B, D) with class ``labels`` (B,): the mean over the
     matching pairs plus the mean over the non-matching pairs, halved, so neither kind dominates the batch.
 
-    A batch without matching pairs (or without non-matching ones) has no defined loss: an `InputError`.
+    A batch without matching pairs (or without non-matching ones) has no defined loss (NaN); the class-balanced
+    batches of `hedgekit.training.fit` have both (`hedgekit.training.fit.TrainConfig`).
     """
-    if z.ndim != 2 or labels.shape != z.shape[:1]:
-        raise InputError(f"z must be (B, D) and labels (B,); got {tuple(z.shape)} and {tuple(labels.shape)}")
     iu = torch.triu_indices(len(z), len(z), 1, device=z.device)
     same = labels[iu[0]] == labels[iu[1]]
     per = contrastive_from_distance(torch.cdist(z, z)[iu[0], iu[1]], same, margin)
-    if values_checked() and not 0 < int(same.sum()) < len(same):  # `hedgekit.checks.deferred_value_checks`
-        raise InputError("the batch needs both matching and non-matching pairs (at least two classes, one of them "
-                         "with two images)")
     return 0.5 * (masked_mean(per, same) + masked_mean(per, ~same))
 
 
 def contrastive_from_distance(d: Tensor, same: Tensor, margin: float) -> Tensor:
-    """Eq. 1 elementwise on distances d (any shape) and boolean match labels."""
-    if margin <= 0:
-        raise InputError(f"the contrastive margin M must be > 0; got {margin}")
+    """Eq. 1 elementwise on distances d (any shape) and boolean match labels; the margin M > 0 (checked by
+    `hedgekit.training.fit.TrainConfig`)."""
     same = same.bool()
     return torch.where(same, d**2, F.relu(margin - d) ** 2)
 
@@ -103,8 +91,7 @@ def log_match(d: Tensor, match: SoftMatch, sample_dims: tuple[int, ...]) -> tupl
 
 
 def soft_contrastive(z1: Tensor, z2: Tensor, same: Tensor, match: SoftMatch) -> Tensor:
-    """Eq. 3: mean over pairs of -log p(m = m_hat | z1, z2) with p from eq. 2."""
-    _check_pairs(z1, z2, same)
+    """Eq. 3: mean over pairs of -log p(m = m_hat | z1, z2) with p from eq. 2; z1, z2 (B, D), same (B,)."""
     d = (z1 - z2).norm(dim=-1).unsqueeze(-1)
     log_p, log_q = log_match(d, match, (-1,))
     return -torch.where(same.bool(), log_p, log_q).mean()

@@ -15,13 +15,18 @@ Two ways to form pairs, one loss:
 
 For point embeddings (zero variance) the samples are the mean itself, so K = 1 is
 used and the loss is exactly the soft contrastive loss of eq. 3.
+
+The functions compute the equations and nothing else: their inputs are checked where they enter the kit (issue 47
+item 3): the embeddings by `hedgekit.embedding.Embedding` (and K by `Embedding.sample`), the batch, K, beta and the
+memory the K x K sample pairs take by `hedgekit.training.fit.TrainConfig` (`check_pair_memory`), the labels by
+`hedgekit.training.fit.fit` and the class-balanced sampler.
 """
 from __future__ import annotations
 
 import torch
 from torch import Tensor
 
-from hedgekit.checks import check_count, check_memory, check_number, values_checked
+from hedgekit.checks import check_memory, check_number, values_checked
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 from hedgekit.nets.match import SoftMatch
@@ -53,10 +58,8 @@ def hib_pair_loss(
     e1: Embedding, e2: Embedding, same: Tensor, match: SoftMatch,
     k: int = 8, beta: float = BETA, generator: torch.Generator | None = None,
 ) -> Tensor:
-    """Eq. 8 on explicit pairs: mean NLL of m_hat under eq. 5 + beta * (KL(x1) + KL(x2))."""
-    if len(e1) != len(e2) or same.shape != (len(e1),):
-        raise InputError(f"need equal batch sizes and same of shape ({len(e1)},)")
-    k = _check_k(e1, k, lambda kk: len(e1) * kk * kk)
+    """Eq. 8 on explicit pairs: mean NLL of m_hat under eq. 5 + beta * (KL(x1) + KL(x2)); ``same`` (B,) says which
+    of the B pairs (e1[i], e2[i]) match."""
     s1, s2 = _samples(e1, k, generator), _samples(e2, k, generator)  # (B, K, D)
     d = torch.cdist(s1, s2)  # (B, K1, K2)
     log_p, log_q = log_match(d, match, (-2, -1))
@@ -73,10 +76,6 @@ def hib_batch_loss(
     The KL term is counted once per image with weight 2 * beta, matching eq. 8
     where every pair contributes the KL of both of its members.
     """
-    b = len(emb)
-    if labels.shape != (b,):
-        raise InputError(f"labels must have shape ({b},); got {tuple(labels.shape)}")
-    k = _check_k(emb, k, lambda kk: (b * kk) ** 2)
     s = _samples(emb, k, generator)  # (B, K, D)
     nll = all_pairs_nll(s, match.a, match.b, labels[:, None] == labels[None, :])  # upper triangle only
     pos, neg = nll[0], nll[1]
@@ -111,13 +110,15 @@ def _has_zero_variance(emb: Embedding) -> bool:
 _PAIR_COPIES = 5
 
 
-def _check_k(emb: Embedding, k, n_pair_elements) -> int:
-    """K as an int >= 1, if the (B, K, K) / (BK, BK) pair distances fit the memory budget (`hedgekit.checks`)."""
-    k = check_count(k, "k (Monte-Carlo samples per input)")
-    kk = 1 if emb.n_components == 1 and emb.is_point else k
-    check_memory(_PAIR_COPIES * n_pair_elements(kk), f"the HIB loss with K={k} on a batch of {len(emb)}",
+def check_pair_memory(images: int, k: int, all_pairs: bool = True) -> None:
+    """InputError, before anything is allocated, if the HIB loss's sample-pair distances do not fit the memory
+    budget (`hedgekit.checks.check_memory`): (BK)^2 for all pairs of a batch of ``images`` = B (`hib_batch_loss`),
+    B K^2 for B explicit pairs (`hib_pair_loss`). Checked where a batch size and K are set
+    (`hedgekit.training.fit.TrainConfig`); K counts as if every embedding were stochastic (a point embedding is its
+    own single sample, but a config does not know its model)."""
+    pairs = (images * k) ** 2 if all_pairs else images * k * k
+    check_memory(_PAIR_COPIES * pairs, f"the HIB loss with K={k} on a batch of {images}",
                  "use a smaller K (the paper uses K = 8) or a smaller batch")
-    return k
 
 
 def _samples(emb: Embedding, k: int, generator: torch.Generator | None) -> Tensor:

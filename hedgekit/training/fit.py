@@ -26,7 +26,7 @@ from hedgekit.checks import check_batch, check_fields, check_training_set
 from hedgekit.embedding import Embedding
 from hedgekit.data.samplers import ClassBalancedSampler, two_stream_pairs
 from hedgekit.methods import contrastive_from_distance, hard_contrastive_all_pairs, hib_batch_loss, hib_pair_loss
-from hedgekit.methods.hib import BETA, check_beta
+from hedgekit.methods.hib import BETA, check_beta, check_pair_memory
 from hedgekit.nets import EmbeddingNet
 from hedgekit.nets.match import SoftMatch
 from hedgekit.training.batches import DeviceImages
@@ -41,7 +41,13 @@ __all__ = ["PRECISIONS", "History", "TrainConfig", "body_autocast", "fit", "lr_f
 
 @dataclass
 class TrainConfig:
-    """Hyper-parameters of `fit`. Presets live in `hedgekit.zoo.PRESETS`."""
+    """Hyper-parameters of `fit`. Presets live in `hedgekit.zoo.PRESETS`.
+
+    The entry point of the pair losses' inputs (issue 47 item 3; the losses in `hedgekit.methods` compute their
+    equations unchecked): a batch of P >= 2 classes of Q >= 2 images has matching and non-matching pairs, M > 0,
+    K >= 1, beta by `hedgekit.methods.hib.check_beta`, and the K x K sample pairs of the HIB loss must fit memory
+    (`hedgekit.methods.hib.check_pair_memory`, for loss="soft").
+    """
 
     steps: int = 3000
     classes_per_batch: int = 32  # P
@@ -62,13 +68,17 @@ class TrainConfig:
     precision: str = "float32"
 
     def __post_init__(self) -> None:
-        check_fields(self, counts=dict(steps=1, classes_per_batch=1, per_class=2, k=1, pairs_per_batch=1, log_every=1),
+        check_fields(self, counts=dict(steps=1, classes_per_batch=2, per_class=2, k=1, pairs_per_batch=1, log_every=1),
                      positive=("lr", "margin"), non_negative=("weight_decay",),
                      fractions=("warmup", "occlusion_p"),
                      choices=dict(loss=("soft", "hard"), pairing=("all", "two_stream"), precision=PRECISIONS))
         check_batch(self, self.classes_per_batch * self.per_class, "classes_per_batch x per_class")
         check_batch(self, 2 * self.pairs_per_batch, "2 x pairs_per_batch")
         check_beta(self.beta, "TrainConfig.beta")
+        if self.loss == "soft":
+            all_pairs = self.pairing == "all"
+            check_pair_memory(self.classes_per_batch * self.per_class if all_pairs else self.pairs_per_batch, self.k,
+                              all_pairs)
 
 
 def _step_loss(emb: Embedding, match: SoftMatch, y: Tensor, cfg: TrainConfig, gen, pair_idx=None):

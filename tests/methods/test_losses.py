@@ -116,24 +116,6 @@ def test_hard_contrastive_all_pairs_matches_a_loop_over_pairs():
     assert hard_contrastive_all_pairs(z, y, margin).item() == pytest.approx(want, rel=1e-5)
 
 
-@pytest.mark.parametrize("labels", [[0, 1, 2], [4, 4, 4]])
-def test_hard_contrastive_all_pairs_needs_both_kinds_of_pair(labels):
-    with pytest.raises(InputError, match="matching and non-matching"):
-        hard_contrastive_all_pairs(torch.zeros(3, 2), torch.tensor(labels))
-    with pytest.raises(InputError, match=r"\(B, D\)"):
-        hard_contrastive_all_pairs(torch.zeros(3, 2), torch.tensor(labels[:2]))
-
-
-def test_hard_contrastive_errors():
-    z = torch.zeros(3, 2)
-    with pytest.raises(InputError, match="margin M must be > 0"):
-        hard_contrastive(z, z, torch.ones(3, dtype=torch.bool), margin=0.0)
-    with pytest.raises(InputError, match=r"z1 and z2 must both be \(B, D\)"):
-        hard_contrastive(z, torch.zeros(3, 3), torch.ones(3, dtype=torch.bool))
-    with pytest.raises(InputError, match=r"same must have shape \(3,\)"):
-        hard_contrastive(z, z, torch.ones(2, dtype=torch.bool))
-
-
 def test_soft_contrastive_hand_case():
     """Eq. 2-3 with a = 2, b = 1 and distances 5, 1, 0.5, 2 written out with math.exp."""
     a, b = 2.0, 1.0
@@ -234,14 +216,6 @@ def test_hib_pair_loss_equals_naive_loop():
     assert loss.item() == pytest.approx(nll / 5 + beta * (kl(e1) + kl(e2)), rel=1e-10)
 
 
-def test_hib_pair_loss_errors():
-    e = _random_gaussians(3, 2, 0)
-    with pytest.raises(InputError, match="equal batch sizes"):
-        hib_pair_loss(e, e[:2], torch.ones(3, dtype=torch.bool), _match())
-    with pytest.raises(InputError, match="equal batch sizes"):
-        hib_pair_loss(e, e, torch.ones(2, dtype=torch.bool), _match())
-
-
 def test_hib_batch_loss_equals_naive_loop_over_all_pairs():
     b, k, beta, a, bb = 6, 3, 1e-2, 1.3, 0.4
     g = torch.Generator().manual_seed(5)
@@ -273,16 +247,6 @@ def test_hib_batch_loss_point_embeddings_is_balanced_soft_contrastive():
     same = labels[iu[0]] == labels[iu[1]]
     per = torch.stack([soft_contrastive(z[i:i + 1], z[j:j + 1], s[None], m) for i, j, s in zip(iu[0], iu[1], same)])
     assert loss.item() == pytest.approx(0.5 * (per[same].mean() + per[~same].mean()).item(), rel=1e-12)
-
-
-def test_hib_batch_loss_errors():
-    e = _random_gaussians(4, 2, 0)
-    with pytest.raises(InputError, match="both matching and non-matching"):
-        hib_batch_loss(e, torch.zeros(4, dtype=torch.long), _match())
-    with pytest.raises(InputError, match="both matching and non-matching"):
-        hib_batch_loss(e, torch.arange(4), _match())
-    with pytest.raises(InputError, match=r"labels must have shape \(4,\)"):
-        hib_batch_loss(e, torch.zeros(3, dtype=torch.long), _match())
 
 
 def test_hib_pair_loss_point_mixture_respects_weights():
@@ -342,26 +306,6 @@ def test_losses_have_finite_gradients_at_coincident_embeddings():
         z = torch.zeros(4, 2, requires_grad=True)
         loss_fn(z).backward()
         assert torch.isfinite(z.grad).all()
-
-
-@pytest.mark.parametrize("k", [0, -1, 2.5, 8.0, True, None, "8"], ids=repr)
-def test_hib_losses_refuse_bad_k(k):
-    emb = Embedding.gaussian(torch.zeros(4, 2), torch.ones(4, 2))
-    with pytest.raises(InputError, match=r"k \(Monte-Carlo samples per input\) must be an integer >= 1"):
-        hib_batch_loss(emb, torch.tensor([0, 0, 1, 1]), _match(), k)
-    with pytest.raises(InputError, match=r"k \(Monte-Carlo samples per input\) must be an integer >= 1"):
-        hib_pair_loss(emb, emb, torch.tensor([True, False, True, False]), _match(), k)
-
-
-@pytest.mark.parametrize("k", [10**5, 10**7])
-def test_hib_losses_refuse_a_pair_matrix_larger_than_memory_before_allocating(k):
-    """K x K pairs of B inputs: (BK)^2 distances; K = 1e7 would need petabytes. Refused up front, with the advice."""
-    emb = Embedding.gaussian(torch.zeros(256, 2), torch.ones(256, 2))
-    with pytest.raises(InputError, match=rf"HIB loss with K={k} on a batch of 256 would take .*smaller K"):
-        hib_batch_loss(emb, torch.arange(256) % 2, _match(), k)
-    with pytest.raises(InputError, match=rf"HIB loss with K={k}"):
-        hib_pair_loss(emb[:8] if k > 10**6 else emb, emb[:8] if k > 10**6 else emb,
-                      torch.ones(8 if k > 10**6 else 256, dtype=torch.bool), _match(), k)
 
 
 def test_point_embeddings_use_one_sample_whatever_k():

@@ -12,6 +12,7 @@ import torch
 
 from hedgekit.evaluation import metrics as M
 from hedgekit.data import random_occlusion
+from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 from hedgekit.evaluation.retrieval import knn
 from hedgekit.evaluation.embedded import EmbeddedSet
@@ -194,7 +195,10 @@ def test_divergence_through_weights_raises_floating_point_error(data):
         (dict(beta=1e308), r"TrainConfig.beta, the KL weight of HIB eq. 8, must be <= 1e\+06; got 1e\+308"),
         (dict(beta=1.000001e6), "the KL weight of HIB eq. 8, must be <= 1e"),  # issue 45 item 8: not "learning rate"
         (dict(per_class=1), "TrainConfig.per_class must be an integer >= 2"),
-        (dict(classes_per_batch=-2), "TrainConfig.classes_per_batch must be an integer >= 1"),
+        (dict(classes_per_batch=-2), "TrainConfig.classes_per_batch must be an integer >= 2"),
+        # one class: no non-matching pair for the all-pairs losses (HIB eq. 8, eq. 1); formerly refused by the losses
+        (dict(classes_per_batch=1), "TrainConfig.classes_per_batch must be an integer >= 2"),
+        (dict(classes_per_batch=1, loss="hard"), "TrainConfig.classes_per_batch must be an integer >= 2"),
         (dict(pairs_per_batch=0), "TrainConfig.pairs_per_batch must be an integer >= 1"),
         (dict(warmup=1.5), "TrainConfig.warmup must be <= 1"),
         (dict(occlusion_p=-0.1), "TrainConfig.occlusion_p must be >= 0"),
@@ -207,6 +211,29 @@ def test_divergence_through_weights_raises_floating_point_error(data):
 def test_train_config_rejects_bad_values(kwargs, match):
     with pytest.raises(InputError, match=match):
         TrainConfig(**kwargs)
+
+
+@pytest.mark.parametrize("k", [0, -1, 2.5, 8.0, True, None, "8"], ids=repr)
+def test_bad_k_is_refused_by_the_config_and_by_the_sampler(k):
+    """K enters through `TrainConfig` (what `fit` hands the HIB losses) or, for a loss called by hand, through
+    `Embedding.sample`; the losses themselves only compute eq. 5 / 8 (issue 47 item 3)."""
+    with pytest.raises(InputError, match="TrainConfig.k must be an integer >= 1"):
+        TrainConfig(k=k)
+    with pytest.raises(InputError, match=r"k \(samples per input\) must be an integer >= 1"):
+        Embedding.gaussian(torch.zeros(4, 2), torch.ones(4, 2)).sample(k)
+
+
+@pytest.mark.parametrize("k", [10**5, 10**7])
+def test_a_pair_matrix_larger_than_memory_is_refused_by_the_config(k):
+    """K x K sample pairs of B inputs: (BK)^2 distances for all pairs, B K^2 for explicit pairs; K = 1e7 would need
+    petabytes. Refused when the config is made, before anything is allocated, with the advice; a hard-contrastive
+    config draws no samples and is not refused."""
+    with pytest.raises(InputError, match=rf"HIB loss with K={k} on a batch of 256 would take .*smaller K"):
+        TrainConfig(classes_per_batch=32, per_class=8, k=k)
+    pairs = 8 if k > 10**6 else 256
+    with pytest.raises(InputError, match=rf"HIB loss with K={k} on a batch of {pairs} would take"):
+        TrainConfig(pairing="two_stream", pairs_per_batch=pairs, k=k)
+    assert TrainConfig(loss="hard", k=k).k == k
 
 
 @pytest.mark.parametrize("kwargs", [dict(log_every=0), dict(lr=float("nan"))], ids=["log_every0", "lr_nan"])
