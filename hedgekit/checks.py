@@ -193,6 +193,33 @@ def check_labels(labels, batch: Tensor) -> Tensor:
     return labels
 
 
+def check_episode_labels(labels, n_items: int, n_classes: int | None, what: str = "support") -> tuple[Tensor, int]:
+    """(``labels`` as a long tensor, n_classes) if they are episode classes 0..n_classes-1 (n_classes: one more than
+    the largest label when None), one per item, and, for a support set, every class has an item. Checked by the
+    prototype heads' entry points (`hedgekit.methods.pn.PN`, `hedgekit.methods.spe.SPE`); inside a training step
+    with ``n_classes`` given (`deferred_value_checks`) the values are not read: the episode sampler made them."""
+    labels = torch.as_tensor(labels)
+    if labels.ndim != 1 or len(labels) != n_items:
+        raise InputError(f"{what} labels must have shape ({n_items},); got {tuple(labels.shape)}")
+    if labels.is_floating_point() or labels.dtype == torch.bool:
+        raise InputError(f"{what} labels must be integers 0..n_classes-1; got dtype {labels.dtype}")
+    labels = labels.long()
+    if n_items == 0:
+        raise InputError(f"need at least one {what} item")
+    if n_classes is not None and not values_checked():
+        return labels, int(n_classes)
+    if labels.min() < 0:
+        raise InputError(f"{what} labels must be episode classes 0..n_classes-1; got {int(labels.min())}")
+    n = int(labels.max()) + 1 if n_classes is None else int(n_classes)
+    if int(labels.max()) >= n:
+        raise InputError(f"{what} label {int(labels.max())} is out of range for n_classes = {n}")
+    counts = torch.bincount(labels, minlength=n)
+    if what == "support" and (counts == 0).any():
+        missing = torch.nonzero(counts == 0).flatten().tolist()
+        raise InputError(f"every class needs at least one support item; classes {missing[:10]} have none")
+    return labels, n
+
+
 def check_margin(margin, name: str = "margin", hint: str = "") -> float:
     """``margin`` if it is a finite number > 0 (not a bool); ``hint`` ends the error message."""
     if isinstance(margin, bool) or not isinstance(margin, numbers.Real) or not (math.isfinite(margin) and margin > 0):

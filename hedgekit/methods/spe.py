@@ -22,6 +22,10 @@ Each function returns log-probabilities (n_query, n_classes). Naive rows sum to 
 only in expectation (exactly when sigma_x^2 = 0). The speed tricks sit in helpers beside the plain forms, each
 tested against its plain form: `gaussian_log_density_around` (matmul form of `gaussian_log_density`),
 `log_mean_softmax` (probability space, with a log-space fallback on underflow) and `query_chunks` (memory).
+
+The functions compute the equations and check nothing; an episode is checked where it enters, by the head `SPE`
+(the embeddings by `hedgekit.embedding.Embedding`, their dimension and C = 1, the labels by
+`hedgekit.checks.check_episode_labels`, the sampler by `check_sampler`; issue 47 item 3).
 """
 from __future__ import annotations
 
@@ -31,10 +35,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from hedgekit.checks import check_count, check_memory, values_checked
+from hedgekit.checks import check_count, check_episode_labels, check_memory
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
-from hedgekit.methods.pn import check_labels, check_matrix
 
 SAMPLERS = ("naive", "intersection")
 LOG_2PI = math.log(2 * math.pi)
@@ -46,14 +49,11 @@ _TINY = 1e-30  # probabilities below this are recomputed in log space (float32 u
 def gaussian_product(mean: Tensor, var: Tensor, labels, n_classes: int | None = None) -> tuple[Tensor, Tensor]:
     """Eq. 4-5 per dimension: (mu_y, sigma_y^2), each (n_classes, D), the normalised product of the Gaussians
     N(mean_i, diag var_i) of each class: sigma_y^2 = (sum_i var_i^-1)^-1, mu_y = sigma_y^2 sum_i var_i^-1 mean_i.
-    For SPE prototypes pass var_i = sigma_hat_i^2 = sigma_i^2 + sigma_eps^2 (`spe_prototypes` does)."""
-    check_matrix("support means", mean)
-    check_matrix("support variances", var, mean.shape[1])
-    if var.shape != mean.shape:
-        raise InputError(f"support variances {tuple(var.shape)} must match means {tuple(mean.shape)}")
-    if values_checked() and (var <= 0).any():
-        raise InputError("a product of Gaussians needs strictly positive variances (add sigma_eps^2 > 0)")
-    labels, n = check_labels(labels, len(mean), n_classes)
+    For SPE prototypes pass var_i = sigma_hat_i^2 = sigma_i^2 + sigma_eps^2 (`spe_prototypes` does), which is > 0
+    since sigma_eps^2 = softplus(gamma) is; ``labels`` (N,) are episode classes 0..n_classes-1 (None: one more than
+    the largest label)."""
+    labels = torch.as_tensor(labels).long()
+    n = int(labels.max()) + 1 if n_classes is None else int(n_classes)
     labels = labels.to(mean.device)
     prec = var.reciprocal()
     prec_sum = mean.new_zeros(n, mean.shape[1]).index_add(0, labels, prec)
@@ -104,8 +104,6 @@ def log_posterior_naive(
         query_mean, query_var: (Q, D) query Gaussian N(mu_x, sigma_x^2) (variance may be 0).
         class_mean, class_var: (C, D) mu_y and sigma_hat_y^2 = sigma_y^2 + sigma_eps^2 (eq. 6).
     """
-    _check_query(query_mean, query_var, class_mean, class_var)
-    check_sampler("naive", n_samples)
     q, d = query_mean.shape
     out = []
     for sl in query_chunks(q, n_samples * len(class_mean) * d):
@@ -149,14 +147,10 @@ def log_posterior_intersection(
         targets: None -> (Q, C) estimates for every class; (Q,) class indices -> (Q,) estimates for the
             target class only (all that the cross-entropy loss needs; sec. 3.2.2).
     """
-    _check_query(query_mean, query_var, class_mean, class_var)
-    check_sampler("intersection", n_samples)
     q, d = query_mean.shape
     n_cls = len(class_mean)
     if targets is not None:
         targets = torch.as_tensor(targets, device=query_mean.device).long()
-        if targets.shape != (q,) or (values_checked() and (targets.min() < 0 or targets.max() >= n_cls)):
-            raise InputError(f"targets must be ({q},) class indices in 0..{n_cls - 1}")
     out = []
     for sl in query_chunks(q, n_samples * n_cls * d * (1 if targets is not None else n_cls)):
         m_x, v_x = query_mean[sl].unsqueeze(1), query_var[sl].unsqueeze(1)  # (q, 1, D)
@@ -252,9 +246,11 @@ class SPE(nn.Module):
         return F.softplus(self.gamma)
 
     def prototypes(self, support: Embedding, support_labels, n_classes: int | None = None) -> tuple[Tensor, Tensor]:
-        """(mu_y, sigma_y^2), each (n_classes, D): eq. 5 with sigma_hat_i^2 = sigma_i^2 + sigma_eps^2."""
+        """(mu_y, sigma_y^2), each (n_classes, D): eq. 5 with sigma_hat_i^2 = sigma_i^2 + sigma_eps^2. The entry
+        point of a support set: its dimension and labels are checked here (`hedgekit.checks.check_episode_labels`)."""
         self._check_dim(support)
-        return spe_prototypes(support, support_labels, self.sigma_eps2, n_classes)
+        labels, n = check_episode_labels(support_labels, len(support), n_classes)
+        return spe_prototypes(support, labels, self.sigma_eps2, n)
 
     def class_distributions(self, support: Embedding, support_labels, n_classes: int | None = None):
         """(mu_y, sigma_hat_y^2 = sigma_y^2 + sigma_eps^2): the class likelihoods of eq. 6."""
@@ -288,7 +284,7 @@ class SPE(nn.Module):
         check_sampler(sampler, n_samples)
         self._check_dim(query)
         mu_y, var_y = self.class_distributions(support, support_labels, n_classes)
-        y, _ = check_labels(query_labels, len(query), len(mu_y), "query")
+        y, _ = check_episode_labels(query_labels, len(query), len(mu_y), "query")
         y = y.to(mu_y.device)
         q_mean, q_var = _single_gaussian("query", query)
         if sampler == "intersection":
@@ -311,19 +307,6 @@ def check_sampler(sampler: str, n_samples: int) -> None:
     if sampler not in SAMPLERS:
         raise InputError(f"sampler must be one of {SAMPLERS}; got {sampler!r}")
     check_count(n_samples, "n_samples")
-
-
-def _check_query(query_mean: Tensor, query_var: Tensor, class_mean: Tensor, class_var: Tensor) -> None:
-    check_matrix("query means", query_mean)
-    check_matrix("query variances", query_var, query_mean.shape[1])
-    if query_var.shape != query_mean.shape:
-        raise InputError(f"query variances {tuple(query_var.shape)} must match means {tuple(query_mean.shape)}")
-    if values_checked() and (query_var < 0).any():
-        raise InputError("query variances must be non-negative")
-    check_matrix("class means", class_mean, query_mean.shape[1])
-    check_matrix("class variances", class_var, query_mean.shape[1])
-    if values_checked() and (class_var <= 0).any():
-        raise InputError("class variances sigma_hat_y^2 must be strictly positive")
 
 
 def _single_gaussian(name: str, emb: Embedding) -> tuple[Tensor, Tensor]:

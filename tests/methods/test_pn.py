@@ -50,16 +50,21 @@ def test_head_takes_no_sampler_arguments():
 
 
 def test_input_errors():
-    z = torch.randn(6, 2)
+    """An episode is checked where it enters, by the head (labels: `hedgekit.checks.check_episode_labels`) and the
+    `Embedding` (values); `pn_prototypes` and `pn_log_posterior` only compute eq. 1 and 2 (issue 47 item 3)."""
+    z, pn = torch.randn(6, 2), PN()
+    support, query = Embedding.point(z), Embedding.point(z[:3])
     with pytest.raises(InputError, match="at least one support item"):
-        pn_prototypes(z, torch.tensor([0, 0, 2, 2, 2, 0]))
+        pn.log_posterior(query, support, torch.tensor([0, 0, 2, 2, 2, 0]))
     with pytest.raises(InputError, match="out of range"):
-        pn_prototypes(z, torch.tensor([0, 1, 2, 0, 1, 2]), n_classes=2)
+        pn.log_posterior(query, support, torch.tensor([0, 1, 2, 0, 1, 2]), n_classes=2)
     with pytest.raises(InputError, match="shape"):
-        pn_prototypes(z, torch.tensor([0, 1]))
+        pn.log_posterior(query, support, torch.tensor([0, 1]))
     with pytest.raises(InputError, match="NaN"):
-        pn_prototypes(torch.full((2, 2), float("nan")), torch.tensor([0, 1]))
+        Embedding.point(torch.full((2, 2), float("nan")))
     with pytest.raises(InputError, match="integers"):
-        pn_prototypes(z, torch.zeros(6))
-    with pytest.raises(InputError, match="D = 2 columns"):
-        pn_log_posterior(z, torch.zeros(3, 4))
+        pn.log_posterior(query, support, torch.zeros(6))
+    with pytest.raises(InputError, match="one dimension D; got 4 and 2"):
+        pn.log_posterior(Embedding.point(torch.zeros(3, 4)), support, torch.arange(6))
+    with pytest.raises(InputError, match="query label 7 is out of range"):
+        pn.loss(query, torch.tensor([0, 7, 1]), support, torch.arange(6))

@@ -16,8 +16,9 @@ from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 from hedgekit.methods import spe as spe_module
 from hedgekit.methods.pn import PN, pn_log_posterior, pn_prototypes
-from hedgekit.methods.spe import (SPE, gamma_init, gaussian_log_density, gaussian_log_density_around, gaussian_product,
-                                  log_mean_softmax, log_posterior_intersection, log_posterior_naive, spe_prototypes)
+from hedgekit.methods.spe import (SAMPLERS, SPE, gamma_init, gaussian_log_density, gaussian_log_density_around,
+                                  gaussian_product, log_mean_softmax, log_posterior_intersection, log_posterior_naive,
+                                  spe_prototypes)
 
 torch.set_num_threads(1)
 DT = torch.float64
@@ -264,11 +265,18 @@ def test_samplers_equal_a_plain_second_implementation_with_the_same_noise(monkey
 
 
 def test_input_errors():
+    """An episode is checked where it enters, by the head `SPE` and the `Embedding`; the eq. 4-9 functions only
+    compute (issue 47 item 3). The product of eq. 5 needs variances > 0: the Embedding's are >= 0 and the head adds
+    sigma_eps^2 = softplus(gamma) > 0."""
     z = torch.randn(6, 2)
-    with pytest.raises(InputError, match="strictly positive"):
-        gaussian_product(z, torch.zeros(6, 2), torch.arange(6))
+    with pytest.raises(InputError, match="Embedding.var must be non-negative"):
+        Embedding.gaussian(z, -torch.ones(6, 2))
     spe = SPE(10, 2)
     support = Embedding.gaussian(z, torch.ones(6, 2))
+    with pytest.raises(InputError, match="every class needs at least one support item"):
+        spe.prototypes(support, torch.tensor([0, 0, 2, 2, 2, 0]))
+    with pytest.raises(InputError, match="support labels must have shape"):
+        spe.log_posterior(support, support, torch.arange(5))
     with pytest.raises(InputError, match="sampler must be one of"):
         spe.log_posterior(support, support, torch.arange(6), sampler="exact")
     with pytest.raises(InputError, match="n_samples"):
@@ -285,11 +293,15 @@ def test_input_errors():
 
 @pytest.mark.parametrize("n_samples", [0, -1, 2.5, True, None, "200"], ids=repr)
 def test_samplers_refuse_bad_numbers_of_samples(n_samples):
-    mean, var = torch.zeros(3, 2), torch.ones(3, 2)
-    with pytest.raises(InputError, match="n_samples must be an integer >= 1"):
-        log_posterior_naive(mean, var, torch.zeros(4, 2), torch.ones(4, 2), n_samples)
-    with pytest.raises(InputError, match="n_samples must be an integer >= 1"):
-        log_posterior_intersection(mean, var, torch.zeros(4, 2), torch.ones(4, 2), n_samples)
+    """The number of samples enters through the head, at construction or per call (`check_sampler`; a call's
+    None is the head's own number)."""
+    support = Embedding.gaussian(torch.zeros(4, 2), torch.ones(4, 2))
+    for sampler in SAMPLERS:
+        with pytest.raises(InputError, match="n_samples must be an integer >= 1"):
+            SPE(4, 2, train_sampler=sampler, train_samples=n_samples)
+        if n_samples is not None:
+            with pytest.raises(InputError, match="n_samples must be an integer >= 1"):
+                SPE(4, 2).log_posterior(support, support, torch.arange(4), sampler=sampler, n_samples=n_samples)
 
 
 def test_samplers_refuse_more_samples_than_memory_before_allocating():
