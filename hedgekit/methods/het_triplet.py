@@ -9,10 +9,13 @@ averaged over the triplets of the batch; the lambda ||W||^2 of eq. 11 is the opt
 For a fixed L_tri = L each s is optimal at e^s = L: an input whose triplets stay violated is
 explained as noise (large sigma^2) and its triplets are down-weighted (learned attenuation, sec. 2.1).
 u(x) = sigma^2 = e^s (`uncertainty`). Below the loss: the vanilla baseline (`triplet_batch_loss`, eq. 2),
-L_tri (`triplet_loss`, eq. 2 / 8), D (`pairwise_distances`) and the miners, which take a distance matrix.
+L_tri (`triplet_loss`, eq. 2 / 8), D (`pairwise_distances`) and the miners, which take a distance matrix; beside
+batch-hard and semi-hard mining their masked forms (`batch_hard_masked`, `semi_hard_masked`), which the losses take
+where a step is launch-bound (a GPU: no host synchronisation; issue 50).
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -23,6 +26,7 @@ from hedgekit.checks import (check_distance_matrix, check_embeddings, check_labe
                              check_same_shape, values_checked)
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
+from hedgekit.hardware import launch_bound
 
 MININGS = ("batch_hard", "semi_hard", "batch_all")
 SEMI_HARD_WINDOW = 1.0  # m of eq. 3 when the loss has a soft margin (no m of its own)
@@ -188,21 +192,28 @@ def batch_all_triplets(dist: Tensor, labels: Tensor) -> tuple[Tensor, Tensor, Te
 def _mined_triplet_losses(z: Tensor, labels, mining: str, margin: float | None, semi_hard_margin: float | None):
     """Mine triplets on the batch's distances; return ((a, p, n), L_tri per triplet, mined, stats).
 
-    ``mined`` is None where (a, p, n) are the mined triplets; for batch-hard mining it is the (B,) 0/1 weight of
-    `batch_hard_masked`'s triplets, one per anchor, 1 where the anchor has a triplet: the means below are then
-    weighted sums, and no output size depends on the distances (no host synchronisation, `hedgekit.opcount`)."""
+    Where a step is launch-bound (`hedgekit.hardware.launch_bound`: a GPU) batch-hard and semi-hard mining take
+    their masked forms (`batch_hard_masked`, `semi_hard_masked`): (a, p, n) then has a fixed length and ``mined`` is
+    its 0/1 weight (1 for a mined triplet); the means below are weighted sums, and no size depends on the distances
+    (no host synchronisation, `hedgekit.opcount`). Elsewhere, and for batch-all mining, the miners select the
+    triplets and ``mined`` is None: the CPU keeps the path every recorded result was trained with."""
     if mining not in MININGS:
         raise InputError(f"mining must be one of {MININGS}; got {mining!r}")
     if margin is not None:
         check_margin(margin, "margin", ", or None for the soft margin")
     dist = pairwise_distances(z)
+    _check_batch(labels, dist)
+    window = _semi_hard_window(margin, semi_hard_margin) if mining == "semi_hard" else None
     mined = None
-    if mining == "batch_hard":
-        _check_batch(labels, dist)
-        (a, p, n), valid = batch_hard_masked(dist.detach(), labels)
+    if mining == "batch_all":
+        a, p, n = batch_all_triplets(dist.detach(), labels)
+    elif launch_bound(dist.device):
+        masked = batch_hard_masked if mining == "batch_hard" else functools.partial(semi_hard_masked, margin=window)
+        (a, p, n), valid = masked(dist.detach(), labels)
         mined = valid.to(dist.dtype)
     else:
-        a, p, n = _mine(dist.detach(), labels, mining, margin, semi_hard_margin)
+        a, p, n = batch_hard_triplets(dist.detach(), labels) if mining == "batch_hard" else \
+            semi_hard_triplets(dist.detach(), labels, window)
     d_ap, d_an = dist[a, p], dist[a, n]
     l_tri = triplet_loss(d_ap, d_an, margin)
     stats = {"triplet": _mean(l_tri, mined), "active": _mean((d_an < d_ap + (margin or 0.0)).float(), mined),
@@ -213,9 +224,10 @@ def _mined_triplet_losses(z: Tensor, labels, mining: str, margin: float | None, 
 def batch_hard_masked(dist: Tensor, labels: Tensor) -> tuple[tuple[Tensor, Tensor, Tensor], Tensor]:
     """`batch_hard_triplets` without selecting its anchors: ((a, p, n) for every anchor a = 0..B-1, valid), with
     ``valid`` (B,) True where the anchor has another image of its class and one of another class (the anchors
-    `batch_hard_triplets` keeps, with the same p and n). The loss's fast path on every device: the selection of the
-    plain form needs the number of valid anchors on the host (a ``nonzero``, one host synchronisation per step on a
-    GPU); tests/methods/test_het_triplet.py checks that both give the same triplets and losses."""
+    `batch_hard_triplets` keeps, with the same p and n). The selection of the plain form needs the number of valid
+    anchors on the host (a ``nonzero``, one host synchronisation per step on a GPU). The loss's path where a step is
+    launch-bound (`_mined_triplet_losses`); tests/methods/test_het_triplet.py checks that both forms give the same
+    triplets, losses and gradients."""
     dist = check_distance_matrix(dist).detach()
     pos, neg = _masks(check_labels(labels, dist))
     hardest_pos = torch.where(pos, dist, -math.inf).argmax(1)
@@ -231,15 +243,27 @@ def _check_batch(labels, dist: Tensor) -> None:
                          "(draw batches with hedgekit.data.samplers.PKSampler)")
 
 
-def _mine(dist: Tensor, labels, mining: str, margin: float | None,
-          semi_hard_margin: float | None) -> tuple[Tensor, Tensor, Tensor]:
-    _check_batch(labels, dist)
-    if mining == "batch_all":
-        return batch_all_triplets(dist, labels)
-    if semi_hard_margin is None:
-        semi_hard_margin = SEMI_HARD_WINDOW if margin is None else margin
-    check_margin(semi_hard_margin, "semi_hard_margin")
-    return semi_hard_triplets(dist, labels, semi_hard_margin)
+def semi_hard_masked(dist: Tensor, labels: Tensor, margin: float) -> tuple[tuple[Tensor, Tensor, Tensor], Tensor]:
+    """`semi_hard_triplets` without selecting its pairs: ((a, p, n) for every pair (a, p), a-major, with its
+    nearest semi-hard negative n), and ``valid`` (B * B,) True where the pair is an anchor-positive pair that has
+    one (the triplets `semi_hard_triplets` keeps, in its order). The loss's path where a step is launch-bound, for
+    the reason of `batch_hard_masked`; tests/methods/test_het_triplet.py checks that both forms agree."""
+    check_margin(margin, "margin")
+    dist = check_distance_matrix(dist).detach()
+    pos, neg = _masks(check_labels(labels, dist))
+    d_ap, d_an = dist.unsqueeze(2), dist.unsqueeze(1)  # (a, p, 1), (a, 1, n)
+    valid = pos.unsqueeze(2) & neg.unsqueeze(1) & (d_an > d_ap) & (d_an < d_ap + margin)  # (a, p, n)
+    nearest = torch.where(valid, d_an, math.inf).argmin(2)
+    index = torch.arange(len(dist), device=dist.device)
+    anchors, positives = index.view(-1, 1).expand_as(nearest), index.view(1, -1).expand_as(nearest)
+    return (anchors.reshape(-1), positives.reshape(-1), nearest.reshape(-1)), valid.any(2).reshape(-1)
+
+
+def _semi_hard_window(margin: float | None, semi_hard_margin: float | None) -> float:
+    """m of eq. 3: ``semi_hard_margin``, else the loss's hard margin, else `SEMI_HARD_WINDOW` (soft margin)."""
+    window = semi_hard_margin if semi_hard_margin is not None else SEMI_HARD_WINDOW if margin is None else margin
+    check_margin(window, "semi_hard_margin")
+    return window
 
 
 def _masks(labels: Tensor) -> tuple[Tensor, Tensor]:
