@@ -6,9 +6,11 @@
 
 Nothing is executed: the pages show the outputs committed in ``notebooks/``. Offline, the code, the text,
 the tables and the figures render (images are embedded in the notebooks); plotly figures draw with the
-``plotly.min.js`` of the installed plotly package, copied beside the pages. Two things need a network,
-as nbconvert loads them from a CDN: LaTeX (MathJax; offline the TeX source shows as written) and the
-ipywidgets (offline a widget shows nothing; run the notebook to use it).
+``plotly.min.js`` of the installed plotly package, copied beside the pages. LaTeX renders with the MathJax 2.7
+that the ``jupyter-server-mathjax`` package ships (issue 48 item 5): the files it loads (`MATHJAX_FILES`, 1.9 MB)
+are copied into ``mathjax/`` beside the pages and nbconvert points at them (`MATHJAX_URL`, relative to the page),
+with the STIX-Web fonts, the only ones the package has. The ipywidgets still come from a CDN (offline a widget
+shows nothing; run the notebook to use it).
 """
 from __future__ import annotations
 
@@ -19,17 +21,33 @@ from pathlib import Path
 from hedgekit.checks import check_writable, write_bytes_atomic
 from hedgekit.repro.students import notebook_paths
 
-__all__ = ["PLOTLY_MIME", "PLOTLY_JS", "render_notebook", "build_site", "add_subcommand"]
+__all__ = ["PLOTLY_MIME", "PLOTLY_JS", "MATHJAX_DIR", "MATHJAX_URL", "MATHJAX_FILES", "mathjax_files",
+           "render_notebook", "build_site", "add_subcommand"]
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 PLOTLY_JS = "plotly.min.js"
+# MathJax 2.7 as the jupyter-server-mathjax package ships it: its combined TeX config (nbconvert's CDN default,
+# TeX-AMS_CHTML-full, is not in the package), the HTML-CSS output with the STIX-Web fonts (the only ones shipped),
+# and what they load on demand; not the SVG output, the MathML extras or the accessibility tools (5 MB).
+MATHJAX_DIR = "mathjax"
+MATHJAX_URL = f"{MATHJAX_DIR}/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe"
+MATHJAX_FILES = ("LICENSE", "MathJax.js", "config/TeX-AMS-MML_HTMLorMML-full.js", "config/Safe.js",
+                 "extensions/*.js", "extensions/TeX/**/*.js", "extensions/HTML-CSS/*.js",
+                 "jax/element/mml/optable/*.js", "jax/output/HTML-CSS/**/*.js", "fonts/HTML-CSS/STIX-Web/woff/*.woff")
 # nbconvert's lab page, with the local plotly.js loaded before require.js (once require.js is there,
-# plotly.js registers as an AMD module instead of setting window.Plotly).
+# plotly.js registers as an AMD module instead of setting window.Plotly), and MathJax told to use the web fonts it
+# has (by default it asks for its TeX fonts, which the package does not ship).
 _TEMPLATE = """{%- extends 'lab/index.html.j2' -%}
 {%- block html_head_js_requirejs -%}
 {%- if resources.plotly_js %}<script src="{{ resources.plotly_js }}"></script>{% endif -%}
 {{ super() }}
 {%- endblock html_head_js_requirejs -%}
+{%- block html_head_js_mathjax -%}
+{{ super() }}
+<script type="text/x-mathjax-config">
+MathJax.Hub.Config({"HTML-CSS": {availableFonts: [], preferredFont: null, webFont: "STIX-Web", imageFont: null}});
+</script>
+{%- endblock html_head_js_mathjax -%}
 """
 
 
@@ -54,7 +72,7 @@ def _exporter():
     from nbconvert import HTMLExporter
 
     return HTMLExporter(extra_loaders=[DictLoader({"hedgekit_site.html.j2": _TEMPLATE})],
-                        template_file="hedgekit_site.html.j2")
+                        template_file="hedgekit_site.html.j2", mathjax_url=MATHJAX_URL)
 
 
 def render_notebook(nb, name: str, exporter=None) -> tuple[str, bool]:
@@ -75,15 +93,25 @@ def _index(pages: list[tuple[str, str]]) -> str:
             f"</head><body><h1>hedgekit notebooks</h1><p>Probabilistic (hedged) embeddings, one notebook per "
             f"topic, shown with the outputs committed in the repository (written by "
             f"<code>python -m hedgekit site</code>). Run them yourself with <code>jupyter lab notebooks/</code>; "
-            f"LaTeX and widgets need a network connection here.</p><ol>{items}</ol></body></html>\n")
+            f"widgets need a network connection here.</p><ol>{items}</ol></body></html>\n")
+
+
+def mathjax_files() -> list[tuple[Path, str]]:
+    """(source file, path under the site's ``mathjax/``) of every bundled MathJax file (`MATHJAX_FILES`), from the
+    installed ``jupyter-server-mathjax`` package."""
+    import jupyter_server_mathjax
+
+    root = Path(jupyter_server_mathjax.__file__).parent / "static"
+    files = sorted({path for pattern in MATHJAX_FILES for path in root.glob(pattern) if path.is_file()})
+    return [(path, path.relative_to(root).as_posix()) for path in files]
 
 
 def build_site(out_dir: Path | str, sources: list[Path] | None = None) -> Path:
     """Write one page per notebook of ``sources`` (default: every numbered notebook), ``plotly.min.js`` if a
-    page needs it, and ``index.html`` into ``out_dir``; returns the index's path. Each file is written whole or
-    not at all (`hedgekit.checks.write_bytes_atomic`): a read-only ``out_dir``, a file in its place or a full
-    disk is a `hedgekit.errors.StorageError` (checked before any page is rendered), and no half-written page is
-    left."""
+    page needs it, MathJax (`mathjax_files`) and ``index.html`` into ``out_dir``; returns the index's path. Each
+    file is written whole or not at all (`hedgekit.checks.write_bytes_atomic`): a read-only ``out_dir``, a file in
+    its place or a full disk is a `hedgekit.errors.StorageError` (checked before any page is rendered), and no
+    half-written page is left."""
     import nbformat
 
     from hedgekit.repro.results import notebook_header
@@ -98,6 +126,8 @@ def build_site(out_dir: Path | str, sources: list[Path] | None = None) -> Path:
         write_bytes_atomic(out / f"{path.stem}.html", body.encode("utf-8"))
         pages.append((f"{path.stem}.html", notebook_header(nb)["title"] or path.stem))
         needs_plotly |= plotly
+    for src, name in mathjax_files():
+        write_bytes_atomic(out / MATHJAX_DIR / name, src.read_bytes())
     if needs_plotly:
         from plotly.offline import get_plotlyjs
 

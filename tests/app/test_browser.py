@@ -224,8 +224,10 @@ def _check_benchmark(page) -> None:
 
 def test_static_site_opens_offline(tmp_path, new_page):
     """`python -m hedgekit site` into a temporary folder; with every non-file request blocked (no network),
-    the index lists every notebook and a lesson page shows its title, code cells, outputs and its plotly
-    figure (drawn by the local plotly.min.js)."""
+    the index lists every notebook and a lesson page shows its title, code cells, outputs, a committed figure (a
+    decoded image of nonzero size), its plotly figure (drawn by the local plotly.min.js) and its equations typeset
+    by the bundled MathJax (issue 48 item 5): MathJax's display elements, visible, and no raw ``$$`` left in the
+    page's text."""
     from playwright.sync_api import expect
 
     from hedgekit.repro.site import build_site
@@ -243,7 +245,21 @@ def test_static_site_opens_offline(tmp_path, new_page):
     code = page.locator(".jp-CodeCell .jp-InputArea-editor").first
     expect(code).to_contain_text("Session(")
     expect(code).to_be_visible()
-    expect(page.locator(".jp-OutputArea-output img").first).to_be_visible()  # a committed figure
+    figure = page.locator(".jp-OutputArea-output img").first  # a committed figure
+    expect(figure).to_be_visible()
+    assert figure.evaluate("img => img.complete && img.naturalWidth * img.naturalHeight") > 0
+    box = figure.bounding_box()
+    assert box["width"] > 100 and box["height"] > 100, box
+    page.wait_for_load_state("load")
+    assert page.evaluate("() => Boolean(window.MathJax && MathJax.Hub)"), "MathJax did not load from site/mathjax/"
+    page.wait_for_function("() => window.MathJax && MathJax.isReady && MathJax.Hub.queue.pending === 0"
+                           " && MathJax.Hub.queue.running === 0")  # the page typeset
+    displays = page.locator(".MathJax_Display")
+    assert displays.count() >= 3, displays.count()
+    expect(displays.first).to_be_visible()
+    text = page.locator("body").inner_text()
+    assert "$$" not in text, text[text.index("$$") - 200:text.index("$$") + 200]
+    assert page.locator(".MathJax .merror, .MathJax .noError").count() == 0  # no formula shown as a TeX error
     expect(page.locator(".js-plotly-plot .main-svg").first).to_be_visible()
     assert not [e for e in errors if "Plotly" in e], errors
     ARTIFACTS.mkdir(exist_ok=True)
