@@ -312,7 +312,7 @@ def compare(kind: str, k: int, images: Tensor, labels: Tensor, steps: int = 30, 
 
 # Per-step op counts (`ops_per_step`): each trainer on small synthetic uint8 data, the plain loop beside it where
 # one exists (`plain_step` covers point and MoG-1 pair losses).
-OPS_TRAINERS = ("point", "hib-k4", "hib-k8", "pn", "spe", "triplet")
+OPS_TRAINERS = ("point", "hib-k4", "hib-k8", "pn", "spe", "triplet", "triplet-semihard")
 
 
 def ops_per_step(trainer: str, device: str | torch.device = "cpu", n_images: int = 1200):
@@ -347,6 +347,9 @@ def ops_per_step(trainer: str, device: str | torch.device = "cpu", n_images: int
                                       EpisodicConfig(steps=n, log_every=10**9), **quiet),
         "triplet": lambda n: fit_triplets(build_model("het", 2, 4), images, labels,
                                           TripletConfig(steps=n, log_every=10**9), **quiet),
+        # semi-hard mining: the shipped triplet recipes' (`hedgekit.zoo.specs.PRESETS`)
+        "triplet-semihard": lambda n: fit_triplets(build_model("het", 2, 4), images, labels,
+                                                   TripletConfig(steps=n, mining="semi_hard", log_every=10**9), **quiet),
     }
     plain = None
     if kind in ("point", "hib"):
