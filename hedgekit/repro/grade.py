@@ -12,8 +12,8 @@ deleted grades nothing. Both must have the same number of exercises.
 Each notebook runs in a fresh Jupyter kernel (nbclient, ``--kernel``), in the notebook's folder. An exercise passes
 when all of its cells run without an error; otherwise its message is the first error (``cell N: Name: text``, the
 check's assertion text for a wrong answer). Each exercise has ``--timeout`` seconds for all of its cells; past them
-it fails with "timed out after N s", its kernel is replaced by a fresh one and the cells of the exercises before it
-are run again there (their results stand) before the next exercise.
+it fails with "timed out after N s", its kernel is replaced by a fresh one and the exercises before it whose cells all
+ran are run again there (their results stand) before the next exercise; so is a kernel that died ("the kernel died").
 
 A table (exercise, cells, pass or fail, message) is printed per notebook and the results are written as JSON: one
 file for all notebooks with ``--json PATH``, else ``<notebook>.grade.json`` beside each notebook. The exit status is
@@ -183,19 +183,24 @@ def grade_notebook(path: Path | str, reference: Path | str | None = None, kernel
                             allow_errors=True, shutdown_kernel="immediate",
                             resources={"metadata": {"path": str(path.resolve().parent)}})
     grades: list[Grade] = []
+    finished: list[list] = []  # the exercises whose cells all ran (passed or failed)
+    replay: list[list] = []  # those to run again in a new kernel first: the namespace the next exercise expects
     try:
         with _Kernel(client) as kernel_now:
             for number, (cells, own) in enumerate(zip(groups, mine), start=1):
                 t0 = time.perf_counter()
                 try:
+                    for done in replay:
+                        _run(client, copy.deepcopy(done), timeout)
+                    replay = []
                     error, seconds = _run(client, cells, timeout)
                 except (CellTimeoutError, DeadKernelError) as exc:
                     why = "the kernel died" if isinstance(exc, DeadKernelError) else f"timed out after {timeout:g} s"
                     grades.append(Grade(number, own, False, why, time.perf_counter() - t0))
                     kernel_now.restart()
-                    for done in groups[:number - 1]:  # the namespace the next exercise expects
-                        _run(client, copy.deepcopy(done), timeout)
+                    replay = list(finished)
                     continue
+                finished.append(cells)
                 grades.append(Grade(number, own, error is None, error or "", seconds))
     except NoSuchKernel:
         raise InputError(f"no Jupyter kernel named {kernel!r}: give --kernel a name that `jupyter kernelspec list` "

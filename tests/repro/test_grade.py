@@ -96,6 +96,16 @@ def test_an_endless_answer_is_stopped_and_the_next_exercise_runs_in_a_new_kernel
     assert f"{path}: 2/3 exercises pass" in out and "timed out after 3 s" in out
 
 
+@pytest.mark.slow
+def test_a_kernel_that_dies_fails_its_exercise_only(tmp_path):
+    reference = _write(tmp_path, "ref.ipynb", _lesson())
+    dying = _lesson()
+    dying.cells[2].source = "import os\nos._exit(1)"
+    grades = grade_notebook(_write(tmp_path, "dying.ipynb", dying), reference, timeout=60)
+    assert _verdicts(grades) == [(1, False, "the kernel died"), (2, True, ""),
+                                 (3, False, "cell 9: NameError: name 'math' is not defined")]  # exercise 1 never ran
+
+
 def test_format_table_lists_every_exercise():
     from hedgekit.repro.grade import Grade
 
