@@ -426,3 +426,15 @@ def test_notebook_05_decides_table5_and_lists_figures_12_and_6_apart():
                                "0.787); 1 of these KNN gaps within 2 binomial standard errors (10000 test images)")
     assert [c.row_id for c in v.counted] == ["t5.N3D3.knn_corrupt.repeats", "t5.N3D3.tau_knn_clean.repeats"]
     assert any("variance collapse" in n for n in v.notes)  # -0.022 lies below [+0.0225, +0.09]
+
+
+def test_the_notebooks_functions_are_thin_and_no_function_is_long():
+    """Issue 46 item 1: the table carries the variety; each notebook's function only builds what it measured."""
+    import ast
+
+    tree = ast.parse(open(HC.__file__, encoding="utf-8").read())
+    lengths = {f.name: f.end_lineno - f.lineno + 1 for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)}
+    thin = ("data_verdict", "embeddings_verdict", "organisation_verdict", "known_unknowns_verdict", "table4_claims",
+            "kl_margin_verdict")
+    assert all(lengths[name] <= 40 for name in thin), {n: lengths[n] for n in thin}
+    assert max(lengths.values()) <= 60
