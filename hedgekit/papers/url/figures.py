@@ -16,7 +16,7 @@ from matplotlib.patches import Rectangle
 
 from hedgekit.papers.url import numbers, protocol
 from hedgekit.papers.url.claims import spearman
-from hedgekit.papers.url.leaderboard import TRAINED, label, method_status, trained_runs
+from hedgekit.papers.url.leaderboard import TRAINED, UX_NOT_LEARNED, correlated_runs, label, method_status
 from hedgekit.viz.style import INK, TAB10, figure
 
 UNTRAINED = "0.6"  # grey: a method that did not train
@@ -38,8 +38,8 @@ def ranking(board, title: str = ""):
     b = board.iloc[::-1]  # the leaderboard's order (trained methods by R-AUROC, then the others), best on top
     trained = b["status"].eq(TRAINED) if "status" in b else np.ones(len(b), bool)
     fig, ax = figure(1, 2, figsize=(9, 0.35 * len(b) + 1.5), sharey=True)
-    labels = [label(m) + (" *" if m in numbers.TOP3["ResNet-50"] else "") + ("" if ok else UNTRAINED_TEXT)
-              for m, ok in zip(b.index, trained)]
+    labels = [label(m) + (" *" if m in numbers.TOP3["ResNet-50"] else "") + ("" if ok else f" ({status})")
+              for m, ok, status in zip(b.index, trained, b["status"] if "status" in b else [""] * len(b))]
     colours = [method_colours(b.index)[m] if ok else UNTRAINED for m, ok in zip(b.index, trained)]
     y = np.arange(len(b))
     for a, col, ref in ((ax[0], "R-AUROC (down)", 0.5), (ax[1], "R@1 (down)", None)):
@@ -84,16 +84,19 @@ def r1_vs_rauroc(runs, x: str = "down_r1", y: str = "down_rauroc"):
 
 def correlation_scatter(runs):
     """Fig. 4 analogue: downstream R-AUROC vs upstream R-AUROC and vs upstream crop rate, one point per run; rho
-    over the runs of the methods that trained (`trained_runs`), the others drawn as grey crosses."""
+    over the runs of the methods that trained and whose u(x) learned (`correlated_runs`), the others drawn as grey
+    crosses."""
     fig, ax = figure(1, 2, figsize=(9.5, 4), sharey=True)
     colours = method_colours(runs["method"].unique())
-    status, kept = method_status(runs), trained_runs(runs)
+    kept = correlated_runs(runs)
+    status = {m: TRAINED if m in set(kept["method"]) else st if st != TRAINED else UX_NOT_LEARNED
+              for m, st in method_status(runs).items()}
     for a, col, key, name in ((ax[0], "up_rauroc", "up_vs_down_rauroc", "upstream R-AUROC"),
                               (ax[1], "up_crop", "crop_vs_down_rauroc", "upstream cropped-image rate")):
         for m, g in runs.groupby("method", sort=False):
             ok = status[m] == TRAINED
             a.scatter(g[col], g["down_rauroc"], color=colours[m] if ok else UNTRAINED, marker="o" if ok else "x",
-                      s=18, label=label(m) + ("" if ok else UNTRAINED_TEXT + ", not in rho"))
+                      s=18, label=label(m) + ("" if ok else f" ({status[m]}), not in rho"))
         r = spearman(kept[col], kept["down_rauroc"])
         a.set_title(f"rho = {r['rho']:.2f} (paper {numbers.CORRELATIONS[key][0]:.2f})")
         a.set_xlabel(name)

@@ -3,10 +3,17 @@ seeds per method, the ranking's stability across seeds, and the Markdown table (
 
 A run has learned an embedding when it clears `TRAINED_AT` (`run_status`); only the methods whose every run did
 (`method_status`) are ranked (`leaderboard`, `ranked`), so that no u(x) is scored on an embedding it never learned.
+A method that learned an embedding but whose upstream u(x) is not above chance on its seeds (`upstream_learned`) is
+marked `UX_NOT_LEARNED` and kept out of the uncertainty ranking too (issue 46, "Rankings").
+
+Rankings are decided with rank intervals (issue 46; design notes sec. 6): `rank_intervals` bootstraps over each
+method's seeds, and `tied_groups` joins methods whose 95% rank intervals overlap into one tied group.
 """
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 
@@ -14,7 +21,9 @@ from hedgekit.errors import InputError
 from hedgekit.papers.url.numbers import DISPLAY
 
 __all__ = ["LABELS", "label", "METRICS", "TRAINED_AT", "MAY_BE_NAN", "TRAINED", "NOT_TRAINED", "run_status",
-           "method_status", "trained_runs", "leaderboard", "ranked", "seed_rank_stability", "leaderboard_markdown"]
+           "method_status", "trained_runs", "leaderboard", "ranked", "seed_rank_stability", "leaderboard_markdown",
+           "CHANCE", "UX_NOT_LEARNED", "upstream_learned", "lower_end", "correlated_runs", "bootstrap_ranks",
+           "rank_intervals", "tied_groups", "ranking", "N_BOOT", "CONVERGED", "write_converged", "converged_runs"]
 
 # Our methods' names in tables, figures and verdicts: the paper's (`numbers.DISPLAY`), except that our ``infonce``
 # and ``mcinfonce`` are *supervised* (positives are other images of the same class, `hedgekit.methods.infonce`);
@@ -42,6 +51,11 @@ METRICS = {"down_rauroc": "R-AUROC (down)", "down_r1": "R@1 (down)", "rauroc": "
 TRAINED_AT = {"up_r1": 0.7, "up_acc": 0.7}
 MAY_BE_NAN = ("up_acc",)  # the accuracy of a head without logits; every other NaN metric is a failed run
 TRAINED, NOT_TRAINED = "trained", "did not train"
+# A method whose upstream R-AUROC is not above chance (`upstream_learned`): its embedding trained, its u(x) did not,
+# so it is kept out of the uncertainty ranking and the correlations (issue 46: ELK 0.46, nivMF 0.45 were ranked)
+UX_NOT_LEARNED = "u(x) did not learn"
+CHANCE = 0.5  # R-AUROC of a u(x) that ranks the retrieval errors at random
+N_BOOT = 2000  # bootstrap resamples of `rank_intervals`
 
 
 def run_status(runs):
@@ -76,12 +90,114 @@ def trained_runs(runs):
     return runs[ok.to_numpy(bool)]
 
 
+def upstream_learned(runs, metric: str = "up_rauroc") -> dict:
+    """method -> whether its upstream u(x) is above chance, decided on its runs (seeds): the lower end of the 95% t
+    interval of its mean upstream R-AUROC (t with n - 1 degrees of freedom for n runs) lies above `CHANCE`. With one
+    run there is no interval and its value decides (`lower_end`). NaN values (diverged runs) are dropped; a method
+    with none, or runs without the column, counts as learned (nothing to decide on: `method_status` handles failed
+    runs)."""
+    if metric not in runs:
+        return {m: True for m in runs["method"].unique()}
+    out = {}
+    for m, v in runs.groupby("method", sort=False)[metric]:
+        v = v.astype(float).dropna().to_numpy()
+        out[m] = bool(lower_end(v) > CHANCE) if len(v) else True
+    return out
+
+
+def lower_end(values) -> float:
+    """The lower end of the 95% t interval of the mean of ``values`` (t with n - 1 degrees of freedom for n values;
+    the value itself for one)."""
+    from scipy import stats
+
+    v = np.asarray(values, float)
+    n = len(v)
+    return float(v.mean() - (stats.t.ppf(0.975, n - 1) * v.std(ddof=1) / math.sqrt(n) if n > 1 else 0.0))
+
+
+def correlated_runs(runs):
+    """The runs that rankings of u(x) and its correlations are computed on: those of the methods that trained
+    (`trained_runs`) and whose u(x) learned upstream (`upstream_learned`, decided on these runs)."""
+    runs = trained_runs(runs)
+    learned = upstream_learned(runs)
+    return runs[runs["method"].map(learned).astype(bool).to_numpy()]
+
+
+def bootstrap_ranks(runs, metric: str = "down_rauroc", n_boot: int = N_BOOT, seed: int = 0):
+    """A bootstrap over seeds of the methods' ranks by ``metric`` (1 = best, the highest mean over a method's runs):
+    every resample draws each method's runs with replacement and ranks the methods by their resampled means (ties
+    share their average rank). Seeded by ``seed``: the same runs give the same draws.
+
+    ``runs``: one row per run, with ``method`` and ``metric`` (NaN values are dropped). Returns ``(methods, means,
+    runs per method, ranks)``: ``ranks`` is (``n_boot``, methods), ``means`` the methods' means (the point ranks'
+    values)."""
+    from scipy import stats
+
+    if metric not in runs:
+        raise InputError(f"runs have no column {metric!r}")
+    values = {m: v.astype(float).dropna().to_numpy() for m, v in runs.groupby("method", sort=False)[metric]}
+    values = {m: v for m, v in values.items() if len(v)}
+    if not values:
+        raise InputError(f"no run has a value of {metric!r} to rank")
+    methods, rng = list(values), np.random.default_rng(seed)
+    boot = np.stack([rng.choice(values[m], (n_boot, len(values[m]))).mean(1) for m in methods], axis=1)
+    return (methods, np.array([values[m].mean() for m in methods]), np.array([len(values[m]) for m in methods]),
+            stats.rankdata(-boot, axis=1))
+
+
+def rank_intervals(runs, metric: str = "down_rauroc", n_boot: int = N_BOOT, seed: int = 0):
+    """Each method's rank (1 = best) with its 95% interval: the 2.5 and 97.5 percentiles of `bootstrap_ranks`. A
+    method with one run cannot be placed by its seeds: its interval is [1, number of methods].
+
+    Returns a DataFrame indexed by method, best first: ``mean``, ``runs``, ``rank``, ``rank lo``, ``rank hi``."""
+    import pandas as pd
+    from scipy import stats
+
+    methods, means, n, ranks = bootstrap_ranks(runs, metric, n_boot, seed)
+    lo, hi = np.percentile(ranks, [2.5, 97.5], axis=0)
+    lo, hi = np.where(n < 2, 1.0, lo), np.where(n < 2, float(len(methods)), hi)
+    out = pd.DataFrame({"mean": means, "runs": n, "rank": stats.rankdata(-means), "rank lo": lo, "rank hi": hi},
+                       index=pd.Index(methods, name="method"))
+    return out.sort_values(["rank", "mean"], ascending=[True, False], kind="stable")
+
+
+def tied_groups(intervals) -> list[list]:
+    """Methods that noise cannot separate, as tied groups (best first): methods whose rank intervals overlap (a
+    shared end counts) are in one group, and so, transitively, are methods joined through a third. ``intervals``:
+    `rank_intervals`' frame. Within a group, methods keep their order by rank. Clear separation gives one method
+    per group; methods that the seeds cannot order give one group."""
+    order = intervals.sort_values(["rank lo", "rank"], kind="stable")
+    groups, reach = [], -math.inf
+    for m, row in order.iterrows():
+        if row["rank lo"] > reach:
+            groups.append([])
+        groups[-1].append(m)
+        reach = max(reach, row["rank hi"])
+    rank = intervals["rank"]
+    return sorted((sorted(g, key=lambda m: rank[m]) for g in groups), key=lambda g: rank[g[0]])
+
+
+def ranking(runs, metric: str = "down_rauroc"):
+    """The uncertainty ranking of ``runs``: `rank_intervals` of the methods that trained and whose u(x) learned
+    (`correlated_runs`) with a ``tied group`` column (1 = the best group, `tied_groups`); empty when none did."""
+    import pandas as pd
+
+    runs = correlated_runs(runs)
+    if runs.empty:
+        return pd.DataFrame(columns=["mean", "runs", "rank", "rank lo", "rank hi", "tied group"])
+    out = rank_intervals(runs, metric)
+    out["tied group"] = pd.Series({m: k for k, g in enumerate(tied_groups(out), 1) for m in g})
+    return out
+
+
 def leaderboard(runs, metrics=None):
-    """Mean and sample std (ddof = 1) over seeds per method: the methods that trained first, sorted by downstream
-    R-AUROC, then the ones that did not (`method_status`, also sorted; they are not ranked).
+    """Mean and sample std (ddof = 1) over seeds per method: the ranked methods first, sorted by downstream
+    R-AUROC, then the others (also sorted; they are not ranked): the ones whose u(x) did not learn (`upstream_learned`)
+    and the ones that did not train (`method_status`).
 
     Columns: ``<title>`` and ``<title> ±`` for each metric of ``METRICS`` present in ``runs``, ``seeds``,
-    ``trained seeds`` (runs that reach `TRAINED_AT`) and ``status``: `TRAINED`, `NOT_TRAINED`, or for a method
+    ``trained seeds`` (runs that reach `TRAINED_AT`) and ``status``: `TRAINED`, `UX_NOT_LEARNED`, `NOT_TRAINED`, or for
+    a method
     with runs that diverged (`diverged_record`) their ``failure``s, e.g. "diverged at step 10 (seed 1)". Means
     and stds are over the runs that did not diverge (their metrics are NaN).
     """
@@ -98,16 +214,18 @@ def leaderboard(runs, metrics=None):
     out["seeds"] = g.size()
     out["trained seeds"] = run_status(runs).eq(TRAINED).groupby(runs["method"], sort=False).sum()
     out["status"] = pd.Series(method_status(runs))
+    learned = upstream_learned(runs)
+    out.loc[[m for m, ok in learned.items() if not ok and out.loc[m, "status"] == TRAINED], "status"] = UX_NOT_LEARNED
     if "failure" in runs:
         failures = runs.dropna(subset=["failure"]).groupby("method", sort=False)["failure"].agg(", ".join)
         out.loc[failures.index, "status"] = failures
     key = METRICS["down_rauroc"] if "down_rauroc" in metrics else out.columns[0]
-    out["_order"] = out["status"].ne(TRAINED)
+    out["_order"] = out["status"].ne(TRAINED).astype(int) + (~out["status"].isin([TRAINED, UX_NOT_LEARNED])).astype(int)
     return out.sort_values(["_order", key], ascending=[True, False]).drop(columns="_order")
 
 
 def ranked(board):
-    """The rows of a `leaderboard` that are ranked: the methods that trained."""
+    """The rows of a `leaderboard` that are ranked: the methods that trained and whose u(x) learned."""
     return board[board["status"] == TRAINED] if "status" in board else board
 
 
@@ -155,3 +273,42 @@ def leaderboard_markdown(board, digits: int = 3) -> str:
                          if row["status"] == NOT_TRAINED else f"{row['status']}; {counts}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+# The committed converged leaderboard, shipped with the package so that the app shows it on a fresh clone
+CONVERGED = Path(__file__).with_name("converged.json")
+SHIPPED_COLUMNS = ("method", "seed", "budget", *METRICS, "failure", "diverged_at")
+
+
+def write_converged(runs, source: str, path=None) -> Path:
+    """Write ``runs`` (one row per run, e.g. ``benchmark.cached_runs("converged")`` after ``python -m hedgekit
+    url-benchmark --budget converged --seeds 3``) to ``path`` as JSON: ``source`` (where the numbers come from,
+    said in the file) and ``runs`` (the `SHIPPED_COLUMNS` each run has; NaN as null). `converged_runs` reads it."""
+    if runs.empty:
+        raise InputError("no runs to write")
+    cols = [c for c in SHIPPED_COLUMNS if c in runs]
+    rows = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
+            for r in runs[cols].sort_values(["method", "seed"]).to_dict("records")]
+    path = Path(path if path is not None else CONVERGED)
+    lines = ",\n".join(json.dumps(r) for r in rows)  # one run per line
+    path.write_text(f'{{"source": {json.dumps(source)},\n"runs": [\n{lines}\n]}}\n')
+    return path
+
+
+def converged_runs(path=None):
+    """(the runs of the shipped converged leaderboard as a DataFrame like `benchmark.run_benchmark`'s, the
+    file's ``source``), from `write_converged`'s file (default `CONVERGED`); `InputError` when it is missing or not
+    that format."""
+    import pandas as pd
+
+    path = path if path is not None else CONVERGED
+    try:
+        data = json.loads(Path(path).read_text())
+        runs = pd.DataFrame(data["runs"]).astype({"seed": int})
+        source = str(data["source"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"no shipped leaderboard readable at {path}: {exc}") from None
+    for c in METRICS:
+        if c in runs:
+            runs[c] = runs[c].astype(float)
+    return runs, source

@@ -2,6 +2,7 @@
 thresholds, NaN metrics, diverged runs), the ranking of trained methods only, and Kendall's tau between seeds'
 rankings on hand-made orders."""
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -84,3 +85,108 @@ def test_nan_metrics_never_count_as_trained():
     assert list(leaderboard.run_status(runs)) == ["trained", "did not train", "trained", "did not train"]
     runs["diverged_at"] = [math.nan, math.nan, 4, math.nan]  # a diverged run is not trained whatever its numbers
     assert list(leaderboard.run_status(runs)) == ["trained", "did not train", "did not train", "did not train"]
+
+
+# ---------------------------------------------------------------- u(x) above chance, rank intervals, tied groups
+def _up(table):
+    """Runs from {method: [upstream R-AUROC per seed]}, every run trained."""
+    return pd.DataFrame([{"method": m, "seed": s, "up_r1": 0.9, "up_acc": 0.9, "up_rauroc": u, "down_rauroc": 0.6,
+                          "down_r1": 0.5} for m, us in table.items() for s, u in enumerate(us)])
+
+
+def test_upstream_u_is_above_chance_by_the_t_interval_of_its_seeds():
+    from scipy import stats
+
+    # 0.545 +- 0.02 over 3 seeds: mean - 2 se = 0.522 is above chance, but mean - t(2) se = 0.495 is not; "edge"
+    # puts the interval's lower end exactly on 0.5 (a tie at the bound is not above it)
+    sd = 0.02
+    half = stats.t.ppf(0.975, 2) * sd / math.sqrt(3)
+    runs = _up({"clear": [0.8, 0.82, 0.84], "below": [0.46, 0.43, 0.49], "edge": [0.5 + half + d for d in (-sd, 0, sd)],
+                "t_not_2se": [0.545 - sd, 0.545, 0.545 + sd], "one": [0.51]})
+    learned = leaderboard.upstream_learned(runs)
+    assert learned == {"clear": True, "below": False, "edge": False, "t_not_2se": False, "one": True}
+    board = leaderboard.leaderboard(runs)
+    assert board.loc["below", "status"] == leaderboard.UX_NOT_LEARNED == board.loc["t_not_2se", "status"]
+    assert list(leaderboard.ranked(board).index) == ["clear", "one"]
+    # listed after the ranked methods and before the ones that did not train
+    runs.loc[runs["method"] == "one", "up_r1"] = 0.1
+    order = list(leaderboard.leaderboard(runs)["status"])
+    assert order == ["trained"] + [leaderboard.UX_NOT_LEARNED] * 3 + ["did not train"]
+
+
+def _down(table):
+    return pd.DataFrame([{"method": m, "seed": s, "down_rauroc": v} for m, vs in table.items()
+                         for s, v in enumerate(vs)])
+
+
+def test_clearly_separated_methods_are_singleton_groups():
+    runs = _down({"a": [0.9, 0.91, 0.89], "b": [0.7, 0.71, 0.69], "c": [0.5, 0.51, 0.49]})
+    r = leaderboard.rank_intervals(runs)
+    assert list(r.index) == ["a", "b", "c"] and list(r["rank"]) == [1, 2, 3]
+    assert list(r["rank lo"]) == [1, 2, 3] == list(r["rank hi"])
+    assert leaderboard.tied_groups(r) == [["a"], ["b"], ["c"]]
+
+
+def test_equal_methods_are_one_tied_group_and_groups_join_through_a_third():
+    equal = _down({"a": [0.6, 0.7, 0.5], "b": [0.6, 0.7, 0.5], "c": [0.6, 0.7, 0.5]})
+    assert leaderboard.tied_groups(leaderboard.rank_intervals(equal)) == [["a", "b", "c"]]
+    # a overlaps b, b overlaps c, a and c do not: one group
+    r = pd.DataFrame({"rank": [1.0, 2.0, 3.0], "rank lo": [1.0, 1.0, 2.5], "rank hi": [1.5, 2.5, 3.0]},
+                     index=["a", "b", "c"])
+    assert leaderboard.tied_groups(r) == [["a", "b", "c"]]
+    r.loc["c", "rank lo"] = 2.6  # no longer touches b
+    assert leaderboard.tied_groups(r) == [["a", "b"], ["c"]]
+
+
+def test_rank_intervals_are_a_seeded_bootstrap_over_seeds():
+    runs = _down({"a": [0.60, 0.64, 0.58], "b": [0.61, 0.59, 0.65], "c": [0.2, 0.3, 0.25], "one": [0.62]})
+    r = leaderboard.rank_intervals(runs, n_boot=500, seed=3)
+    pd.testing.assert_frame_equal(r, leaderboard.rank_intervals(runs, n_boot=500, seed=3))  # deterministic
+    methods, means, n, ranks = leaderboard.bootstrap_ranks(runs, n_boot=500, seed=3)
+    # each resample's ranks by hand, from the same generator stream
+    rng = np.random.default_rng(3)
+    values = {m: runs.loc[runs["method"] == m, "down_rauroc"].to_numpy() for m in methods}
+    draws = np.stack([rng.choice(values[m], (500, len(values[m]))).mean(1) for m in methods], axis=1)
+    by_hand = np.array([[1 + (row > row[j]).sum() + 0.5 * ((row == row[j]).sum() - 1) for j in range(4)]
+                        for row in draws])
+    np.testing.assert_array_equal(ranks, by_hand)
+    assert r.loc["c", "rank lo"] == r.loc["c", "rank hi"] == 4  # always last
+    assert (r.loc["one", "rank lo"], r.loc["one", "rank hi"]) == (1, 4)  # one seed cannot place it
+    with pytest.raises(InputError, match="no column"):
+        leaderboard.rank_intervals(runs, "nope")
+
+
+def test_ranking_has_tied_groups_of_the_ranked_methods_only():
+    runs = _up({"a": [0.8, 0.8, 0.8], "b": [0.8, 0.8, 0.8], "flat": [0.45, 0.46, 0.44]})
+    runs["down_rauroc"] = np.repeat([0.7, 0.6, 0.9], 3) + np.tile([0.0, 0.01, -0.01], 3)
+    r = leaderboard.ranking(runs)
+    assert list(r.index) == ["a", "b"] and list(r["tied group"]) == [1, 2]
+    assert leaderboard.ranking(_up({"flat": [0.4, 0.4]})).empty
+
+
+def test_the_shipped_converged_leaderboard_reads_back_and_matches_the_committed_one(tmp_path):
+    runs, source = leaderboard.converged_runs()
+    assert "converged" in source and set(runs["budget"]) == {"converged"} and len(runs) == 39
+    board = leaderboard.leaderboard(runs)
+    # the committed leaderboard of notebook 09 (full mode): every mean +- std cell of every method
+    committed = (Path(__file__).resolve().parents[3] / "notebooks/report/assets/09_url_benchmark/leaderboard.md")
+    rows = {line.split(" | ")[0].strip("| "): line.split(" | ")[1:4] for line in committed.read_text().splitlines()
+            if line.startswith("| ") and not line.startswith("| method")}
+    for method, row in board.iterrows():
+        cells = rows[leaderboard.label(method)]
+        for cell, col in zip(cells, ("R-AUROC (down)", "R@1 (down)", "R-AUROC unseen")):
+            assert cell == f"{row[col]:.3f} ± {row[col + ' ±']:.3f}", (method, col)
+    path = leaderboard.write_converged(runs, "a test", tmp_path / "c.json")
+    back, src = leaderboard.converged_runs(path)
+    assert src == "a test"
+    pd.testing.assert_frame_equal(back.reset_index(drop=True), runs.reset_index(drop=True), check_dtype=False)
+    with pytest.raises(InputError, match="no shipped leaderboard"):
+        leaderboard.converged_runs(tmp_path / "missing.json")
+
+
+def test_the_shipped_leaderboard_is_package_data():
+    import tomllib
+
+    root = Path(__file__).resolve().parents[3]
+    data = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["hedgekit"]
+    assert "papers/url/converged.json" in data and leaderboard.CONVERGED == root / "hedgekit/papers/url/converged.json"
