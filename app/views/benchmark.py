@@ -1,5 +1,7 @@
-"""Benchmark page: the URL benchmark's leaderboard at kit scale (Kirchhof et al. 2023) from the cached runs, and the
-unseen-class images one method is most and least uncertain about (`hedgekit.papers.url.benchmark`)."""
+"""Benchmark page: the URL benchmark's leaderboard at kit scale (Kirchhof et al. 2023) from the cached runs, or, on a
+fresh clone, the committed converged leaderboard shipped with the package (`leaderboard.converged_runs`), with its
+rank intervals and tied groups (issue 46); and the unseen-class images one method is most and least uncertain about
+(`hedgekit.papers.url.benchmark`, from a cached run's weights)."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,6 +10,7 @@ from state import AppState
 
 from hedgekit.errors import HedgekitError
 from hedgekit.papers.url import benchmark
+from hedgekit.papers.url.leaderboard import UX_NOT_LEARNED, converged_runs, ranking
 
 K = 8  # images shown per row (most and least uncertain)
 COMMAND = "python -m hedgekit url-benchmark --fast"
@@ -18,21 +21,29 @@ learned on one data set (*upstream*), still says something on classes it never s
 Here every method trains the same small network on the seen 2-digit MNIST classes; it is then evaluated on the
 unseen 2-digit classes and on pairs of Fashion-MNIST items. **R-AUROC** is how well u(x) predicts whether an image's
 nearest neighbour has the wrong class (0.5 = no better than chance); **R@1** is how often it has the right one.
-The leaderboard is the mean ± std over seeds, ranked by downstream R-AUROC (click a column to sort by it); methods
-that did not learn an embedding (upstream R@1 or accuracy < 0.7 in some seed) are listed last as *did not train*
-and not ranked. Below, one method's most and least uncertain unseen-class images: a useful u(x) puts the
-ambiguous, badly written digits on the first row.
+The leaderboard is the mean over seeds, ranked by downstream R-AUROC (click a column to sort by it). Each rank has
+a 95% interval from a bootstrap over the seeds; methods whose intervals overlap cannot be told apart by these seeds
+and share a **tied group**. Methods whose u(x) is not above chance upstream (its upstream R-AUROC's 95% interval
+over seeds does not lie above 0.5) are marked *u(x) did not learn*, and methods that did not learn an embedding
+(upstream R@1 or accuracy < 0.7 in some seed) *did not train*: both are listed last and not ranked. Below, one
+method's most and least uncertain unseen-class images: a useful u(x) puts the ambiguous, badly written digits on
+the first row.
 """
 
 
 def _budget_with_runs():
-    """(budget name, cached runs), the converged budget preferred, then paper, then fast; (None, empty) when no
-    budget has runs."""
+    """(budget name, runs, source): the cached runs, the converged budget preferred, then paper, then fast (source
+    ""); else the shipped converged leaderboard's runs and where they come from (`converged_runs`); (None, None,
+    "") when there is neither."""
     for name in ("converged", "paper", "fast"):
         runs = benchmark.cached_runs(name)
         if not runs.empty:
-            return name, runs
-    return None, runs
+            return name, runs, ""
+    try:
+        runs, source = converged_runs()
+    except HedgekitError:
+        return None, None, ""
+    return "converged", runs, source
 
 
 @st.cache_data(show_spinner="Scoring the unseen-class images…", max_entries=16)
@@ -41,10 +52,19 @@ def _extremes(method: str, seed: int, budget: str, run_file: str, mtime_ns: int)
     return benchmark.uncertainty_extremes(method, seed, budget, k=K)
 
 
-def leaderboard_frame(board):
+def leaderboard_frame(board, ranks=None):
     """The leaderboard as the app shows it: one sortable row per method, "mean ± std" columns folded into two
-    numbers each (so the columns fit a 1280 px window), method names as `benchmark.label` gives them."""
+    numbers each (so the columns fit a 1280 px window), method names as `benchmark.label` gives them; given the
+    ``ranks`` (`leaderboard.ranking`), each ranked method's rank, its 95% interval over seeds and its tied group
+    come first (empty for a method that is not ranked)."""
     frame = board[[c for c in board.columns if not c.endswith(" ±") and c != "trained seeds"]].copy()
+    if ranks is not None and len(ranks):
+        ranked = frame.index.isin(ranks.index)
+        interval = {m: f"{r['rank lo']:g}–{r['rank hi']:g}" for m, r in ranks.iterrows()}
+        frame.insert(0, "tied group", [int(ranks.loc[m, "tied group"]) if ok else None
+                                       for m, ok in zip(frame.index, ranked)])
+        frame.insert(1, "rank", [ranks.loc[m, "rank"] if ok else None for m, ok in zip(frame.index, ranked)])
+        frame.insert(2, "rank 95% interval", [interval.get(m, "") for m in frame.index])
     frame.index = [benchmark.label(m) for m in frame.index]
     frame.index.name = "method"
     return frame
@@ -57,27 +77,48 @@ def image_row(part: dict) -> None:
             st.image(np.kron(image, np.ones((2, 2))).clip(0, 1), width="stretch", caption=f"{label:02d} · u {u:.3g}")
 
 
+def leaderboard_notes(board, ranks, budget: str) -> None:
+    """What stands above the leaderboard: the fast budget's warning, the tied groups (best first) and the methods
+    that are not ranked, with why."""
+    if budget == "fast":
+        st.warning("This is the **fast** budget (20 steps per run): the methods have not learned an embedding, so the "
+                   f"numbers sit near chance and the order is noise. For a ranking run `{FULL_COMMAND}`.")
+    if len(ranks):
+        groups = ranks.groupby("tied group", sort=True).groups
+        st.markdown("**Tied groups** by downstream R-AUROC (rank intervals over seeds overlap within a group): " +
+                    " > ".join("{" + ", ".join(benchmark.label(m) for m in ranks.index if m in g) + "}"
+                               for g in groups.values()))
+    for status in (UX_NOT_LEARNED, benchmark.NOT_TRAINED):
+        names = [benchmark.label(m) for m, s in board["status"].items() if s == status]
+        if names and budget != "fast":
+            st.caption(f"{status}: {', '.join(names)} (listed last, not ranked" + (
+                "; upstream R-AUROC not above 0.5 by its 95% interval over seeds)" if status == UX_NOT_LEARNED
+                else "; upstream R@1 or accuracy below 0.7 in some seed)"))
+
+
 def render() -> None:
     st.title("Benchmark: URL at kit scale")
     with st.expander("What am I looking at?", expanded=False):
         st.markdown(EXPLAINER)
     state = AppState.get()
-    budget, runs = _budget_with_runs()
+    budget, runs, shipped = _budget_with_runs()
     if budget is None:
         st.info(f"No benchmark results yet. Create them (a few seconds per run) from the repository root with\n\n"
                 f"`{COMMAND}`\n\nthen reload this page (the converged budget, about 15 CPU-minutes: `{FULL_COMMAND}`).")
         return
-    board = benchmark.leaderboard(runs)
-    st.subheader(f"Leaderboard ({budget} budget)")
-    n_ranked = len(benchmark.ranked(board))
-    if budget == "fast":
-        st.warning("This is the **fast** budget (20 steps per run): the methods have not learned an embedding, so the "
-                   f"numbers sit near chance and the order is noise. For a ranking run `{FULL_COMMAND}`.")
-    elif n_ranked < len(board):
-        st.caption(f"{len(board) - n_ranked} of {len(board)} methods did not train at this budget: listed last, "
-                   "not ranked.")
-    st.dataframe(leaderboard_frame(board), width="stretch", key="bench_board",
+    board, ranks = benchmark.leaderboard(runs), ranking(runs)
+    st.subheader(f"Leaderboard ({budget} budget" + (", shipped with hedgekit)" if shipped else ")"))
+    if shipped:
+        st.info(f"The committed converged leaderboard that ships with hedgekit: {shipped}. Recompute it on this "
+                f"machine (about 15 CPU-minutes) with `{FULL_COMMAND}`, or the quick tour with `{COMMAND}`, then "
+                "reload this page.")
+    leaderboard_notes(board, ranks, budget)
+    st.dataframe(leaderboard_frame(board, ranks), width="stretch", key="bench_board",
                  column_config={"status": st.column_config.TextColumn("status", width="small")})
+    if shipped:
+        st.caption(f"{len(runs)} runs from the package's `hedgekit/papers/url/converged.json`; mean over seeds. The "
+                   "most and least uncertain images need a run's weights: recompute to see them.")
+        return
     st.caption(f"{len(runs)} cached runs under `{benchmark.cache_root() / budget}`; mean over seeds (± std in "
                "`leaderboard-<budget>.md` beside them).")
 

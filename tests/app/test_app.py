@@ -388,13 +388,52 @@ def url_cache(monkeypatch, tmp_path):
     return fake
 
 
-def test_benchmark_page_without_results_shows_the_command(url_cache):
+def test_benchmark_page_without_results_shows_the_command(url_cache, monkeypatch, tmp_path):
     from streamlit.testing.v1 import AppTest
 
+    from hedgekit.papers.url import leaderboard
+
+    monkeypatch.setattr(leaderboard, "CONVERGED", tmp_path / "no-shipped.json")  # nor a shipped leaderboard
     at = AppTest.from_file(BENCHMARK_PAGE, default_timeout=120).run()
     assert not at.exception, at.exception
-    assert any("python -m hedgekit url-benchmark --fast" in i.value for i in at.info)
+    assert any("No benchmark results yet" in i.value and "python -m hedgekit url-benchmark --fast" in i.value
+               for i in at.info)
     assert not at.selectbox and not at.get("image") and not at.dataframe
+
+
+def test_benchmark_page_on_a_fresh_clone_shows_the_shipped_leaderboard_with_tied_groups(url_cache):
+    from streamlit.testing.v1 import AppTest
+
+    from hedgekit.papers.url import benchmark, leaderboard
+
+    runs, source = leaderboard.converged_runs()  # the package's converged.json
+    ranks, board = leaderboard.ranking(runs), leaderboard.leaderboard(runs)
+    at = AppTest.from_file(BENCHMARK_PAGE, default_timeout=120).run()
+    assert not at.exception, at.exception
+    assert any(h.value == "Leaderboard (converged budget, shipped with hedgekit)" for h in at.subheader)
+    shown = " ".join(i.value for i in at.info)
+    assert source in shown and "url-benchmark --budget converged --seeds 3" in shown  # it still offers to recompute
+    frame = at.dataframe[0].value
+    assert list(frame.index) == [benchmark.label(m) for m in board.index]  # ranked first, then the others
+    for m, r in ranks.iterrows():  # each ranked method's rank interval and tied group, as the library computes them
+        row = frame.loc[benchmark.label(m)]
+        assert row["tied group"] == r["tied group"] and row["rank"] == r["rank"]
+        assert row["rank 95% interval"] == f"{r['rank lo']:g}–{r['rank hi']:g}"
+    groups = leaderboard.tied_groups(ranks)
+    text = " > ".join("{" + ", ".join(benchmark.label(m) for m in g) + "}" for g in groups)
+    assert any(text in md.value for md in at.markdown if md.value.startswith("**Tied groups**"))
+    flagged = [m for m, s in board["status"].items() if s == leaderboard.UX_NOT_LEARNED]
+    assert {"elk", "nivmf"} <= set(flagged)  # the review: upstream R-AUROC 0.46 and 0.45
+    assert all(pd_isna(frame.loc[benchmark.label(m), "rank"]) for m in flagged)
+    assert any(c.value.startswith(leaderboard.UX_NOT_LEARNED) and all(benchmark.label(m) in c.value for m in flagged)
+               for c in at.caption)
+    assert not at.selectbox and not at.get("image")  # no weights shipped: no extremes
+
+
+def pd_isna(x) -> bool:
+    import pandas as pd
+
+    return bool(pd.isna(x))
 
 
 def test_benchmark_page_shows_the_leaderboard_and_the_extremes(url_cache):
