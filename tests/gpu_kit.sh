@@ -17,7 +17,10 @@
 #
 # Usage, from anywhere: bash tests/gpu_kit.sh [RESULTS_DIR [REPRODUCE_ARGS...]]
 #   RESULTS_DIR: as for tests/gpu_check.sh (default $OUT, else ./gpu-check-results); its hedgekit-data/ receives
-#   the checkpoints (the user's cache is never written). After the results come back to a machine without the GPU,
+#   the checkpoints (the user's cache is never written). To run the kit in parts on a machine whose $OUT starts
+#   empty at every call, give a folder that stays, e.g. reports/gpu (git-ignored): with $OUT set elsewhere the
+#   records (train.json, run.json, times.md, summary.md, the logs) are copied there at the end of each part.
+#   After the results come back to a machine without the GPU,
 #   `python -c "from hedgekit.repro.times import write_times; write_times('RESULTS_DIR/kit', 'docs/speed.md')"`
 #   writes the same table into that machine's docs/speed.md.
 #
@@ -55,5 +58,13 @@ if [[ " $steps " == *" notebooks "* ]]; then
     "$PY" -m hedgekit reproduce "${kit[@]}" 2>&1 | tee -a "$RESULTS/kit-notebooks.log" ||
         fail "kit: notebooks FAILED after $((SECONDS - t0)) s (log: $RESULTS/kit-notebooks.log)"
     say "kit: notebooks: $(grep -c ': ok in ' "$RESULTS/kit-notebooks.log") ok in $((SECONDS - t0)) s"
+fi
+# the records, where $OUT is fetched (RESULTS_DIR may be a folder that stays between calls)
+if [[ -n "${OUT:-}" && "$(mkdir -p "$OUT" && cd "$OUT" && pwd)" != "$RESULTS" ]]; then
+    mkdir -p "$OUT/kit"
+    cp "$RESULTS"/kit-*.log "$OUT"/ 2>/dev/null || true
+    for f in train.json run.json times.md summary.md; do
+        [[ ! -f "$RESULTS/kit/$f" ]] || cp "$RESULTS/kit/$f" "$OUT/kit/"
+    done
 fi
 say "kit: time table in $RESULTS/kit/times.md${KIT_TIMES_TO:+ and $KIT_TIMES_TO}"
