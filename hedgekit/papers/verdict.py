@@ -25,26 +25,30 @@ Decision rules (issue 46 item 2; design notes sec. 6)
   **not matched** when the whole interval lies outside it, and **inconclusive** otherwise, with the number of seeds
   the observed spread says would decide (`seeds_to_decide`). A wide interval is never matched. An interval from
   evaluation repeats of one trained model is never matched: it reads *inconclusive: one trained model*.
-* **The rules the committed notebooks were rendered with**, kept until the claims tables move to `band_verdict`:
-  `effect_verdict` (a size: the interval *overlaps* the band and excludes 0), `direction_verdict` (a sign),
-  `floor_verdict` (a sign with a smallest size) and `equivalence_verdict` (|A - B| <= tol: `band_verdict` around 0).
+* **Claims as data.** Each paper's claims are one table of `Row` objects in ``papers/<paper>/claims.py``: the
+  paper's words and place, a kind (`KINDS`: *size*, *level* and *ranking* are counted; *sanity* and *condition* are
+  listed apart and never counted), the function that extracts our numbers, the paper's value, the declared band
+  with its reason, and the noise (`SEEDS`, `EVALUATION` or `borrowed`). One engine (`decide`) decides every row.
 * **Ties at a bound.** Outcomes are decided on the raw values, and bands are closed: an interval end exactly on a
   band's edge lies inside the band (so the interval is not outside it), and an interval end exactly at 0 contains 0.
 * **The text never contradicts the numbers** (issue 46 item 6). Every number of a reason prints with at least
   ``digits`` decimals, and with more wherever fewer would print two of its numbers in another order (<, =, >) than
   their raw values (`shown_decimals`): an interval end one ulp below 1.15 prints as 1.1499999999999997, never as
   1.15 beside "lies below 1.15"; a bound prints exactly where that takes at most ``digits`` + 4 decimals (a band of
-  ±0.025 is never shown as ±0.03). Differences of reported numbers (`closeness`) are compared at 12 significant
-  digits, so 0.97 - 0.95 is 0.02, not the 0.020000000000000018 of its float subtraction.
-* **Invalid inputs.** A declared number (the paper's value, a factor, band, tolerance, floor or sign) that is NaN,
+  ±0.025 is never shown as ±0.03).
+* **Invalid inputs.** A declared number (the paper's value, a factor, band or tolerance) that is NaN,
   infinite or out of range raises `InputError` saying what was expected. A *measured* value that is not a number
   gives no interval: the claim is inconclusive and says so.
 
-    v = Verdict("04 known unknowns", checkpoints=S.checkpoints)
-    ok, why = band_verdict(paired_effect(cleaned, full), factor_band(2.30), paper=2.30)
-    v.add("Table 2: cleaning lifts mAP by 2.3 points", paper="+2.30", ours="+0.18", matched=ok, why=why)
-    v.sanity("plurality KNN >= majority KNN", paper="0.80 vs 0.78", ours="0.81 vs 0.79", passed=True)
-    md = v.markdown()
+    TABLE = check_table([
+        Row("cleaning", "cleaning lifts mAP by 2.24 points over random removal", "Table 2", SIZE,
+            lambda m: paired_effect(m["cleaned"], m["random"], scale=100), paper=2.24, band=factor_band,
+            reason="half to twice the paper's gain: the mechanism may act at kit scale with another size"),
+        Row("plurality", "plurality KNN >= majority KNN", "App. G", SANITY,
+            lambda m: Check(m["plurality"] >= m["majority"], f"{m['plurality']:.2f} vs {m['majority']:.2f}"),
+            reason="true by construction")])
+    v = Verdict("08 Taha", checkpoints=S.checkpoints).decide(TABLE, measured)
+    v.show(report)                        # the Markdown and the forest plot
 """
 from __future__ import annotations
 
@@ -53,38 +57,30 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache
 from itertools import combinations
-from numbers import Integral, Real
+from numbers import Real
 from typing import Sequence
 
 import numpy as np
 
 from hedgekit.errors import InputError
+from hedgekit.papers.context import (PAPER_STEPS, binomial_se_diff, collapse_reason, fmt, models_paragraph,
+                                     training_context, training_seconds)
 from hedgekit.papers.effects import ONE_SEED, Effect, Spread, _as_effect, paired_effect, spread, unpaired_effect
 
 __all__ = ["Claim", "Verdict", "PAPER_STEPS", "OUTCOMES", "MATCHED", "NOT_MATCHED", "INCONCLUSIVE", "ONE_SEED",
            "EFFECT_FACTOR", "fmt", "training_seconds", "training_context", "models_paragraph", "collapse_reason",
-           "noise_reason", "binomial_se_diff", "closeness", "Effect", "Spread", "spread", "paired_effect",
-           "unpaired_effect", "effect_verdict", "direction_verdict", "floor_verdict", "equivalence_verdict",
-           "factor_band", "tolerance_band", "band_verdict", "seeds_to_decide", "shown_decimals", "SEEDS_CAP"]
+           "binomial_se_diff", "Effect", "Spread", "spread", "paired_effect", "unpaired_effect", "factor_band",
+           "tolerance_band", "band_verdict", "seeds_to_decide", "shown_decimals", "SEEDS_CAP", "SIZE", "LEVEL",
+           "RANKING", "SANITY", "CONDITION", "KINDS", "COUNTED", "SEEDS", "EVALUATION", "BORROWED", "NOISES",
+           "borrowed", "Check", "Interval", "Row", "check_table", "decide_row", "decide", "WORDS_OF_OUTCOME"]
 
 MATCHED, NOT_MATCHED, INCONCLUSIVE = "matched", "not matched", "inconclusive"
 OUTCOMES = {True: MATCHED, False: NOT_MATCHED, None: INCONCLUSIVE}
 WORDS_OF_OUTCOME = {True: " lies inside the band ", False: " lies ", None: " overlaps the band "}  # band_verdict's
-# factor_band, effect_verdict: the band [paper / F, paper x F] around a paper's effect
+# factor_band: the band [paper / F, paper x F] around a paper's effect
 EFFECT_FACTOR = 2.0
 SEEDS_CAP = 10_000  # seeds_to_decide looks no further
 EXACT_EXTRA = 4  # shown_decimals: a bound prints exactly where that takes at most digits + EXACT_EXTRA decimals
-PAPER_STEPS = 500_000  # HIB sec. 4.1: batch 128, 500k training iterations
-VAR_RATIO_OK = 2.0  # below this corrupt/clean variance ratio, ellipses barely grow on corruption
-
-
-def fmt(x, digits: int = 3, signed: bool = False) -> str:
-    """Number for prose: NaN or inf (a Python, NumPy or torch scalar) -> 'n/a'."""
-    if x is None or (isinstance(x, Real) and not isinstance(x, Integral) and not math.isfinite(x)):
-        return "n/a"
-    if isinstance(x, int) and not isinstance(x, bool):
-        return f"{x:+d}" if signed else str(x)
-    return f"{x:+.{digits}f}" if signed else f"{x:.{digits}f}"
 
 
 @dataclass
@@ -114,97 +110,6 @@ class Claim:
         if self.sanity:
             return "sanity check " + ("passed" if self.matched else "failed")
         return OUTCOMES[self.matched]
-
-
-def training_seconds(checkpoints: Sequence) -> str:
-    """"N CPU-seconds of training in total" when every model trained on a CPU; otherwise the total split by
-    device (``CheckpointRecord.device``, `hedgekit.zoo.train_spec`'s ``meta["device"]``): a GPU's seconds are
-    wall time, possibly with other models sharing the card, so they are not CPU-seconds. A model whose device was
-    not recorded (the shipped checkpoints) counts as trained on a CPU: the kit trained on nothing else then."""
-    by_device: dict[str, list[float]] = {}
-    for c in checkpoints:
-        device = str(getattr(c, "device", "") or "cpu")
-        device = "cpu" if device.startswith("cpu") else device
-        by_device.setdefault(device, []).append(float(getattr(c, "train_seconds", 0.0) or 0.0))
-    cpu = by_device.pop("cpu", [])
-    if not by_device:
-        return f"{sum(cpu):.0f} CPU-seconds of training in total"
-    parts = [f"{sum(cpu):.0f} CPU-seconds of training for the {len(cpu)} trained on a CPU"] if cpu else []
-    parts += [f"{sum(secs):.0f} s of wall time for the {len(secs)} trained on {device}"
-              for device, secs in sorted(by_device.items())]
-    return ", ".join(parts)
-
-
-def training_context(checkpoints: Sequence) -> str:
-    """One paragraph: which presets/steps produced the numbers, compared with the paper's training."""
-    if not checkpoints:
-        return "No trained model was used."
-    steps = sorted({int(getattr(c, "steps", 0) or 0) for c in checkpoints})
-    presets = sorted({getattr(c, "preset", "?") for c in checkpoints})
-    step_txt = "/".join(f"{s:,}" for s in steps)
-    frac = 100.0 * max(steps) / PAPER_STEPS if steps and max(steps) else float("nan")
-    txt = (f"{len(checkpoints)} model(s), preset {', '.join(presets)}: {step_txt} training steps each "
-           f"({fmt(frac, 2)}% of the paper's {PAPER_STEPS:,} iterations; hedgekit trains on all pairs of a "
-           f"class-balanced batch instead), {training_seconds(checkpoints)}.")
-    ks = sorted({int(c.k) for c in checkpoints if getattr(c, "k", None)})
-    if ks:
-        txt += f" HIB models drew K = {'/'.join(map(str, ks))} samples per input (the paper: 8)."
-    if "fast" in presets:
-        txt += (" FAST mode: these models are trained for seconds, so their absolute numbers are far below the "
-                "paper's and differences between methods are mostly noise; run the notebook with FAST = False "
-                "(paper preset) for the comparison that counts.")
-    return txt
-
-
-def models_paragraph(checkpoints: Sequence, paper_training: str, fast_note: str, setup: str = "") -> str:
-    """One paragraph for papers whose training is not HIB's: how many models, which presets and steps, the
-    CPU-seconds they took, beside ``paper_training``; ``setup`` (optional) says what was trained; ``fast_note``
-    is added in FAST mode. `training_context` is HIB's version (it compares with HIB's 500k iterations)."""
-    if not checkpoints:
-        return "No trained model was used."
-    steps = sorted({int(getattr(c, "steps", 0) or 0) for c in checkpoints})
-    presets = sorted({getattr(c, "preset", "?") for c in checkpoints})
-    txt = (f"{len(checkpoints)} model(s), preset {', '.join(presets)}: {'/'.join(f'{s:,}' for s in steps)} training "
-           f"steps each, " + (f"{setup}, " if setup else "") +
-           f"{training_seconds(checkpoints)} (the paper: {paper_training}).")
-    return txt + " " + fast_note if "fast" in presets else txt
-
-
-def collapse_reason(var_ratio: float, var_clean: float | None = None) -> str:
-    """A reason string if the clean/corrupt variances show the collapse the design notes warn about."""
-    if var_ratio is None or not math.isfinite(var_ratio):
-        return "the model predicts no variance (point embedding)"
-    if var_ratio < VAR_RATIO_OK:
-        extra = f" (mean clean variance {var_clean:.2g})" if var_clean is not None else ""
-        return (f"variance collapse: corrupt inputs get only {var_ratio:.2f}x the variance of clean ones{extra}, "
-                "so eta barely separates them")
-    return ""
-
-
-def noise_reason(diff: float, std: float, what: str = "std of our repetitions") -> str:
-    """The reason of an inconclusive outcome when |diff| < 2 std ('' otherwise); ``what`` names the kind of
-    standard deviation (seed-to-seed, evaluation repetitions, binomial)."""
-    if std is None or not math.isfinite(std) or not math.isfinite(diff) or std <= 0:
-        return ""
-    if abs(diff) < 2 * std:
-        return f"|Δ| = {abs(diff):.3f} is within 2 {what} ({2 * std:.3f})"
-    return ""
-
-
-def binomial_se_diff(p1: float, n1: int, p2: float, n2: int) -> float:
-    """Standard error of the difference of two accuracies measured on n1 and n2 items."""
-    return math.sqrt(max(p1 * (1 - p1), 0.0) / max(n1, 1) + max(p2 * (1 - p2), 0.0) / max(n2, 1))
-
-
-def closeness(diffs: Sequence[float], tol: float = 0.02) -> tuple[int, int]:
-    """(number of finite diffs with |d| <= tol, number of finite diffs), HIB's "within ±0.02 of the paper".
-
-    Each difference is compared at 12 significant digits: a difference of two reported decimals carries the error of
-    its float subtraction (0.97 - 0.95 = 0.020000000000000018, 0.93 - 0.95 = -0.019999999999999907), which is no
-    measured difference, so both are 0.02 and within ±0.02 (a tie at the bound is within, as everywhere here)."""
-    _check_positive("tol", tol)
-    d = [float(f"{x:.12g}") for x in diffs if x is not None and math.isfinite(x)]
-    return sum(abs(x) <= tol for x in d), len(d)
 
 
 def _check_positive(name: str, x) -> float:
@@ -520,91 +425,6 @@ def decide(rows: Sequence[Row], measured, verdict: "Verdict") -> "Verdict":
         if c is not None:
             verdict.claims.append(c)
     return verdict
-
-
-def _times(ratio: float) -> str:
-    """A ratio for "about N× smaller/larger": whole from 2 on, one decimal below (a band of factor < 2 allows 1.4)."""
-    return f"{ratio:.0f}" if ratio >= 2 else f"{ratio:.1f}"
-
-
-def effect_verdict(ours, paper, factor: float = EFFECT_FACTOR, unit: str = "points", digits: int = 2
-                   ) -> tuple[bool | None, str]:
-    """Outcome and reason of a claim with a size, decided on our effect's 95% interval (`Effect.interval`) against
-    the band [|p| / ``factor``, |p| x ``factor``] on the paper's side (`factor_band`). This is the *overlap* rule
-    the committed notebooks were rendered with; `band_verdict` is the equivalence rule that replaces it.
-
-    ``ours``: an `Effect` (`paired_effect`, `unpaired_effect`), a (mean, se) pair or run values.
-    ``paper``: the paper's effect (finite, nonzero), or a (low, high) range of one sign when it states several.
-
-    * matched ("compatible"): our interval overlaps the band and excludes 0;
-    * inconclusive: our interval overlaps the band but also contains 0, or there is no interval (one run);
-    * not matched, "smaller than the paper (about N× smaller)": the interval lies wholly on 0's side of the band
-      (this includes a precise zero and the opposite sign); "larger than the paper (about N× larger)": beyond it.
-    """
-    lo_p, hi_p = _paper_range(paper)
-    low, high = factor_band((lo_p, hi_p), factor)
-    sign = 1.0 if lo_p > 0 else -1.0
-    e = _as_effect(ours)
-    paper_txt = fmt(lo_p, digits, signed=True) + (f" to {fmt(hi_p, digits, signed=True)}" if lo_p != hi_p else "")
-    lo, hi = e.interval()
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return None, f"{_no_interval(e, digits)} to compare with the paper's {paper_txt}"
-    dec = shown_decimals([lo, hi, low, high, 0.0], digits, exact=(2, 3, 4))
-    ival = _interval_text(e, lo, hi, dec, unit)
-    share = "half to twice" if factor == 2 else f"1/{factor:g} to {factor:g} ×"
-    where = f"the band [{_num(low, dec[2])}, {_num(high, dec[3])}] ({share} the paper's {paper_txt})"
-    if hi < low or lo > high:
-        smaller = (hi < low) == (sign > 0)
-        mean_s, p_abs = sign * e.mean, (min if smaller else max)(abs(lo_p), abs(hi_p))
-        ratio = (f"about {_times(mean_s / p_abs)}× larger" if not smaller else f"about {_times(p_abs / mean_s)}× "
-                 "smaller" if mean_s > 0 else "about zero" if lo <= 0 <= hi else "the opposite sign")
-        return False, (f"{'smaller' if smaller else 'larger'} than the paper ({ratio}): {ival} lies "
-                       f"{'below' if hi < low else 'above'} {where}")
-    if lo <= 0 <= hi:
-        return None, f"{ival} overlaps {where} but also contains 0"
-    return True, f"{ival} overlaps {where} and excludes 0: compatible with the paper's {paper_txt}"
-
-
-def direction_verdict(ours, sign: int = 1, digits: int = 2, unit: str = "points") -> tuple[bool | None, str]:
-    """A claim with a direction and no size ("A > B"): matched when our 95% interval lies on the side ``sign``
-    (+1 or -1), not matched when it lies on the other side, inconclusive when it contains 0 (an end at 0 does) or
-    is unknown."""
-    if isinstance(sign, bool) or sign not in (1, -1):
-        raise InputError(f"sign must be +1 or -1 (the side of 0 the claim expects); got {sign!r}")
-    e = _as_effect(ours)
-    lo, hi = e.interval()
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return None, _no_interval(e, digits)
-    ival = _interval_text(e, lo, hi, shown_decimals([lo, hi, 0.0], digits), unit)
-    if lo <= 0 <= hi:
-        return None, f"{ival} contains 0"
-    return (lo > 0) == (sign > 0), ival + (" agrees in sign" if (lo > 0) == (sign > 0) else " has the opposite sign")
-
-
-def floor_verdict(ours, floor: float, digits: int = 2, unit: str = "") -> tuple[bool | None, str]:
-    """A claim with a direction (positive) and no size in the paper, only the smallest effect that still reads as
-    the claim (``floor`` > 0, e.g. a "small" correlation): matched when our 95% interval excludes 0 and reaches
-    ``floor``; not matched when it lies wholly below ``floor`` (a precise zero, the opposite sign, or an effect
-    too small to count); inconclusive when it contains 0 but reaches ``floor``, or with one run. Ties: an interval
-    ending at ``floor`` reaches it, one ending at 0 contains 0."""
-    floor = _check_positive("floor", floor)
-    e = _as_effect(ours)
-    lo, hi = e.interval()
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return None, _no_interval(e, digits)
-    dec = shown_decimals([lo, hi, floor, 0.0], digits, exact=(2, 3))
-    ival, floor_txt = _interval_text(e, lo, hi, dec, unit), _num(floor, dec[2], signed=False)
-    if hi < floor:
-        return False, f"{ival} lies below {floor_txt}, the smallest effect that reads as the claim"
-    if lo <= 0:
-        return None, f"{ival} reaches {floor_txt} but also contains 0"
-    return True, f"{ival} excludes 0 and reaches {floor_txt}"
-
-
-def equivalence_verdict(ours, tol: float, digits: int = 2, unit: str = "points") -> tuple[bool | None, str]:
-    """An "about equal" claim (|A - B| <= ``tol``, a finite tol > 0): `band_verdict` on the band [-tol, tol]."""
-    tol = _check_positive("tol", tol)
-    return band_verdict(ours, (-tol, tol), digits=digits, unit=unit)
 
 
 @dataclass

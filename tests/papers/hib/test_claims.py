@@ -199,8 +199,6 @@ def test_the_table_declares_a_band_and_its_reason_for_every_counted_row():
     assert {r.kind for r in CLAIMS} == {SIZE, LEVEL, SANITY}  # no condition, no ranking in HIB
     with pytest.raises(InputError, match="declares its band and the band's reason"):
         Row("x", "w", "p", SIZE, lambda m: None, paper=1.0, band=factor_band)
-    legacy = r"effect_verdict|direction_verdict|floor_verdict|equivalence_verdict"  # gone from the paper's code
-    assert not re.search(legacy, open(HC.__file__, encoding="utf-8").read())
 
 
 def test_size_rows_are_decided_on_half_to_twice_the_papers_gap():
