@@ -348,8 +348,9 @@ def ops_per_step(trainer: str, device: str | torch.device = "cpu", n_images: int
         "triplet": lambda n: fit_triplets(build_model("het", 2, 4), images, labels,
                                           TripletConfig(steps=n, log_every=10**9), **quiet),
         # semi-hard mining: the shipped triplet recipes' (`hedgekit.zoo.specs.PRESETS`)
-        "triplet-semihard": lambda n: fit_triplets(build_model("het", 2, 4), images, labels,
-                                                   TripletConfig(steps=n, mining="semi_hard", log_every=10**9), **quiet),
+        "triplet-semihard": lambda n: fit_triplets(
+            build_model("het", 2, 4), images, labels, TripletConfig(steps=n, mining="semi_hard", log_every=10**9),
+            **quiet),
     }
     plain = None
     if kind in ("point", "hib"):
