@@ -174,13 +174,13 @@ class _Tally:
                 + (f"; {left} not started" if left > 0 else ""))
 
 
-def _jobs(todo: Sequence[Spec], device: str) -> list[list[Spec]]:
-    """The jobs of ``todo``: its seed sets stacked where the device is launch-bound (`hedgekit.hardware.launch_bound`,
-    `hedgekit.zoo.seed_sets.seed_sets`), else one spec per job."""
+def _jobs(todo: Sequence[Spec], device: str, stack: bool) -> list[list[Spec]]:
+    """The jobs of ``todo``: with ``stack``, its seed sets stacked where the device is launch-bound
+    (`hedgekit.hardware.launch_bound`, `hedgekit.zoo.seed_sets.seed_sets`); else one spec per job."""
     from hedgekit.hardware import launch_bound
     from hedgekit.zoo.seed_sets import seed_sets
 
-    return seed_sets(todo) if launch_bound(device) else [[spec] for spec in todo]
+    return seed_sets(todo) if stack and launch_bound(device) else [[spec] for spec in todo]
 
 
 def _run_pool(jobs: list[list[Spec]], device: str, workers: int, tally: _Tally) -> None:
@@ -217,16 +217,19 @@ def _run_here(jobs: list[list[Spec]], device: str, tally: _Tally) -> None:
             tally.job(specs, recs, None)
 
 
-def train_missing(pairs: Sequence[tuple[str, Spec]], jobs: int = 1, echo=print, device: str = "auto") -> dict:
+def train_missing(pairs: Sequence[tuple[str, Spec]], jobs: int = 1, echo=print, device: str = "auto",
+                  stack: bool = True) -> dict:
     """Train every checkpoint of ``pairs`` (from `hedgekit.repro.reproduce.notebook_models`) that `find_checkpoint`
     does not find, on ``device`` ("auto": `hedgekit.checks.resolve_device`, resolved once here).
 
     Specs are deduplicated by name (in listing order) before anything is dispatched, so none trains twice. On a
-    launch-bound device the seeds of one spec form one job (`_jobs`). With ``jobs`` > 1 (and more than one job) the
-    jobs run in ``min(jobs, jobs to run)`` worker processes (`_run_pool`); otherwise in this process. More workers
-    than `job_limit` allows (cores, memory) are lowered to it with a one-line note (issue 45, item 3). A model that
-    fails is reported and the others still train. Returns ``{"trained": [...], "cached": [...], "failed": {name:
-    message}, "models": [record of each model trained, `_train_job`], "seconds": wall time}``.
+    launch-bound device the seeds of one spec form one job (`_jobs`; ``stack=False``: every model alone, e.g. to
+    compare the two on a GPU, where the one-by-one path captures each step as a CUDA graph). With ``jobs`` > 1 (and
+    more than one job) the jobs run in ``min(jobs, jobs to run)`` worker processes (`_run_pool`); otherwise in this
+    process. More workers than `job_limit` allows (cores, memory) are lowered to it with a one-line note (issue 45,
+    item 3). A model that fails is reported and the others still train. Returns ``{"trained": [...], "cached":
+    [...], "failed": {name: message}, "models": [record of each model trained, `_train_job`], "seconds": wall
+    time}``.
 
     Ctrl-C or SIGTERM (`hedgekit.commands.Terminated`) ends every worker before the interrupt goes on
     (`_end_workers`: no orphan keeps training into the cache) and sets its ``kept``: the models trained, those
@@ -241,7 +244,7 @@ def train_missing(pairs: Sequence[tuple[str, Spec]], jobs: int = 1, echo=print, 
         distinct.setdefault(spec.name, spec)
     cached = [name for name, spec in distinct.items() if find_checkpoint(spec) is not None]
     todo = [spec for name, spec in distinct.items() if name not in cached]
-    batches = _jobs(todo, dev)
+    batches = _jobs(todo, dev, stack)
     workers, (limit, why) = min(jobs, len(batches)), job_limit()
     if workers > limit:
         echo(f"[train] --jobs {jobs} lowered to {limit}: {why}")

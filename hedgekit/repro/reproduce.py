@@ -356,6 +356,9 @@ def add_subcommand(subparsers) -> argparse.ArgumentParser:
                         "each with a CUDA context of its own. More than the usable cores, or than the available "
                         f"memory holds at {WORKER_MEMORY / 2**30:.0f} GiB per worker, is lowered to that, with a "
                         "one-line note")
+    p.add_argument("--one-by-one", action="store_true",
+                   help="with --train-missing: train every model alone, seeds of one spec included, also where a "
+                        "step is launch-bound (to compare the times of the two paths)")
     p.add_argument("--device", type=device_arg, default="auto",
                    help="where missing models train, with --train-missing and in the notebooks (their DEVICE "
                         "parameter): cpu, cuda, cuda:N, mps or auto (default: cuda if available, else mps, else cpu)")
@@ -379,7 +382,7 @@ def _cmd(a) -> int:
     if a.list_models:
         _list_models(pairs)
     if a.train_missing:
-        result = train_missing(pairs, a.jobs, device=a.device)
+        result = train_missing(pairs, a.jobs, device=a.device, stack=not a.one_by_one)
         times.record_training(a.out, result)
         print(f"[train] time table: {times.write_times(a.out, a.times_to)}")
         return 1 if result["failed"] else 0

@@ -699,3 +699,29 @@ def test_train_missing_writes_the_time_table_and_times_to_puts_it_in_a_marked_fi
     assert "| point-n2-d2-paper-s901 | cpu | 0 | alone |" in table and "2 models in" in table
     assert doc.read_text() == f"# Speed\n{BEGIN}\n{table}{END}\nend\n"
     assert "[train] time table: r/times.md" in capsys.readouterr().out
+
+
+def test_on_a_launch_bound_device_a_specs_seeds_train_as_one_job_unless_one_by_one(fake_zoo, monkeypatch, capsys):
+    """On cuda the missing seeds of one spec form one job of the pool (`hedgekit.zoo.seed_sets.train_seed_set`, here a
+    stand-in that records its sets); ``--one-by-one`` trains each alone, as the CPU always does."""
+    import torch
+
+    from hedgekit.zoo import seed_sets
+
+    sets = []
+
+    def stacked(specs, device):
+        sets.append(([s.name for s in specs], device))
+        return [_fake_load_or_train(s, progress=False, device=device) for s in specs]
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # what a GPU machine says; nothing touches CUDA
+    monkeypatch.setattr(seed_sets, "train_seed_set", stacked)
+    calls = fake_zoo({"01_a.ipynb": [901, 902], "02_b.ipynb": [902, 903, 904]})
+    assert cli.main(["reproduce", "--train-missing", "--fast", "--only", "01"]) == 0
+    assert sets == [(["point-n2-d2-fast-s901", "point-n2-d2-fast-s902"], "cuda")]
+    out = capsys.readouterr().out
+    assert "on cuda; 1 seed set stacked" in out
+    assert "point-n2-d2-fast-s902: 0 s, trained now, 2 seeds stacked (2/2)" in out
+    assert cli.main(["reproduce", "--train-missing", "--fast", "--one-by-one"]) == 0  # 903 and 904 alone
+    assert len(sets) == 1 and calls()[2:] == ["point-n2-d2-fast-s903", "point-n2-d2-fast-s904"]
+    assert "stacked" not in capsys.readouterr().out
