@@ -23,7 +23,7 @@ class Terminated(KeyboardInterrupt):
     kept), with exit status 143 = 128 + SIGTERM instead of 130.
 
     A command that knows better than `_INTERRUPTED` what it kept and what running it again does sets ``kept`` and
-    ``again`` on the interrupt it re-raises (e.g. `hedgekit.repro.reproduce.train_missing`: the models trained,
+    ``again`` on the interrupt it re-raises (e.g. `hedgekit.repro.pool.train_missing`: the models trained,
     the ones stopped)."""
 
 
