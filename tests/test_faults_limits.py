@@ -425,8 +425,9 @@ def test_bool_boxes_are_refused_by_the_occlusion_functions_too():
 
 # ---------------------------------------------------------------------------------------------- batch sizes
 @pytest.mark.parametrize("make,over,at,formula", [
-    ("hedgekit.training.fit:TrainConfig", dict(classes_per_batch=128, per_class=129),
-     dict(classes_per_batch=128, per_class=128), "classes_per_batch x per_class"),
+    ("hedgekit.training.fit:TrainConfig", dict(classes_per_batch=128, per_class=129),  # the hard loss, since the
+     dict(classes_per_batch=128, per_class=128, loss="hard"), "classes_per_batch x per_class"),  # soft one's all
+    # (BK)^2 sample pairs at 16,384 images are refused for memory first (methods.hib.check_pair_memory)
     ("hedgekit.training.fit:TrainConfig", dict(pairs_per_batch=8193), dict(pairs_per_batch=8192), "2 x pairs_per_batch"),
     ("hedgekit.training.episodic:EpisodicConfig", dict(n_classes=1024, k_support=8, query_per_class=9),
      dict(n_classes=1024, k_support=8, query_per_class=8), r"n_classes x \(k_support \+ query_per_class\)"),
