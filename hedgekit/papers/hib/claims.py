@@ -27,16 +27,15 @@ trend along training) are added as notes under the table.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
 from hedgekit.papers.hib import numbers
 from hedgekit.papers.hib.analysis import RANDOM_ALIGNMENT
-from hedgekit.papers.verdict import (EVALUATION, LEVEL, SANITY, SEEDS, SIZE, Check, Effect, Row, Verdict,
-                                     binomial_se_diff, check_table, collapse_reason, factor_band, fmt, paired_effect,
-                                     unpaired_effect)
+from hedgekit.papers.hib.runs import TAUS, distance, exact, gap, mean_tau, per_run, repeat_view, twins
+from hedgekit.papers.verdict import (EVALUATION, LEVEL, SANITY, SIZE, Check, Row, Verdict, check_table, collapse_reason,
+                                     factor_band, fmt, paired_effect)
 
 __all__ = ["CLAIMS", "data_verdict", "embeddings_verdict", "organisation_verdict", "known_unknowns_verdict",
            "table4_claims", "kl_margin_verdict", "shift_reason"]
@@ -52,110 +51,9 @@ LEVEL_REASON = (f"the mean distance of a cell from the paper's within ±{LEVEL_T
 ADJACENCY_SLACK = 5  # App. D level rows: the paper's trial range widened by 5 of 99 adjacent pairs on each side
 TABLE4_CLEAN_AP = 0.99  # App. C.1: "verification accuracy on clean input images above 0.99"
 CORRUPT = (("ap_corrupt", "verification AP"), ("knn_corrupt", "KNN accuracy"))
-TAUS = ("tau_ap_clean", "tau_ap_corrupt", "tau_knn_clean", "tau_knn_corrupt")
-ACCURACY = tuple(k for k, _ in numbers.TABLE1_ROWS)  # AP / KNN, clean / corrupt
 NOTEBOOK_01 = ("train", "test_seen", "test_unseen")  # occlusion splits a notebook 01 may measure
 FIG7_COMPONENTS = (2, 4)  # App. F: "C = 2 or C = 4 clusters per embedding"
 PROBES = (("clean", "clean"), ("clean", "corrupt"), ("corrupt", "clean"))  # Table 7's (gallery, probe)
-
-
-# ------------------------------------------------------------------ runs: what an interval is computed over
-def _exact(x: float) -> float:
-    """A difference or mean of the paper's reported decimals at 12 significant digits (0.907 - 0.880 is 0.027, not
-    the 0.027000000000000024 of its float subtraction), so that bands print as the numbers they are."""
-    return float(f"{x:.12g}")
-
-
-@dataclass(frozen=True)
-class _Runs:
-    """One model's numbers per run: per trained seed (``evals``: one evaluation per seed) or per evaluation repeat
-    of one trained model (``evals``: that model's `hib_protocol.RepeatedEvaluation`)."""
-
-    evals: tuple
-    per_seed: bool
-
-    def runs(self, metric: str) -> list[float]:
-        if self.per_seed:
-            return [e.mean(metric) for e in self.evals] if all(metric in e.values for e in self.evals) else []
-        v = self.evals[0].values.get(metric)
-        return [] if v is None else [float(x) for x in v]
-
-    @property
-    def noise(self) -> str:
-        return "seed-to-seed spread" if self.per_seed else "evaluation repeats of one trained model"
-
-
-def _seed_view(seeds) -> dict:
-    """(N, D, label) -> `_Runs` over the seeds, for every model with two or more trained seeds."""
-    return {k: _Runs(tuple(evs), True) for k, evs in (seeds or {}).items() if len(evs) >= 2}
-
-
-def _repeat_view(results) -> dict:
-    return {k: _Runs((r,), False) for k, r in (results or {}).items()}
-
-
-def _per_run(columns: Sequence[Sequence[float]], combine: Callable, kind: str, noise: str) -> Effect | None:
-    """``combine`` of the columns' values run by run, as an `Effect` over the runs (t interval over n runs)."""
-    k = min((len(c) for c in columns), default=0)
-    if k == 0:
-        return None
-    vals = [float(combine([c[i] for c in columns])) for i in range(k)]
-    m = float(np.mean(vals))
-    se = float(np.std(vals, ddof=1)) / math.sqrt(k) if k > 1 else math.nan
-    return Effect(m, se, k, kind, noise if k > 1 else "one run: no interval")
-
-
-def _gap(a, b, metric: str):
-    """A - B on ``metric`` (an unpaired effect of independently trained models); for KNN accuracy of one model
-    per row, whose repeats do not change, the binomial standard error of the test images."""
-    def build(view):
-        if a not in view or b not in view:
-            return None
-        va, vb = view[a].runs(metric), view[b].runs(metric)
-        if not va or not vb:
-            return None
-        if not view[a].per_seed and metric.startswith("knn") and max(np.ptp(va), np.ptp(vb)) < 1e-9:
-            ra, rb = view[a].evals[0], view[b].evals[0]
-            se = binomial_se_diff(ra.mean(metric), ra.n_images, rb.mean(metric), rb.n_images)
-            return Effect(float(np.mean(va) - np.mean(vb)), se, 0, "unpaired",
-                          f"binomial standard error of {ra.n_images} test images, one trained model per row")
-        return unpaired_effect(va, vb, noise=view[a].noise)
-    return build
-
-
-def _mean_tau(key):
-    """The mean of a model's four τ (Tables 2, 4), run by run."""
-    def build(view):
-        if key not in view or not all(view[key].runs(t) for t in TAUS):
-            return None
-        return _per_run([view[key].runs(t) for t in TAUS], np.mean, "mean of the four τ", view[key].noise)
-    return build
-
-
-def _distance(reference: Mapping):
-    """The mean |ours - paper| over the accuracy cells of the models in the view, run by run (a level row)."""
-    def build(view):
-        cols = [[abs(x - ref[label][m]) for x in view[(n, d, label)].runs(m)]
-                for (n, d), ref in reference.items() for label in ref if (n, d, label) in view for m in ACCURACY]
-        cols = [c for c in cols if c]
-        if not cols:
-            return None
-        noise = next(iter(view.values())).noise
-        return _per_run(cols, np.mean, f"mean |ours - paper| over {len(cols)} cells", noise)
-    return build
-
-
-def _twins(id: str, results_key: str, seeds_key: str, build, **row) -> list[Row]:
-    """One comparison as two rows: on trained seeds (``measured[seeds_key]``), else on the evaluation repeats of
-    ``measured[results_key]`` (the second steps aside when the first is measured: counted once)."""
-    def on_seeds(m):
-        return build(_seed_view(m.get(seeds_key)))
-
-    def on_repeats(m):
-        return None if on_seeds(m) is not None else build(_repeat_view(m.get(results_key)))
-
-    return [Row(id + ".seeds", measure=on_seeds, noise=SEEDS, **row),
-            Row(id + ".repeats", measure=on_repeats, noise=EVALUATION, **row)]
 
 
 _GAPS: dict = {}  # size row id -> (measured key of the one-model evaluations, (A, B), metric, paper values): notes
@@ -167,7 +65,7 @@ def _gap_rows(id: str, place: str, words: str, keys: tuple, metric: str, paper: 
     values in the paper; ``sources``: the measured keys of the one-model evaluations and of the seeds."""
     pa, pb = paper
     _GAPS.update({id + s: (sources[0], keys, metric, paper) for s in (".seeds", ".repeats")})
-    return _twins(id, *sources, _gap(*keys, metric), words=words, place=place, kind=SIZE, paper=_exact(pa - pb),
+    return twins(id, *sources, gap(*keys, metric), words=words, place=place, kind=SIZE, paper=exact(pa - pb),
                   band=factor_band, reason=GAP_REASON, unit="", digits=3,
                   paper_text=f"{fmt(pa)} vs {fmt(pb)} ({fmt(pa - pb, signed=True)})")
 
@@ -340,7 +238,7 @@ def _organisation_rows() -> list[Row]:
     (hlo, hhi), (plo, phi) = nl["hib_adjacency"], nl["point_adjacency"]
     # the means of four trials that the paper's ranges allow: HIB 77-79, point 50-66, so a gap of 11-29
     gap = ((3 * hlo + hhi) / 4 - (plo + 3 * phi) / 4, (hlo + 3 * hhi) / 4 - (3 * plo + phi) / 4)
-    run_gap = _exact(nl["hib_mean_run"] - nl["point_mean_run"])
+    run_gap = exact(nl["hib_mean_run"] - nl["point_mean_run"])
     slack = (f"the paper's range of four trials widened by {ADJACENCY_SLACK} of 99 adjacent pairs on each side (a "
              "mean of our seeds against the range of the paper's trials)")
     return [
@@ -392,13 +290,13 @@ def _best_probe(key):
         cols = [view[key].runs(f"tau_knnp_{g}_{p}") for g, p in PROBES] if key in view else []
         if not cols or not all(cols):
             return None
-        return _per_run(cols, lambda t: t[1] - max(t[0], t[2]), "paired", view[key].noise)
+        return per_run(cols, lambda t: t[1] - max(t[0], t[2]), "paired", view[key].noise)
     return build
 
 
 def _app_g_rows(n: int, d: int) -> list[Row]:
     t6, t7 = numbers.HIB_TABLE6[(n, d)]["MoG-1"], numbers.HIB_TABLE7[(n, d)]
-    place, best = f"App. G (N={n}, D={d})", _exact(t7[PROBES[1]] - max(t7[PROBES[0]], t7[PROBES[2]]))
+    place, best = f"App. G (N={n}, D={d})", exact(t7[PROBES[1]] - max(t7[PROBES[0]], t7[PROBES[2]]))
     return [
         Row(f"g.N{n}D{d}.plurality", "plurality voting improves KNN over majority (MoG-1)", place, SANITY,
             _check("results", _plurality_check(n, d)), paper_text=f"{fmt(t6[PROBES[0]])} vs "
@@ -411,21 +309,21 @@ def _app_g_rows(n: int, d: int) -> list[Row]:
                    "ours alike, far beyond any noise; it describes the protocol (a corrupt probe lost pixels, a "
                    "corrupt gallery image is outvoted by clean neighbours), not HIB"),
         Row(f"t7.N{n}D{d}", "η correlates best with KNN for a corrupt probe (its τ minus the larger other τ)",
-            f"Table 7 (N={n}, D={d})", SIZE, lambda m: _best_probe((n, d, "MoG-1"))(_repeat_view(m.get("results"))),
+            f"Table 7 (N={n}, D={d})", SIZE, lambda m: _best_probe((n, d, "MoG-1"))(repeat_view(m.get("results"))),
             paper=best, band=factor_band, reason=GAP_REASON + "; plurality KNN is evaluated on one trained model",
             noise=EVALUATION, unit="", paper_text=", ".join(fmt(x, 2) for x in t7.values()) + f" ({best:+.2f})")]
 
 
 def _tau_rows(table: str, n: int, d: int, label: str, ref: Mapping, sources: tuple[str, str]) -> list[Row]:
-    paper = _exact(float(np.mean([ref[t] for t in TAUS])))
-    return _twins(f"{table.lower().replace(' ', '')}.N{n}D{d}.{label}.tau", *sources, _mean_tau((n, d, label)),
+    paper = exact(float(np.mean([ref[t] for t in TAUS])))
+    return twins(f"{table.lower().replace(' ', '')}.N{n}D{d}.{label}.tau", *sources, mean_tau((n, d, label)),
                   words="η(x) correlates with performance (the mean of the four τ)", kind=LEVEL,
                   place=f"{table} (N={n}, D={d}, {label})", paper=paper, band=factor_band, reason=TAU_REASON,
                   unit="", paper_text=", ".join(fmt(ref[t], 2) for t in TAUS) + f" (mean {paper:.2f})")
 
 
 def _distance_rows(table: str, reference: Mapping, sources: tuple[str, str]) -> list[Row]:
-    return _twins(f"{table.lower().replace(' ', '')}.absolute", *sources, _distance(reference), kind=LEVEL,
+    return twins(f"{table.lower().replace(' ', '')}.absolute", *sources, distance(reference), kind=LEVEL,
                   words="the absolute numbers (AP and KNN accuracy, clean and corrupt)", place=table,
                   band=(-LEVEL_TOL, LEVEL_TOL), reason=LEVEL_REASON, unit="", digits=3,
                   paper_text=f"each cell of {table}")
@@ -449,7 +347,7 @@ def _saturation(setting, labels):
         if not all((*setting, label) in view for label in labels):
             return None
         cols = [view[(*setting, label)].runs("ap_clean") for label in labels]
-        return _per_run(cols, min, "the smallest of point, MoG-1, MoG-2", view[(*setting, labels[0])].noise)
+        return per_run(cols, min, "the smallest of point, MoG-1, MoG-2", view[(*setting, labels[0])].noise)
     return build
 
 
@@ -457,7 +355,7 @@ def _table4_rows() -> list[Row]:
     rows: list[Row] = []
     for (n, d), ref in numbers.HIB_TABLE4.items():
         place, sources = f"Table 4 (N={n}, D={d})", ("table4", "seeds")
-        rows += _twins(f"t4.N{n}D{d}.saturates", *sources, _saturation((n, d), tuple(ref)), kind=LEVEL,
+        rows += twins(f"t4.N{n}D{d}.saturates", *sources, _saturation((n, d), tuple(ref)), kind=LEVEL,
                        words=f"clean verification saturates (AP above {TABLE4_CLEAN_AP} for point, MoG-1, MoG-2)",
                        place=place, band=(TABLE4_CLEAN_AP, 1.0), unit="", digits=3,
                        reason=f"the paper's own words ('above {TABLE4_CLEAN_AP}'); 1 is AP's largest value",
