@@ -1,8 +1,9 @@
-"""CE: the supervised baseline of URL (Kirchhof et al. 2023, sec. 4.1, App. B.1).
+"""CE: the supervised baseline of URL (Kirchhof et al. 2023, sec. 4.1, App. B.1):
+
+    P(Y|x) = softmax(W e(x) + b),   L = -log P(y|x),   u(x) = H(P(Y|x)) = -sum_c p_c log p_c.
 
 A linear classifier on the embedding e(x) trained with cross-entropy; the
-uncertainty is the entropy of the upstream class probabilities,
-u(x) = H(P(Y|x)) = -sum_c p_c log p_c  (sec. 4.1, "CE").
+uncertainty is the entropy of the upstream class probabilities (sec. 4.1, "CE").
 """
 from __future__ import annotations
 
@@ -26,5 +27,4 @@ class CE(UpstreamMethod):
         return {"embedding": e, "uncertainty": entropy(logits.softmax(-1)), "logits": logits}
 
     def loss(self, out: dict[str, Tensor], labels: Tensor) -> Tensor:
-        self.check_labels(out, labels)
         return F.cross_entropy(out["logits"], labels)

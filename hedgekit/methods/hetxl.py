@@ -12,7 +12,6 @@ S standard-normal draws fixed at construction, so u(x) of an input does not flic
 """
 from __future__ import annotations
 
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -48,13 +47,15 @@ class HETXL(UpstreamMethod):
         self.cov = nn.Linear(embed_dim, (rank + 1) * embed_dim)  # V (rank x D) and d (D)
         self.classifier = nn.Linear(embed_dim, n_classes)
         self.tau_raw = nn.Parameter(torch.tensor(inverse_softplus(1.0)))
-        self.register_buffer("eval_noise", torch.randn(n_samples, 1, rank + embed_dim, generator=torch.Generator().manual_seed(seed)))
+        g = torch.Generator().manual_seed(seed)
+        self.register_buffer("eval_noise", torch.randn(n_samples, 1, rank + embed_dim, generator=g))
 
     def forward(self, features: Tensor) -> dict[str, Tensor]:
         phi = self.embed(features)
         cov = self.cov(phi).view(-1, self.rank + 1, self.embed_dim)
         v, d = cov[:, :-1], F.softplus(cov[:, -1]) + 1e-4
-        z = torch.randn(self.n_samples, len(phi), self.rank + self.embed_dim, device=phi.device) if self.training else self.eval_noise
+        z = (torch.randn(self.n_samples, len(phi), self.rank + self.embed_dim, device=phi.device) if self.training
+             else self.eval_noise)
         tau = F.softplus(self.tau_raw) + 1e-3
         logits = (self.classifier(phi + low_rank_noise(v, d, z)) / tau).transpose(0, 1)  # (B, S, C)
         log_p = log_mean_probs(logits)  # log E[softmax], eq. 6
@@ -62,5 +63,4 @@ class HETXL(UpstreamMethod):
         return {"embedding": phi, "uncertainty": u, "logits": log_p}
 
     def loss(self, out: dict[str, Tensor], labels: Tensor) -> Tensor:
-        self.check_labels(out, labels)
         return F.nll_loss(out["logits"], labels)

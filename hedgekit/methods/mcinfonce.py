@@ -21,9 +21,9 @@ from hedgekit.methods.vmf import SphericalMethod, sample_vmf
 @register
 class MCInfoNCE(SphericalMethod):
     name = "mcinfonce"
+    pairwise = True
 
     def loss(self, out: dict[str, Tensor], labels: Tensor) -> Tensor:
-        self.check_labels(out, labels)
         s = sample_vmf(out["embedding"], out["kappa"], self.n_samples)  # (S, B, D)
         return label_info_nce(self.t * s @ s.transpose(1, 2), labels)
 

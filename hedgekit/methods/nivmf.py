@@ -60,6 +60,5 @@ class NIVMF(SphericalMethod):
         return out
 
     def loss(self, out: dict[str, Tensor], labels: Tensor) -> Tensor:
-        self.check_labels(out, labels)
         s = sample_vmf(out["embedding"], out["kappa"], self.n_samples)
         return F.cross_entropy(self.approx_elk_sim(s), labels)

@@ -22,7 +22,6 @@ import torch
 from torch import Tensor, nn
 
 from hedgekit.embedding import Embedding
-from hedgekit.checks import values_checked
 from hedgekit.errors import InputError
 
 
@@ -34,10 +33,15 @@ class UpstreamMethod(nn.Module):
     method classifies (all but InfoNCE, MCInfoNCE and HIB; for upstream accuracy), plus what
     :meth:`loss` needs) and :meth:`loss` (a scalar for upstream training on class labels).
     ``self.project`` (features -> embedding) is created here, shared by all methods.
+
+    :meth:`loss` computes its equation only: the labels are checked once where they enter, by
+    `hedgekit.training.upstream.fit_upstream` (an integer class 0..n_classes-1 per image, two images of every
+    class for a ``pairwise`` loss), and the constructor checks the method's settings (issue 47 item 3).
     """
 
     name: str = ""
     supervised: bool = True  # False: trained on two views of unlabelled images (`hedgekit.training.upstream`)
+    pairwise: bool = False  # True: the loss compares the images of one class within a batch (InfoNCE-like)
 
     def __init__(self, feat_dim: int, n_classes: int, embed_dim: int = 16):
         super().__init__()
@@ -63,13 +67,6 @@ class UpstreamMethod(nn.Module):
     def to_embedding(self, out: dict[str, Tensor]) -> Embedding:
         """The forward output as hedgekit's :class:`Embedding` (a point with its u(x))."""
         return Embedding.point(out["embedding"], out["uncertainty"])
-
-    def check_labels(self, out: dict[str, Tensor], labels: Tensor) -> None:
-        b = out["embedding"].shape[0]
-        if labels.shape != (b,) or labels.dtype not in (torch.int64, torch.int32):
-            raise InputError(f"labels must be an integer tensor of shape ({b},); got {labels.dtype} {tuple(labels.shape)}")
-        if b and values_checked() and (labels.min() < 0 or labels.max() >= self.n_classes):
-            raise InputError(f"labels must lie in [0, {self.n_classes}); got {labels.min().item()}..{labels.max().item()}")
 
 
 METHODS: dict[str, type[UpstreamMethod]] = {}
@@ -136,5 +133,6 @@ def member_uncertainty(member_probs: Tensor, kind: str) -> Tensor:
 
 def check_kind(kind: str) -> str:
     if kind not in ("entropy", "js"):
-        raise InputError(f"u must be 'entropy' (class entropy of the averaged prediction) or 'js' (Jensen-Shannon divergence); got {kind!r}")
+        raise InputError(f"u must be 'entropy' (class entropy of the averaged prediction) or 'js' "
+                         f"(Jensen-Shannon divergence); got {kind!r}")
     return kind

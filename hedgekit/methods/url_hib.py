@@ -19,7 +19,6 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from hedgekit.checks import values_checked
 from hedgekit.errors import InputError
 from hedgekit.methods.contrastive import log_match
 from hedgekit.methods.upstream import register
@@ -32,16 +31,14 @@ DIFFERENT = ("url", "hib")  # the different-class term: URL's +log p (eq. 5) or 
 
 def url_hib_loss(samples: Tensor, labels: Tensor, match: SoftMatch, different_term: str = "url") -> Tensor:
     """Eq. 5 from vMF samples (S, B, D) of a batch with integer labels (B,); ``different_term="hib"``: HIB's
-    -log(1 - p) for the different-class pairs instead of URL's +log p."""
-    if different_term not in DIFFERENT:
-        raise InputError(f"different_term must be one of {DIFFERENT}; got {different_term!r}")
+    -log(1 - p) for the different-class pairs instead of URL's +log p. The batch must hold same-class and
+    different-class pairs (else a mean over no pairs: NaN); the trainer's class-balanced batches of P >= 2 classes x
+    Q >= 2 images always do (`hedgekit.training.upstream`)."""
     b = labels.shape[0]
     log_p, log_q = log_match(1 - samples @ samples.transpose(1, 2), match, (0,))  # (B, B)
     eye = torch.eye(b, dtype=torch.bool, device=labels.device)
     same = (labels[:, None] == labels[None, :]) & ~eye
     different = labels[:, None] != labels[None, :]
-    if values_checked() and (not same.any() or not different.any()):
-        raise InputError("HIB needs same-class and different-class pairs in the batch (use a class-balanced sampler)")
     apart = log_p if different_term == "url" else -log_q
     return -(log_p * same).sum() / same.sum() + (apart * different).sum() / different.sum()
 
@@ -49,6 +46,7 @@ def url_hib_loss(samples: Tensor, labels: Tensor, match: SoftMatch, different_te
 @register
 class URLHIB(SphericalMethod):
     name = "hib"
+    pairwise = True
 
     def __init__(self, feat_dim: int, n_classes: int, embed_dim: int = 16, b: float = 0.0, different: str = "url",
                  **hparams):
@@ -59,6 +57,5 @@ class URLHIB(SphericalMethod):
         self.different = different
 
     def loss(self, out: dict[str, Tensor], labels: Tensor) -> Tensor:
-        self.check_labels(out, labels)
         return url_hib_loss(sample_vmf(out["embedding"], out["kappa"], self.n_samples), labels, self.match,
                             self.different)

@@ -36,7 +36,8 @@ from hedgekit.training.loop import History, Loop
 _SINGLE_PROCESS = ("the URL heads' losses and SNGP's precision update are computed per process on what it "
                    "embedded; they are not gathered over ranks as the pair, episode and triplet losses are")
 
-__all__ = ["UpstreamConfig", "UpstreamModel", "fit_upstream", "predict", "random_shift", "uniform_batches"]
+__all__ = ["UpstreamConfig", "UpstreamModel", "check_upstream_labels", "fit_upstream", "predict", "random_shift",
+           "uniform_batches"]
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,35 @@ def uniform_batches(n: int, batch: int, seed: int):
         yield rng.choice(n, batch, replace=False)
 
 
+def check_upstream_labels(head: nn.Module, y) -> Tensor:
+    """``y`` as int64 (N,) if it holds a supervised head's training labels; checked once when `fit_upstream`
+    starts, not in the losses, which keep only their equations (issue 47 item 3).
+
+    The labels are integer class indices 0..n_classes-1 (``head.n_classes``, where the head has one). A ``pairwise``
+    head (InfoNCE, MCInfoNCE, HIB) compares the images of one class within a batch. `ClassBalancedSampler`
+    guarantees that every batch holds P >= 2 classes x Q >= 2 images, so every image has a same-class and a
+    different-class partner; but it draws a class with fewer than Q images with replacement, so a class with a single
+    image would be paired with itself. Such a head needs two images of every class.
+    """
+    if not isinstance(y, Tensor) or y.ndim != 1 or y.is_floating_point() or y.is_complex() or y.dtype == torch.bool:
+        got = f"{y.dtype} of shape {tuple(y.shape)}" if isinstance(y, Tensor) else type(y).__name__
+        raise InputError(f"labels must be an integer tensor (N,) of class indices 0..n_classes-1; got {got}")
+    if not len(y):
+        raise InputError("need at least one labelled training image; got none")
+    y, n_classes = y.long(), getattr(head, "n_classes", None)
+    lo, hi = int(y.min()), int(y.max())
+    if lo < 0 or (n_classes is not None and hi >= n_classes):
+        limit = "C-1" if n_classes is None else f"{n_classes - 1} (the head's n_classes = {n_classes})"
+        raise InputError(f"labels must be class indices 0..{limit}; got labels {lo}..{hi}")
+    if getattr(head, "pairwise", False):
+        single = torch.nonzero(torch.bincount(y) == 1).flatten().tolist()
+        if single:
+            raise InputError(f"{getattr(head, 'name', 'this head')} compares the images of one class within a batch, "
+                             f"so every class needs at least two images (the class-balanced sampler would pair a lone "
+                             f"image with itself); classes {single[:10]} have one image")
+    return y
+
+
 def fit_upstream(model: UpstreamModel, x: Tensor, y: Tensor, cfg: UpstreamConfig, seed: int = 0,
                  augment=None, progress: bool = True, desc: str = "upstream",
                  device: str | torch.device | None = "cpu") -> History:
@@ -112,13 +142,16 @@ def fit_upstream(model: UpstreamModel, x: Tensor, y: Tensor, cfg: UpstreamConfig
 
     It trains in the default (NCHW) layout, in which the URL benchmark's recorded results were trained (channels
     last would change them at float rounding), and in one process only: under ``torchrun`` it raises an
-    `InputError` (`_SINGLE_PROCESS` says why).
+    `InputError` (`_SINGLE_PROCESS` says why). A supervised head's labels are checked first
+    (`check_upstream_labels`).
     """
     if x.ndim != 4 or len(x) != len(y):
         raise InputError(f"x must be (N, C, H, W) with one label per image; got {tuple(x.shape)} and {len(y)} labels")
+    supervised = getattr(model.head, "supervised", True)
+    if supervised:
+        y = check_upstream_labels(model.head, y)
     loop = Loop(model, seed, device, channels_last=False, single_process=_SINGLE_PROCESS)
     rng = np.random.default_rng(seed)
-    supervised = getattr(model.head, "supervised", True)
     sampler = (ClassBalancedSampler(y.numpy(), cfg.classes_per_batch, cfg.per_class, seed=seed) if supervised else
                uniform_batches(len(x), cfg.classes_per_batch * cfg.per_class, seed))
     data, y_dev = DeviceImages(x, loop.device), y.to(loop.device)

@@ -25,8 +25,6 @@ def test_label_info_nce_against_a_loop():
     e = torch.nn.functional.normalize(torch.randn(7, 4, generator=g, dtype=torch.float64), dim=-1)
     labels = torch.tensor([0, 0, 1, 1, 1, 2, 3])  # classes 2 and 3 have no positive: anchors only in denominators
     assert label_info_nce(3.0 * e @ e.T, labels).item() == pytest.approx(_naive(e, labels, 3.0), rel=1e-12)
-    with pytest.raises(InputError, match="two images of one class"):
-        label_info_nce(e @ e.T, torch.arange(7))
 
 
 def test_infonce_head_loss_and_norm_uncertainty():
@@ -63,8 +61,6 @@ def test_two_view_info_nce_against_a_loop_and_a_hand_computed_case():
     anchor_1 = math.log(math.exp(t * math.cos(math.pi / 2)) + math.exp(t * math.cos(math.pi / 2 + a)))  # view 1 of image 1
     anchor_2 = math.log(math.exp(t * math.cos(math.pi / 2 - a)) + math.exp(t * math.cos(math.pi / 2)))  # view 2 of image 1
     assert two_view_info_nce(t * e @ e.T).item() == pytest.approx(-t * math.cos(a) + anchor_1 + anchor_2, rel=1e-12)
-    with pytest.raises(InputError, match="2B, 2B"):
-        two_view_info_nce(torch.zeros(5, 5))
 
 
 def test_two_view_head_refuses_labels_and_is_unsupervised():

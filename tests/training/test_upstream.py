@@ -1,5 +1,5 @@
-"""The upstream loop of the URL benchmark: on_step sees each step's batch after that step's optimiser update,
-and predict collects e(x), u(x) and logits batch by batch."""
+"""The upstream loop of the URL benchmark: labels are checked once at its start, on_step sees each step's batch after
+that step's optimiser update, and predict collects e(x), u(x) and logits batch by batch."""
 import numpy as np
 import pytest
 import torch
@@ -66,6 +66,45 @@ def test_augment_gets_the_batch_as_stored_and_the_backbone_floats_in_unit_range(
         assert set(got) == {x.dtype}
         assert all(dtype == torch.float32 and 0.0 <= lo and hi <= 1.0 for dtype, lo, hi in fed)
         assert max(hi for _, _, hi in fed) > 0.5  # not divided by 255 twice
+
+
+def test_labels_are_checked_once_when_training_starts():
+    """The labels' dtype, shape and range against the head's n_classes are refused before any step (the losses no
+    longer check them, issue 47 item 3); int32 labels train exactly as int64 ones."""
+    x, y = torch.rand(12, 1, 2, 2), torch.arange(3).repeat(4)
+    cfg = UpstreamConfig(steps=2, classes_per_batch=2, per_class=2)
+    model = UpstreamModel(nn.Flatten(), build_method("ce", 4, 3, embed_dim=2))
+    integers = r"integer tensor \(N,\) of class indices 0\.\.n_classes-1"
+    for bad, expected in ((y + 3, r"0\.\.2 \(the head's n_classes = 3\); got labels 3\.\.5"),
+                          (y - 1, r"class indices 0\.\.2 .*got labels -1\.\.1"),
+                          (y.float(), rf"{integers}; got torch.float32 of shape \(12,\)"),
+                          (y[:, None], r"got torch.int64 of shape \(12, 1\)")):
+        with pytest.raises(InputError, match=expected):
+            fit_upstream(model, x, bad, cfg, progress=False)
+    with pytest.raises(InputError, match=r"0\.\.C-1; got labels -1\.\.1"):  # a head without n_classes
+        fit_upstream(UpstreamModel(nn.Flatten(), Recorder()), x, y - 1, cfg, progress=False)
+    weights = []
+    for labels in (y, y.int()):
+        torch.manual_seed(0)
+        model = UpstreamModel(nn.Flatten(), build_method("ce", 4, 3, embed_dim=2))
+        fit_upstream(model, x, labels, cfg, progress=False)
+        weights.append(model.head.classifier.weight.detach().clone())
+    torch.testing.assert_close(weights[0], weights[1], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("name", ["infonce", "mcinfonce", "hib"])
+def test_pairwise_heads_need_two_images_of_every_class(name):
+    """InfoNCE, MCInfoNCE and HIB compare images of one class in a batch: the class-balanced sampler would pair
+    a class's only image with itself, so training refuses such a class up front; CE trains on the same data."""
+    x, y = torch.rand(9, 1, 2, 2), torch.tensor([0, 0, 0, 1, 1, 1, 2, 2, 3])  # class 3 has one image
+    cfg = UpstreamConfig(steps=2, classes_per_batch=2, per_class=2)
+    head = build_method(name, 4, 4, embed_dim=3)
+    assert head.pairwise
+    with pytest.raises(InputError, match=rf"{name} compares .* at least two images .* classes \[3\] have one image"):
+        fit_upstream(UpstreamModel(nn.Flatten(), head), x, y, cfg, progress=False)
+    assert fit_upstream(UpstreamModel(nn.Flatten(), head), x[:-1], y[:-1], cfg, progress=False).rows
+    assert fit_upstream(UpstreamModel(nn.Flatten(), build_method("ce", 4, 4, embed_dim=3)), x, y, cfg,
+                        progress=False).rows
 
 
 def test_predict_concatenates_batches_in_eval_mode():
