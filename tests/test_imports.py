@@ -87,3 +87,36 @@ def test_every_hedgekit_name_a_notebook_uses_exists():
                     missing += [f"{path.name}: {node.module}.{a.name}" for a in node.names
                                 if not hasattr(module, a.name) and importlib.util.find_spec(f"{node.module}.{a.name}") is None]
     assert not missing, f"names the notebooks use that the library does not have: {sorted(set(missing))}"
+
+
+LAZY_PARTS = """
+import sys
+from hedgekit.papers import hib, spe, taha, url
+print("EAGER", [m for m in sys.modules if m.startswith("hedgekit.papers.") and m.count(".") == 3])
+for paper in (hib, spe, taha, url):
+    for part in paper.__all__:
+        assert getattr(paper, part) is sys.modules[f"{paper.__name__}.{part}"], part
+    assert set(paper.__all__) <= set(dir(paper)), paper
+    names = {}
+    exec(f"from {paper.__name__} import *", names)
+    assert all(names[part] is getattr(paper, part) for part in paper.__all__), paper
+try:
+    hib.no_such_part
+except AttributeError as e:
+    print("MISSING", e)
+"""
+
+
+def test_a_papers_parts_load_on_first_use_under_the_same_names():
+    """`hedgekit.papers.lazy_parts` (issue 48 item 6): importing a paper loads only the parts that are used (the
+    notebooks' first cell needs only ``experiments``), and ``paper.part``, ``dir(paper)`` and ``import *`` still give
+    every part of its ``__all__``; a name that is no part is an AttributeError. In a fresh interpreter: no other test's
+    imports count."""
+    import os
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", LAZY_PARTS], capture_output=True, text=True, timeout=300, check=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout
+    assert "EAGER []" in out, out
+    assert "MISSING module 'hedgekit.papers.hib' has no attribute 'no_such_part'" in out, out

@@ -5,6 +5,7 @@ notebook 09 and ``python -m hedgekit url-benchmark``.
 (data, crop, metrics), `url.benchmark` (budgets, cached runs, leaderboard), `url.claims` (side by side,
 computed verdicts) and `url.figures`.
 """
-from hedgekit.papers.url import benchmark, claims, figures, numbers, protocol
+from hedgekit.papers import lazy_parts
 
 __all__ = ["benchmark", "claims", "figures", "numbers", "protocol"]
+__getattr__, __dir__ = lazy_parts(__name__, __all__)  # parts load on first use (issue 48 item 6)
