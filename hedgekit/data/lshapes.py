@@ -60,7 +60,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.special import logsumexp
 
 from hedgekit.checks import load_checked_npz, save_checked_npz
 from hedgekit.data.lshapes_render import (IMAGE_SIZE, LONG_LEG, SHORT_LEG, STROKE_WIDTH, _as_float_array,
@@ -303,6 +302,8 @@ def centroid_sweep(levels: Any, factor: str = "hue_noise", repeats: int = 1, *, 
 
 def wrapped_normal_logpdf(x: np.ndarray, mu: float, sigma: float, n_wrap: int) -> np.ndarray:
     """log density (per degree) of a wrapped normal N(mu, sigma^2) on [0, 360)."""
+    from scipy.special import logsumexp  # here, not at the top: scipy costs the notebooks' first cell 0.3 s
+
     d = wrap_degrees(x - mu + 180.0) - 180.0        # in [-180, 180)
     k = np.arange(-n_wrap, n_wrap + 1) * 360.0
     z = (d[..., None] + k) / sigma
@@ -331,6 +332,8 @@ def class_log_likelihood(orientation: Any, hue: Any, *, class_std: float = CLASS
 
 def class_posterior(orientation: Any, hue: Any, *, class_std: float = CLASS_STD) -> np.ndarray:
     """p(class | orientation, hue) with equal priors, shape ``broadcast_shape + (4,)``."""
+    from scipy.special import logsumexp
+
     ll = class_log_likelihood(orientation, hue, class_std=class_std)
     return np.exp(ll - logsumexp(ll, axis=-1, keepdims=True))
 

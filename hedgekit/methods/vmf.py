@@ -19,7 +19,6 @@ import math
 import numpy as np
 import torch
 import torch.nn.functional as F
-from scipy import special
 from torch import Tensor
 
 from hedgekit.checks import values_checked
@@ -32,6 +31,8 @@ class _LogBesselI(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x: Tensor, v: float) -> Tensor:
+        from scipy import special  # here, not at the top: scipy costs the notebooks' first cell 0.3 s
+
         xn = x.detach().double().cpu().numpy()
         ive_v = special.ive(v, xn)
         ctx.save_for_backward(x)
@@ -81,6 +82,8 @@ def log_vmf_normalizer(kappa: Tensor, dim: int) -> Tensor:
 
 def mean_resultant_length(kappa: Tensor, dim: int) -> Tensor:
     """A_D(kappa) = I_{D/2}(kappa) / I_{D/2-1}(kappa) = E[mu^T z] under vMF(mu, kappa) (not differentiable)."""
+    from scipy import special
+
     k = kappa.detach().double().cpu().numpy()
     return torch.as_tensor(np.asarray(special.ive(dim / 2, k) / special.ive(dim / 2 - 1, k))).to(kappa)
 
