@@ -51,17 +51,20 @@ def file_hash(path: str | Path, n: int = 12) -> str:
 
 
 def versions_table() -> dict[str, str]:
-    """Versions of everything that can change a number or a figure."""
-    import matplotlib
+    """Versions of everything that can change a number or a figure. The packages' versions are read from their
+    installed metadata, not by importing them: the first cell must not wait for matplotlib, pandas, seaborn, plotly,
+    scikit-learn, scipy and papermill, which later cells import when they need them (issue 48 item 6)."""
+    from importlib.metadata import PackageNotFoundError, version
 
     import hedgekit
 
     out = {"hedgekit": hedgekit.__version__, "python": sys.version.split()[0], "torch": torch.__version__,
-           "numpy": np.__version__, "matplotlib": matplotlib.__version__}
-    for mod in ("pandas", "seaborn", "plotly", "sklearn", "scipy", "papermill"):
+           "numpy": np.__version__, "matplotlib": version("matplotlib")}
+    for mod, dist in (("pandas", "pandas"), ("seaborn", "seaborn"), ("plotly", "plotly"), ("sklearn", "scikit-learn"),
+                      ("scipy", "scipy"), ("papermill", "papermill")):
         try:
-            out[mod] = __import__(mod).__version__
-        except Exception:  # pragma: no cover - optional
+            out[mod] = version(dist)
+        except PackageNotFoundError:  # pragma: no cover - optional
             pass
     out["platform"] = platform.platform()
     out["torch threads"] = str(torch.get_num_threads())
@@ -174,6 +177,8 @@ class Session:
     def _show(self) -> None:
         text = self.markdown()
         try:
+            if "IPython" not in sys.modules:  # no IPython shell runs (a kernel has imported it): skip its 0.2 s import
+                raise ImportError
             from IPython import get_ipython
             from IPython.display import Markdown, display, update_display
 

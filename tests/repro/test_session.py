@@ -1,5 +1,6 @@
 """hedgekit.repro.session: the header's full-mode timing is read from the recorded run, never typed."""
 import json
+import os
 
 import pytest
 
@@ -91,3 +92,30 @@ def test_the_device_parameter_is_where_a_missing_model_trains_and_the_model_come
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(InputError, match="CUDA is not available"):
         s.configure(fast=True, device="cuda")
+
+
+VERSIONED = ("matplotlib", "pandas", "seaborn", "plotly", "sklearn", "scipy", "papermill")  # in the header
+LATER = VERSIONED + ("nbformat", "IPython")
+FIRST_CELL = """
+import sys
+from hedgekit.repro.session import Session, versions_table
+S = Session("02_hib_embeddings")
+print("LOADED", [m for m in {later!r} if m in sys.modules])
+versions = versions_table()
+print("WRONG", [m for m in {versioned!r} if versions.get(m) != __import__(m).__version__])
+"""
+
+
+def test_the_first_cell_leaves_what_later_cells_need_unimported(tmp_path):
+    """Issue 48 item 6: a notebook's first cell (import the session, build it) in a fresh interpreter loads none of
+    the heavy packages later cells use; the header still gives each one's version (read from its metadata), the
+    version the package itself reports. Counts modules, not seconds: machine load cannot fool it (docs/speed.md
+    has the time)."""
+    import subprocess
+    import sys
+
+    cell = FIRST_CELL.format(later=LATER, versioned=VERSIONED)
+    out = subprocess.run([sys.executable, "-c", cell], capture_output=True, text=True, timeout=120, check=True,
+                         env={**os.environ, "HEDGEKIT_DATA": str(tmp_path)}).stdout
+    assert "02_hib_embeddings" in out and "versions: hedgekit" in out  # the header printed (no IPython here)
+    assert "LOADED []" in out and "WRONG []" in out, out
