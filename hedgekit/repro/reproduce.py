@@ -159,6 +159,7 @@ def run_notebook(src: Path, dst: Path, parameters: dict, kernel: str = "python3"
         rec.update(status="missing", error=f"{src} does not exist")
         return rec
     dst.parent.mkdir(parents=True, exist_ok=True)
+    load = _load()
     t0 = time.perf_counter()
     kernels: list = []
     try:
@@ -179,7 +180,17 @@ def run_notebook(src: Path, dst: Path, parameters: dict, kernel: str = "python3"
         if not getattr(exc, "evalue", None):
             rec["traceback"] = traceback.format_exc()[-4000:]
     rec["seconds"] = round(time.perf_counter() - t0, 1)
+    if load is not None:  # the machine's load beside the time it measured (issue 48 item 6): [start, end]
+        rec["load"] = [load, _load()]
     return rec
+
+
+def _load() -> float | None:
+    """The machine's 1-minute load average (None where the system does not report one)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
 
 
 def trained_in_run(assets: str | Path) -> tuple[int, float]:

@@ -36,9 +36,13 @@ import torch
 from hedgekit.checks import resolve_device
 from hedgekit.repro.report import Report, precision_note
 
-__all__ = ["Session", "CheckpointRecord", "versions_table", "file_hash", "measured_full_mode", "RUN_RECORD"]
+__all__ = ["Session", "CheckpointRecord", "versions_table", "file_hash", "measured_full_mode", "RUN_RECORD",
+           "FAST_RECORD", "fast_times", "fast_time_text"]
 
 RUN_RECORD = Path("notebooks") / "report" / "run.json"  # relative to the repository: the committed report's record
+# the run record of a FAST run of every notebook (`python -m hedgekit reproduce --fast --out DIR`, DIR/run.json copied
+# here): what Run All takes, with the machine's load beside it (issue 48 item 6)
+FAST_RECORD = Path("notebooks") / "report" / "fast.json"
 
 
 def file_hash(path: str | Path, n: int = 12) -> str:
@@ -85,6 +89,35 @@ class CheckpointRecord:
     k: int | None = None  # HIB's samples per input (eq. 5) the model trained with; None for other kinds
     precision: str = "float32"  # the trainer's precision (`hedgekit.training.fit.body_autocast`)
     device: str = ""  # where it trained (meta["device"], `hedgekit.zoo.train_spec`); "" where not recorded
+
+
+def fast_times(record: str | Path | None = None) -> dict[str, dict]:
+    """notebook stem -> {"seconds", "load" ([start, end] 1-minute load averages, or None), "date"} of each notebook's
+    recorded FAST run (`FAST_RECORD` by default): the quick tour's times are read from there, never typed. A
+    missing or unreadable record, or one that is not a FAST run, gives {}."""
+    import json
+
+    from hedgekit.paths import REPO_DIR
+
+    path = Path(record) if record is not None else REPO_DIR / FAST_RECORD
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("fast") is not True:
+        return {}
+    return {Path(r["notebook"]).stem: {"seconds": float(r["seconds"]), "load": r.get("load"), "date": r.get("date")}
+            for r in data.get("runs", []) if isinstance(r, dict) and r.get("status") == "ok"}
+
+
+def fast_time_text(seconds: float, load=None) -> str:
+    """A recorded FAST time as the README and notebook 00 show it: "NN s" (or "N.N min" from 2 minutes), with the
+    load the run met ("; load 1.9-2.4") where it was recorded."""
+    t = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+    if isinstance(load, (list, tuple)) and len(load) == 2:
+        lo, hi = sorted(float(x) for x in load)
+        t += f" (load {lo:.1f})" if f"{lo:.1f}" == f"{hi:.1f}" else f" (load {lo:.1f}-{hi:.1f})"
+    return t
 
 
 def measured_full_mode(notebook: str, record: str | Path | None = None) -> str:

@@ -119,3 +119,42 @@ def test_the_first_cell_leaves_what_later_cells_need_unimported(tmp_path):
                          env={**os.environ, "HEDGEKIT_DATA": str(tmp_path)}).stdout
     assert "02_hib_embeddings" in out and "versions: hedgekit" in out  # the header printed (no IPython here)
     assert "LOADED []" in out and "WRONG []" in out, out
+
+
+def test_fast_times_read_the_recorded_fast_run_and_print_with_its_load(tmp_path):
+    """The quick tour's times come from a FAST run's record (issue 48 item 6), never typed: only a FAST record's
+    finished runs count, and each is shown with the load the run met."""
+    import json
+
+    from hedgekit.repro.session import fast_time_text, fast_times
+
+    record = tmp_path / "fast.json"
+    runs = [{"notebook": "02_hib_embeddings.ipynb", "status": "ok", "seconds": 71.6, "load": [1.92, 2.44],
+             "date": "2026-11-27 13:00"},
+            {"notebook": "07_spe_ndigit.ipynb", "status": "ok", "seconds": 151.0},
+            {"notebook": "08_het_triplet_retrieval.ipynb", "status": "failed", "seconds": 3.0}]
+    record.write_text(json.dumps({"fast": True, "runs": runs}))
+    times = fast_times(record)
+    assert sorted(times) == ["02_hib_embeddings", "07_spe_ndigit"]
+    assert fast_time_text(**{k: times["02_hib_embeddings"][k] for k in ("seconds", "load")}) == "72 s (load 1.9-2.4)"
+    assert fast_time_text(times["07_spe_ndigit"]["seconds"]) == "2.5 min"
+    assert fast_time_text(30.0, [2.01, 2.04]) == "30 s (load 2.0)"
+    record.write_text(json.dumps({"fast": False, "runs": runs}))  # a full-mode record says nothing of FAST
+    assert fast_times(record) == {} and fast_times(tmp_path / "missing.json") == {}
+    record.write_text("{not json")
+    assert fast_times(record) == {}
+
+
+@pytest.mark.slow
+def test_a_notebook_run_records_the_load_beside_its_time(tmp_path):
+    import nbformat
+
+    from hedgekit.repro.reproduce import run_notebook
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x = 1 + 1")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, tmp_path / "tiny.ipynb")
+    rec = run_notebook(tmp_path / "tiny.ipynb", tmp_path / "out.ipynb", {})
+    assert rec["status"] == "ok" and rec["seconds"] > 0
+    assert len(rec["load"]) == 2 and all(isinstance(x, float) and x >= 0 for x in rec["load"])
