@@ -70,10 +70,12 @@ def test_bfloat16_falls_back_to_float32_with_one_warning_where_emulated(monkeypa
 
 def test_train_spec_records_the_precision_it_trained_in(monkeypatch):
     """Asked for bfloat16 where it is emulated, the trainer gets (and the checkpoint records) float32."""
+    from hedgekit.zoo.recipes import trainer_config
+
     seen = {}
 
-    def trainer(spec, cfg, progress, device, callback):
-        seen["precision"] = cfg.precision
+    def trainer(spec, precision, progress, device, callback):  # a recipe builds its config from what it is given
+        seen["precision"] = trainer_config(spec, precision).precision
         raise RuntimeError("stop before training")
 
     monkeypatch.setitem(zoo.TRAINERS, "pairs", trainer)
