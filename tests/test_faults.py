@@ -113,7 +113,7 @@ def fake_train_spec(calls):
     def train_spec(spec, **_):
         calls.append(spec.name)
         return spec.build(), {"name": spec.name, "spec": {}, "train_config": {}, "metrics": {"map": 0.0},
-                              "train_seconds": 0.0, "data": store._data_record(spec)}
+                              "train_seconds": 0.0, "data": store.data_record(spec)}
     return train_spec
 
 

@@ -28,7 +28,7 @@ from hedgekit.training.fit import seed_everything
 from hedgekit.training.seeds import fit_seeds
 from hedgekit.zoo.recipes import eval_set
 from hedgekit.zoo.specs import ModelSpec
-from hedgekit.zoo.store import (_checkpoint_bytes, _data_record, cache_checkpoint_path, data_source, save_checkpoint,
+from hedgekit.zoo.store import (cache_checkpoint_path, checkpoint_bytes, data_record, data_source, save_checkpoint,
                                 versions)
 
 
@@ -62,7 +62,7 @@ def train_seed_set(specs: Sequence[ModelSpec], device: str = "cpu",
     t0, dev, first = time.perf_counter(), resolve_device(device), specs[0]
     paths = [cache_checkpoint_path(spec, data_source(spec)) for spec in specs]
     for path, spec in zip(paths, specs):  # a read-only or full cache is refused before training
-        check_writable(path, need=_checkpoint_bytes(spec))
+        check_writable(path, need=checkpoint_bytes(spec))
     cfg = first.train_config()
     train = load_ndigit(first.n_digits, "train")
     models = []
@@ -78,7 +78,7 @@ def train_seed_set(specs: Sequence[ModelSpec], device: str = "cpu",
                 "seed": spec.seed, "train_seconds": round(hist.seconds, 1),
                 "total_seconds": round(time.perf_counter() - t0, 1),
                 "metrics": table1_metrics(model.eval(), test, progress=progress), "eval_images": len(test),
-                "history": hist.rows, "versions": versions(), "data": _data_record(spec),
+                "history": hist.rows, "versions": versions(), "data": data_record(spec),
                 "stacked": {"seeds": len(specs), "names": [s.name for s in specs]}}
         save_checkpoint(path, model.cpu(), meta)
         out.append((model.to(dev), dict(meta, source="trained now", path=str(path))))

@@ -334,11 +334,11 @@ def train_spec(spec: ModelSpec, progress: bool = True, device: str = "cpu", call
     meta = {"spec": asdict(spec), "name": spec.name, "train_config": asdict(cfg), "device": device_description(dev),
             "seed": spec.seed,
             "train_seconds": round(hist.seconds, 1), "total_seconds": round(time.perf_counter() - t0, 1),
-            **extra, "history": hist.rows, "versions": versions(), "data": _data_record(spec)}
+            **extra, "history": hist.rows, "versions": versions(), "data": data_record(spec)}
     return model, meta
 
 
-def _data_record(spec: ModelSpec) -> dict:
+def data_record(spec: ModelSpec) -> dict:
     """What a checkpoint records of its training data (`data_source`; L-shapes: the generator)."""
     source = data_source(spec)
     if source is None:
@@ -375,13 +375,13 @@ def load_or_train(spec: ModelSpec, progress: bool = True, device: str = "cpu", r
     save = save and distributed.context().is_main  # under torchrun only rank 0 writes
     out = cache_checkpoint_path(spec, data_source(spec))
     if save:  # a read-only or full cache is refused before minutes of training, not after
-        check_writable(out, need=_checkpoint_bytes(spec))
+        check_writable(out, need=checkpoint_bytes(spec))
     model, meta = train_spec(spec, progress=progress, device=device, callback=callback, precision=precision)
     out = save_checkpoint(out, model, meta) if save else None
     return model.to(device), dict(meta, source="trained now", path=str(out or ""))
 
 
-def _checkpoint_bytes(spec: ModelSpec) -> int:
+def checkpoint_bytes(spec: ModelSpec) -> int:
     """Roughly the size of ``spec``'s checkpoint: its weights plus 256 KB of metadata (the history)."""
     return sum(t.numel() * t.element_size() for t in spec.build().state_dict().values()) + 2**18
 
