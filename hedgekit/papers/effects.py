@@ -15,7 +15,7 @@ from typing import Sequence
 
 from hedgekit.errors import InputError
 
-__all__ = ["ONE_SEED", "Effect", "Spread", "spread", "paired_effect", "unpaired_effect"]
+__all__ = ["ONE_SEED", "Effect", "Spread", "spread", "paired_effect", "unpaired_effect", "as_effect"]
 
 ONE_SEED = "one seed: evaluation noise only"
 
@@ -115,7 +115,9 @@ def unpaired_effect(a, b, scale: float = 1.0, noise: str = "seed-to-seed spread"
     return Effect(scale * (ma - mb), scale * se, n, "unpaired", noise if n != 1 else ONE_SEED)
 
 
-def _as_effect(ours) -> Effect:
+def as_effect(ours) -> Effect:
+    """``ours`` as an `Effect`: itself, a given (mean, se) pair, or run values (their mean and standard error over
+    n runs; one run has no standard error)."""
     if isinstance(ours, Effect):
         return ours
     if isinstance(ours, tuple) and len(ours) == 2 and not isinstance(ours, Spread):

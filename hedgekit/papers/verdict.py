@@ -65,7 +65,7 @@ import numpy as np
 from hedgekit.errors import InputError
 from hedgekit.papers.context import (PAPER_STEPS, binomial_se_diff, collapse_reason, fmt, models_paragraph,
                                      training_context, training_seconds)
-from hedgekit.papers.effects import ONE_SEED, Effect, Spread, _as_effect, paired_effect, spread, unpaired_effect
+from hedgekit.papers.effects import ONE_SEED, Effect, Spread, as_effect, paired_effect, spread, unpaired_effect
 
 __all__ = ["Claim", "Verdict", "PAPER_STEPS", "OUTCOMES", "MATCHED", "NOT_MATCHED", "INCONCLUSIVE", "ONE_SEED",
            "EFFECT_FACTOR", "fmt", "training_seconds", "training_context", "models_paragraph", "collapse_reason",
@@ -221,7 +221,7 @@ def seeds_to_decide(ours, band) -> float:
 
     ``math.inf`` when no number of seeds decides (our mean sits on an edge) or more than `SEEDS_CAP` would;
     ``math.nan`` when the number of runs behind the standard error is unknown (a given (mean, se)) or below 2."""
-    e, (low, high) = _as_effect(ours), _check_band(band)
+    e, (low, high) = as_effect(ours), _check_band(band)
     if e.n < 2 or not (math.isfinite(e.mean) and e.se is not None and math.isfinite(e.se)):
         return math.nan
     m = e.mean
@@ -260,7 +260,7 @@ def band_verdict(ours, band, paper: float | None = None, digits: int = 2, unit: 
     ``evaluation_only`` (or an effect whose noise is `ONE_SEED`'s): the interval measures evaluation repeats of one
     trained model, not seed-to-seed noise, so the claim is never matched: *inconclusive: one trained model*."""
     low, high = _check_band(band)
-    e = _as_effect(ours)
+    e = as_effect(ours)
     lo, hi = e.interval()
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return None, _no_interval(e, digits)
@@ -406,7 +406,7 @@ def decide_row(row: Row, measured) -> Claim | None:
         return Claim(claim, row.shown_paper(), got.ours, bool(got.passed), row.reason, sanity=True, kind=row.kind,
                      row_id=row.id)
     band = row.declared_band()
-    e = _as_effect(got)
+    e = as_effect(got)
     paper = row.paper if isinstance(row.paper, Real) else None
     ok, why = band_verdict(e, band, paper=paper, digits=row.digits, unit=row.unit,
                            evaluation_only=row.noise == EVALUATION)

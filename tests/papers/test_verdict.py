@@ -72,14 +72,14 @@ def test_models_paragraph_counts_models_steps_and_seconds_and_adds_the_fast_note
 def test_effect_interval_is_the_student_t_interval_of_the_runs():
     from scipy import stats
 
-    from hedgekit.papers.verdict import _as_effect
+    from hedgekit.papers.verdict import as_effect
 
     vals = [1.0, 2.0, 4.0, 3.0]
-    e = _as_effect(vals)
+    e = as_effect(vals)
     lo, hi = e.interval()
     ref = stats.t.interval(0.95, len(vals) - 1, loc=np.mean(vals), scale=stats.sem(vals))
     assert (lo, hi) == pytest.approx(ref)
-    assert _as_effect((1.0, 0.5)).interval() == pytest.approx((0.0, 2.0))  # a given (mean, se): mean ± 2 se
+    assert as_effect((1.0, 0.5)).interval() == pytest.approx((0.0, 2.0))  # a given (mean, se): mean ± 2 se
 
 
 def test_paired_effect_uses_the_per_run_differences_and_unpaired_both_spreads():

@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 from typing import Mapping, Sequence
 
-from hedgekit.papers.effects import _as_effect
+from hedgekit.papers.effects import as_effect
 from hedgekit.papers.taha.numbers import (FIG6_PEARSON_R, PAPER_TRAINING, TABLE1, TABLE2, TABLE3_GOAL,
                                           TABLE4_STIMULUS, table2_gain)
 from hedgekit.papers.verdict import (CONDITION, EFFECT_FACTOR, LEVEL, SANITY, SIZE, Check, Effect, Row, Spread,
@@ -248,7 +248,7 @@ def _r_sign(measured):
     r = (measured.get(T2_FIG) or {}).get("r")
     if r is None:
         return None
-    e = _as_effect(_runs(r))
+    e = as_effect(_runs(r))
     return Check(_sign_holds(e, -1), f"r = {e.text()}")
 
 
