@@ -197,3 +197,15 @@ def test_bigger_runs_loss_example_trains_any_backbone(monkeypatch):
     exec(compile(code.replace("opt.step()", "opt.step(); losses.append(loss.item())"), "docs/extending.md", "exec"),
          {**namespace, "losses": losses})
     assert len(losses) == 30 and losses[-1] < losses[0]
+
+
+def test_fast_times_are_the_recorded_fast_run_not_typed():
+    """The notebooks table's FAST column is what the last recorded FAST run measured (notebooks/report/fast.json,
+    `hedgekit.repro.session.fast_times`), with the machine's load beside it (issue 48 item 6)."""
+    from hedgekit.repro.session import fast_time_text, fast_times
+
+    recorded = fast_times()
+    rows = re.findall(r"^\| `(\d\d_\w+)` \| [^|]+ \| ([^|]+) \|$", _section(README, "## The notebooks"), re.M)
+    assert len(rows) == 10 and set(recorded) == {name for name, _ in rows}
+    for name, shown in rows:
+        assert shown.strip() == fast_time_text(recorded[name]["seconds"], recorded[name]["load"]), name
