@@ -3,9 +3,11 @@
 The lessons follow nbgrader's markers (the "Lesson convention" of issue 34): solution code sits
 between the comment lines ``### BEGIN SOLUTION`` and ``### END SOLUTION``; every exercise cell carries
 the cell tag ``exercise``, a check cell the tags ``exercise`` and ``check``. A student version replaces
-each solution region by ``raise NotImplementedError()`` at the markers' indentation and clears the
-outputs of the exercise cells (they would show the answers); everything else, the check cells
-included, stays as it is.
+each solution region by ``raise NotImplementedError()`` at the markers' indentation, or, where the region only
+assigns the answers the check reads (``GUESS_BETA_0 = "..."  # one of ...``), by the same names set to ``...``
+with the region's own comments (`stub_lines`: the stub names what the check reads, issue 48 item 3), and clears
+the outputs of the exercise cells (they would show the answers); everything else, the check cells included,
+stays as it is.
 
     python -m hedgekit students                      # every notebook -> notebooks/students/ (git-ignored)
     python -m hedgekit students --out /tmp/students
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import copy
 import linecache
+import re
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -27,7 +30,7 @@ from pathlib import Path
 from hedgekit.checks import write_bytes_atomic
 from hedgekit.errors import InputError
 
-__all__ = ["BEGIN", "END", "STUB", "EXERCISE_TAG", "CHECK_TAG", "strip_solutions", "has_solution",
+__all__ = ["BEGIN", "END", "STUB", "ANSWER_STUB", "stub_lines", "EXERCISE_TAG", "CHECK_TAG", "strip_solutions", "has_solution",
            "student_notebook", "notebook_paths", "write_students", "CellRun", "run_exercises", "add_subcommand"]
 
 BEGIN = "### BEGIN SOLUTION"
@@ -48,29 +51,49 @@ def has_solution(source: str) -> bool:
     return any(_marker(line) == BEGIN for line in source.splitlines())
 
 
+_ANSWER = re.compile(r"^(\s*)([A-Za-z_]\w*)\s*=\s*[^#=]+?(?:\s*#\s*(.*))?$")  # NAME = value  # comment
+ANSWER_STUB = "..."
+
+
+def stub_lines(region: list[str], indent: str) -> list[str]:
+    """The student's lines for one solution region: where every line of it assigns one name on one line (an answer
+    the check reads), each name set to ``...`` with "# your answer" and the line's own comment (its choices); any
+    other region becomes ``raise NotImplementedError()`` at ``indent``."""
+    lines = [line for line in region if line.strip()]
+    answers = [_ANSWER.match(line) for line in lines]
+    if not lines or not all(answers):
+        return [indent + STUB]
+    return [f"{m.group(1)}{m.group(2)} = {ANSWER_STUB}  # your answer" + (f"; {m.group(3)}" if m.group(3) else "")
+            for m in answers]
+
+
 def strip_solutions(source: str, where: str = "cell") -> str:
-    """``source`` with every solution region (the marker lines included) replaced by one line
-    ``raise NotImplementedError()`` at the BEGIN marker's indentation.
+    """``source`` with every solution region (the marker lines included) replaced by its stub (`stub_lines`):
+    ``raise NotImplementedError()`` at the BEGIN marker's indentation, or the answers' names set to ``...``.
 
     Raises `InputError` naming ``where`` and the line for an END without a BEGIN, a BEGIN inside a
     region (regions do not nest) and a BEGIN that is never closed.
     """
     out: list[str] = []
     opened: int | None = None  # line number (1-based) of the open BEGIN
+    region: list[str] = []
+    indent = ""
     for number, line in enumerate(source.splitlines(), start=1):
         marker = _marker(line)
         if marker == BEGIN:
             if opened is not None:
                 raise InputError(f"{where}, line {number}: {BEGIN!r} inside the region opened on line {opened}; "
                                  f"close it with {END!r} first (regions do not nest)")
-            opened = number
-            out.append(line[:len(line) - len(line.lstrip())] + STUB)
+            opened, region, indent = number, [], line[:len(line) - len(line.lstrip())]
         elif marker == END:
             if opened is None:
                 raise InputError(f"{where}, line {number}: {END!r} without a {BEGIN!r} before it")
+            out += stub_lines(region, indent)
             opened = None
         elif opened is None:
             out.append(line)
+        else:
+            region.append(line)
     if opened is not None:
         raise InputError(f"{where}, line {opened}: {BEGIN!r} is never closed by {END!r}")
     return "\n".join(out) + ("\n" if source.endswith("\n") else "")

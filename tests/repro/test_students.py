@@ -11,8 +11,21 @@ from hedgekit.repro.students import run_exercises, strip_solutions, student_note
 
 
 def test_region_at_top_level():
-    src = "x = 1\n### BEGIN SOLUTION\nMY_GUESS = \"grow\"\n### END SOLUTION\nprint(x)\n"
+    src = "x = 1\n### BEGIN SOLUTION\nMY_GUESS = f(x)\nprint(MY_GUESS)\n### END SOLUTION\nprint(x)\n"
     assert strip_solutions(src) == "x = 1\nraise NotImplementedError()\nprint(x)\n"
+
+
+def test_an_answer_region_becomes_the_names_the_check_reads_with_their_choices():
+    """A region that only sets the answers (one name per line) keeps the names, set to ..., and each line's own
+    comment (the choices), so a learner's right answer under the stub's names is what the check reads."""
+    src = ('### BEGIN SOLUTION\nGUESS_BETA_0 = "shrink to 0"  # one of "shrink to 0", "grow"\n'
+           "GUESS_BETA_1 = 'move to 1'\n### END SOLUTION\ncheck(GUESS_BETA_0, GUESS_BETA_1)\n")
+    assert strip_solutions(src) == ('GUESS_BETA_0 = ...  # your answer; one of "shrink to 0", "grow"\n'
+                                    "GUESS_BETA_1 = ...  # your answer\ncheck(GUESS_BETA_0, GUESS_BETA_1)\n")
+    assert "shrink" not in strip_solutions(src).split("# your answer")[0]  # the value is gone
+    # anything else (a call with keywords, a second statement on a line, nothing at all) stays the raising stub
+    for region in ("A = f(k=1)\n", "A = 1; B = 2\n", "for i in range(3):\n    A = i\n", ""):
+        assert strip_solutions(f"### BEGIN SOLUTION\n{region}### END SOLUTION\n") == "raise NotImplementedError()\n"
 
 
 def test_nested_indentation_keeps_the_markers_indentation():
@@ -35,7 +48,7 @@ def test_several_regions_in_one_cell():
            "### BEGIN SOLUTION\nA = 3\n### END SOLUTION\n")
     assert strip_solutions(src) == ("def f(x):\n    raise NotImplementedError()\n\n\n"
                                     "def g(x):\n\traise NotImplementedError()\n"
-                                    "raise NotImplementedError()\n")
+                                    "A = ...  # your answer\n")
 
 
 def test_a_cell_without_markers_is_unchanged():
