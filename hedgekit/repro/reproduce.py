@@ -245,7 +245,7 @@ def reproduce(fast: bool = False, only: Sequence[str] | str | None = None, out_d
              (f" — {rec['error'].splitlines()[0][:200]}" if rec["error"] else "")
              + (f" (not written back; the executed notebook is {out / rec['output']})"
                 if inplace and rec["status"] == "failed" else ""))
-    summary = write_summary(runs, out, fast, time.perf_counter() - t_all, registry)
+    summary = write_summary(runs, out, fast, time.perf_counter() - t_all, select(None, registry))
     echo(f"[reproduce] summary: {summary}")
     return summary
 

@@ -18,7 +18,7 @@ __all__ = ["FAST_MODE", "write_summary", "write_text"]
 
 
 def write_summary(runs: Sequence[dict], out_dir: str | Path, fast: bool, total_seconds: float | None = None,
-                  registry: dict | None = None) -> Path:
+                  registered: Sequence[str] = ()) -> Path:
     """Build ``summary.md`` (+ ``summary.html``, ``run.json``) from run records and the notebooks' manifests.
 
     The report is cumulative: notebooks run into the same folder by an earlier call
@@ -26,13 +26,11 @@ def write_summary(runs: Sequence[dict], out_dir: str | Path, fast: bool, total_s
     a time and still give one report. ``total_seconds`` is this call's wall time; the header adds the
     carried-over notebooks' run times.
 
-    Every notebook of ``registry`` (default `hedgekit.repro.reproduce.NOTEBOOKS`) that has no record in this folder
-    and mode is listed as "not run", with the command that adds it (``missing`` in ``run.json``): a cumulative
+    Every notebook of ``registered`` (file names; `hedgekit.repro.reproduce.reproduce` passes the registry's) that
+    has no record in this folder and mode is listed as "not run", with the command that adds it (``missing`` in ``run.json``): a cumulative
     report built one notebook at a time must not lose a registered notebook silently (notebook 09 was never run
     into the committed report, and nothing said so).
     """
-    from hedgekit.repro.reproduce import select  # the registry's module runs the notebooks and calls this one
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     now = time.strftime("%Y-%m-%d %H:%M")
@@ -41,7 +39,7 @@ def write_summary(runs: Sequence[dict], out_dir: str | Path, fast: bool, total_s
     total = sum(r.get("seconds", 0.0) for r in runs) if total_seconds is None else total_seconds
     total += sum(r.get("seconds", 0.0) for r in earlier)
     runs = sorted(runs + earlier, key=lambda r: r["notebook"])
-    missing = sorted(set(select(None, registry)) - {r["notebook"] for r in runs})
+    missing = sorted(set(registered) - {r["notebook"] for r in runs})
     metas = {r["notebook"]: _read_entries(r, out) for r in runs}
     lines = _header(runs, metas, missing, fast, total)
     for r in runs:

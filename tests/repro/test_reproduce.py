@@ -158,14 +158,16 @@ def test_a_registered_notebook_that_never_ran_is_listed_as_not_run(tmp_path):
     Report(tmp_path / "assets" / "01_x", "01_x").table("T", pd.DataFrame({"ours": [1.0]}))
     rec = dict(notebook="01_x.ipynb", output="notebooks/01_x.ipynb", status="ok", error="", seconds=3.0,
                assets="assets/01_x")
-    md = write_summary([rec], tmp_path, fast=False, total_seconds=3.0, registry=reg).read_text()
+    md = write_summary([rec], tmp_path, fast=False, total_seconds=3.0,
+                       registered=R.select(None, reg)).read_text()
     assert "| 09_z.ipynb | **not run** | — | — | — | — |" in md
     assert "Registered but not in this report: 09_z.ipynb. Add it with `python -m hedgekit reproduce --only" in md
     assert json.loads((tmp_path / "run.json").read_text())["missing"] == ["09_z.ipynb"]
     # once it has run (a later call into the same folder), it is no longer missing
     Report(tmp_path / "assets" / "09_z", "09_z").table("U", pd.DataFrame({"ours": [2.0]}))
     rec9 = dict(rec, notebook="09_z.ipynb", output="notebooks/09_z.ipynb", assets="assets/09_z")
-    md = write_summary([rec9], tmp_path, fast=False, total_seconds=3.0, registry=reg).read_text()
+    md = write_summary([rec9], tmp_path, fast=False, total_seconds=3.0,
+                       registered=R.select(None, reg)).read_text()
     assert "not run" not in md and "[09_z.ipynb]" in md and "[01_x.ipynb]" in md
     assert json.loads((tmp_path / "run.json").read_text())["missing"] == []
 @pytest.mark.slow  # starts a Jupyter kernel (~8 s)
