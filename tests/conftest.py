@@ -4,7 +4,7 @@
 machine).
 
 Tests do not depend on each other (issue 45, item 2): the session runs with ``HEDGEKIT_DATA`` set to an empty
-folder of its own (`_hedgekit_data`; with pytest-xdist each worker has its own, so two workers never share a
+folder of its own (`pytest_configure`; with pytest-xdist each worker has its own, so two workers never share a
 half-written cache), and the run fails if it changed the repository's ``data/`` folder (`pytest_sessionstart`,
 `pytest_sessionfinish`; tests/test_isolation.py checks both)."""
 import os
@@ -25,6 +25,8 @@ HIB, MOG2, POINT = DEFAULT_MODEL, "MoG-2, D=2", POINT_MODEL
 NO_CUDA = "needs a CUDA GPU: torch.cuda.is_available() is False here (tests/gpu_check.sh runs the gpu tests on one)"
 REPO_DATA = REPO_DIR / "data"  # `hedgekit.paths.data_dir()` without HEDGEKIT_DATA: a run must leave it as found
 _DATA_LISTING = pytest.StashKey[dict]()
+_PREVIOUS_DATA = pytest.StashKey["str | None"]()
+collect_ignore_glob = ["fixtures/*.ipynb"]  # the lesson machinery's fixture is not a notebook of the kit
 
 
 def data_listing(root: Path) -> dict[str, tuple]:
@@ -98,27 +100,50 @@ def pytest_report_header(config):
     return "versions: " + ", ".join(f"{name} {installed(name)}" for name in REPORTED_PACKAGES)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    """``HEDGEKIT_DATA`` for the whole session: an empty folder under pytest's base temporary folder, outside the
+    repository, so no test reads what an earlier run left behind and none writes into `REPO_DATA`. Under
+    pytest-xdist each worker has its own base folder, hence its own cache: no two processes write the same cache
+    file, at the price of models both workers need being trained twice. Set here, before any test or notebook
+    runs, so the notebooks' kernels (nbmake, `pytest_collection_modifyitems`) and every subprocess inherit it; a
+    test that sets its own (``monkeypatch.setenv``) gets this one back afterwards."""
+    if config.getoption("numprocesses", None) and not _is_xdist_worker(config):
+        return  # the pytest-xdist controller runs no test: its workers make their own
+    config.stash[_PREVIOUS_DATA] = os.environ.get("HEDGEKIT_DATA")
+    os.environ["HEDGEKIT_DATA"] = str(config._tmp_path_factory.mktemp("hedgekit-data"))
+
+
+def pytest_unconfigure(config):
+    """``HEDGEKIT_DATA`` back to what it was before the session."""
+    if _PREVIOUS_DATA not in config.stash:
+        return
+    previous = config.stash[_PREVIOUS_DATA]
+    if previous is None:
+        os.environ.pop("HEDGEKIT_DATA", None)
+    else:
+        os.environ["HEDGEKIT_DATA"] = previous
+
+
+def _is_notebook_run(item) -> bool:
+    return getattr(item, "nbmake", False)  # nbmake's item for one notebook: a learner's Run All
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Every test marked ``gpu`` (on itself, its class or its module) is skipped with `NO_CUDA` when CUDA is not
+    """Each notebook's Run All (an nbmake item: the notebook with its default parameters, as a learner's Run All
+    executes it, FAST = True) is marked ``slow`` (the quick tier leaves them out; before the mark filter runs).
+    Every test marked ``gpu`` (on itself, its class or its module) is skipped with `NO_CUDA` when CUDA is not
     available; with CUDA every test runs. Asked at collection time, so a monkeypatched check in a test changes
     nothing here."""
+    for item in items:
+        if _is_notebook_run(item):
+            item.add_marker(pytest.mark.slow)
     if torch.cuda.is_available():
         return
     for item in items:
         if item.get_closest_marker("gpu") is not None:
             item.add_marker(pytest.mark.skip(reason=NO_CUDA))
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _hedgekit_data(tmp_path_factory):
-    """``HEDGEKIT_DATA`` for the whole session: an empty folder under pytest's base temporary folder, outside the
-    repository, so no test reads what an earlier run left behind and none writes into `REPO_DATA`. Under
-    pytest-xdist each worker has its own base folder, hence its own cache: no two processes write the same cache
-    file, at the price of models both workers need being trained twice. Subprocesses inherit it through
-    os.environ; a test that sets its own (``monkeypatch.setenv``) gets this one back afterwards."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HEDGEKIT_DATA", str(tmp_path_factory.mktemp("hedgekit-data")))
-        yield
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -131,7 +156,7 @@ def _one_torch_thread():
 
 @pytest.fixture(scope="session")
 def fast_models():
-    """The app's default models at the fast preset (trained once per session into its `_hedgekit_data`)."""
+    """The app's default models at the fast preset (trained once per session into its HEDGEKIT_DATA)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("HEDGEKIT_PRESET", "fast")
         yield {c: load_model(app_spec(c, "fast"))[0] for c in (HIB, MOG2, POINT)}

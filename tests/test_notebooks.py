@@ -1,9 +1,15 @@
-"""Every registered reproduction notebook runs top to bottom in FAST mode (papermill, kernel python3).
+"""The notebooks as a learner and as `reproduce` run them.
 
-FAST mode loads the shipped `paper` models where a figure's models all ship and otherwise
-the `fast` preset models (trained once per test session, into the session's HEDGEKIT_DATA:
-tests/conftest.py), so each notebook stays under 3 minutes on 2 CPU cores. The `python3` kernelspec comes
-with ipykernel; if it is missing run ``python -m ipykernel install --user``.
+* **Run All** (issue 48, item 1): the README's test command collects every notebook under notebooks/ as an nbmake
+  item (pyproject.toml's ``addopts``: ``--nbmake``), which executes it top to bottom with its default parameters,
+  in a fresh kernel, exactly as a learner's Run All does. The defaults are the quick tour (``FAST = True``:
+  `test_notebooks_are_thin_and_well_formed`), so Run All is the recorded FAST run of notebooks/report/fast.json.
+  The items are marked ``slow`` (tests/conftest.py) and train the ``fast`` preset models they need once per
+  worker, into the session's own HEDGEKIT_DATA.
+* **The parameterised run** that `python -m hedgekit reproduce` makes (papermill, ``REPORT_DIR`` set): the notebook
+  hands its tables and figures to the report and its first cell records versions, mode and run time.
+
+The ``python3`` kernelspec comes with ipykernel; if it is missing run ``python -m ipykernel install --user``.
 """
 from __future__ import annotations
 
@@ -11,8 +17,6 @@ import nbformat
 import pytest
 
 from hedgekit.repro.reproduce import NOTEBOOKS, notebook_dir
-
-pytestmark = pytest.mark.slow  # runs every notebook in FAST mode (1-3 min each)
 
 NOTEBOOK_NAMES = [nb for group in NOTEBOOKS.values() for nb in group]
 
@@ -27,14 +31,14 @@ def _kernel_available(name: str = "python3") -> bool:
         return False
 
 
-@pytest.mark.parametrize("name", NOTEBOOK_NAMES)
-def test_notebook_runs_in_fast_mode(name, tmp_path):
+@pytest.mark.slow
+def test_a_parameterised_run_hands_its_report(tmp_path):
     import papermill as pm
 
     if not _kernel_available():
         pytest.fail("no 'python3' Jupyter kernel: run `python -m ipykernel install --user`")
-    src = notebook_dir() / name
-    out = tmp_path / name
+    name = "00_start_here.ipynb"
+    src, out = notebook_dir() / name, tmp_path / name
     pm.execute_notebook(str(src), str(out), parameters=dict(FAST=True, REPORT_DIR=str(tmp_path / "report")),
                         kernel_name="python3", cwd=str(src.parent), progress_bar=False, execution_timeout=600)
     nb = nbformat.read(out, as_version=4)
@@ -43,9 +47,20 @@ def test_notebook_runs_in_fast_mode(name, tmp_path):
     # first cell: versions and the mode, updated in place by hedgekit.repro.session.Session
     first = "".join(o.get("data", {}).get("text/markdown", "") for o in nb.cells[0].outputs)
     assert "versions:" in first and "FAST" in first and "run time:" in first
-    tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
-    assert len(tagged) == 1
     assert (tmp_path / "report" / "manifest.json").is_file()  # handed tables/figures to the report
+
+
+def test_every_registered_notebook_is_collected_for_run_all():
+    """pyproject's addopts run nbmake over testpaths that include notebooks/ (and leave out student copies and
+    reports): a notebook added to the registry is Run-All-tested without a line here."""
+    import tomllib
+
+    from hedgekit.paths import REPO_DIR
+
+    options = tomllib.loads((REPO_DIR / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert "--nbmake" in options["addopts"].split() and "notebooks" in options["testpaths"]
+    assert {"students", "report"} <= set(options["norecursedirs"])
+    assert {p.name for p in notebook_dir().glob("*.ipynb")} == set(NOTEBOOK_NAMES)
 
 
 def test_notebooks_are_thin_and_well_formed():
