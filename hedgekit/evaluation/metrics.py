@@ -25,8 +25,9 @@ HIB, Appendix D (Figure 11)
     :func:`digit_run_lengths`, :func:`mean_run_length` -- how well a 1D
     embedding orders the 2-digit classes on the number line.
 URL, Section 3.1 and Algorithm 1 (Figures 1, 2); Sections 4.5-4.6 (Figures 4, 5)
-    :func:`recall_at_1` (``metric="cosine"`` as in the URL code, or Euclidean),
-    :func:`r_auroc`, :func:`crop_uncertainty_rate`.
+    :func:`recall_at_1` (``metric="cosine"`` as in the URL code, the default, or
+    Euclidean), :func:`r_auroc`, :func:`crop_uncertainty_rate`,
+    :func:`crop_uncertainty_correlation` (the official code's ``rcorr_crop_unc``).
 
 Conventions: a *score* is "higher = more similar / more likely a match"; an
 *uncertainty* is "higher = less sure". Ties in nearest-neighbour search are
@@ -39,6 +40,8 @@ name callers use (and the one a test replaces).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import torch
@@ -67,6 +70,7 @@ __all__ = [
     "recall_at_1",
     "r_auroc",
     "crop_uncertainty_rate",
+    "crop_uncertainty_correlation",
     "class_centroids",
     "adjacency_score",
     "digit_run_lengths",
@@ -260,19 +264,20 @@ def kendall_tau_bins(per_bin_performance) -> float:
 _R1_METRICS = {"euclidean": euclidean_score_fn, "cosine": cosine_score_fn}
 
 
-def recall_at_1(embeddings, labels, chunk: int = 1024, metric: str = "euclidean"):
+def recall_at_1(embeddings, labels, chunk: int = 1024, metric: str = "cosine"):
     """Recall@1: does the nearest other item share the class?
 
     URL Section 3.1, Algorithm 1: ``is_same_class = labels == labels[next_neighbor_idx]``,
     ``r_at_1 = mean(is_same_class)``; the item itself is excluded. Ties go to the
     lower index.
 
-    ``metric``: "euclidean" (the default: the distance the kit's other
-    nearest-neighbour metrics use, e.g. HIB's KNN via :func:`euclidean_score_fn`,
-    and what this function computed before the option existed) or "cosine"
-    (:func:`cosine_score_fn`): the URL paper's R@1, whose code (``recall_at_one`` of
-    github.com/mkirchhof/url) L2-normalises the embeddings and takes the most similar
-    other item by inner product. `hedgekit.papers.url.protocol` uses "cosine".
+    ``metric``: "cosine" (the default, :func:`cosine_score_fn`): the URL paper's R@1,
+    whose code (``recall_at_one`` of github.com/mkirchhof/url) L2-normalises the
+    embeddings and takes the most similar other item by inner product, as
+    `hedgekit.papers.url.protocol` does; or "euclidean" (:func:`euclidean_score_fn`,
+    the distance of the kit's other nearest-neighbour metrics, e.g. HIB's KNN).
+    The default was "euclidean" until issue 49 item 3 made it the benchmark's, so a
+    direct call gives the paper's R@1; a caller that wants Euclidean says so.
 
     Returns:
         ``(r1, correct)``: float and bool array (n,).
@@ -325,6 +330,49 @@ def crop_uncertainty_rate(u_full, u_crop) -> float:
     crop = checked_array(u_crop, "u_crop", float)
     same_length(u_full=full, u_crop=crop)
     return float(np.mean(crop > full))
+
+
+def crop_uncertainty_correlation(u_crop, crop_fraction) -> float:
+    """Spearman's rank correlation between -u of each cropped image and how much of the image the crop kept.
+
+    The URL paper's official validation (github.com/mkirchhof/url, ``validate.py``) reports it as
+    ``rcorr_crop_unc = spearmanr(-uncertainties_c, center_crop)[0]``: *every* evaluation image is cropped,
+    ``center_crop[i] ~ U(crop_min, crop_max)`` (defaults 0.1 and 0.75, ``train.py``) is the fraction of the
+    shorter side that image's centre crop keeps, and ``uncertainties_c`` are u(x) of the crops resized back to
+    full size. Its README calls it a metric "only implemented in reference to previous works" and prefers the
+    cropped-image rate (:func:`crop_uncertainty_rate`). +1: the less an image keeps, the higher its u, in
+    perfect rank order; 0: u ignores the amount cropped; -1: the reverse.
+
+    Ranks only: any increasing function of the fraction gives the same value, so the kept *area* fraction
+    (`hedgekit.papers.url.protocol` passes that) and the kept *side* fraction (the official code's, before it
+    rounds the crop to whole pixels) agree.
+    Ties get their average rank (as ``scipy.stats.spearmanr``); rho is the Pearson correlation of the ranks.
+
+    Args:
+        u_crop: (n,) u(x) of the cropped images (higher = less sure), finite.
+        crop_fraction: (n,) the fraction of image i that its crop kept, finite, in (0, 1].
+
+    Returns:
+        rho in [-1, 1]; NaN when ``u_crop`` is constant (a u(x) that does not vary has no rank order, as
+        scipy's NaN). Raises InputError for fewer than 3 images, different lengths, non-1-D or non-finite input,
+        a fraction outside (0, 1], or a constant ``crop_fraction`` (crops of one size leave nothing to correlate:
+        the protocol must draw a size per image).
+    """
+    u = checked_array(u_crop, "u_crop", float)
+    frac = checked_array(crop_fraction, "crop_fraction", float)
+    same_length(u_crop=u, crop_fraction=frac)
+    if len(u) < 3:
+        raise InputError(f"a rank correlation needs at least 3 cropped images, got {len(u)}")
+    if (frac <= 0).any() or (frac > 1).any():
+        raise InputError("crop_fraction must lie in (0, 1] (the share of each image its crop kept)")
+    if np.all(frac == frac[0]):
+        raise InputError("crop_fraction is constant: every crop kept the same share, so there is nothing to "
+                         "correlate; draw a crop size per image")
+    if np.all(u == u[0]):
+        return float("nan")
+    a, b = stats.rankdata(-u), stats.rankdata(frac)  # method="average": tied values share their mean rank
+    a, b = a - a.mean(), b - b.mean()  # half-integers: exact
+    return float(np.clip(a @ b / math.sqrt((a @ a) * (b @ b)), -1.0, 1.0))  # Pearson's r of the ranks
 
 
 # ----------------------------------------------------------------------------

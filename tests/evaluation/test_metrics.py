@@ -201,7 +201,7 @@ def test_kendall_tau_errors():
 
 
 # ----------------------------------------------------------------------------
-# URL: R@1, R-AUROC, crop rate
+# URL: R@1, R-AUROC, crop rate and crop correlation
 # ----------------------------------------------------------------------------
 def test_recall_at_1_vs_brute_force(rng):
     n = 300
@@ -212,7 +212,7 @@ def test_recall_at_1_vs_brute_force(rng):
     np.fill_diagonal(D, np.inf)
     nn = np.argmin(D, axis=1)  # first minimum = lower index
     want = labels[nn] == labels
-    r1, correct = M.recall_at_1(torch.tensor(emb, dtype=torch.float64), labels, chunk=64)
+    r1, correct = M.recall_at_1(torch.tensor(emb, dtype=torch.float64), labels, chunk=64, metric="euclidean")
     np.testing.assert_array_equal(correct, want)
     assert r1 == pytest.approx(want.mean())
     assert 0 < r1 < 1
@@ -220,7 +220,7 @@ def test_recall_at_1_vs_brute_force(rng):
 
 def test_recall_at_1_small_and_errors():
     emb = np.array([[0.0], [0.1], [5.0], [5.2]])
-    r1, correct = M.recall_at_1(emb, [0, 0, 1, 0])
+    r1, correct = M.recall_at_1(emb, [0, 0, 1, 0], metric="euclidean")
     np.testing.assert_array_equal(correct, [True, True, False, False])
     assert r1 == pytest.approx(0.5)
     with pytest.raises(InputError, match="at least 2"):
@@ -279,8 +279,10 @@ def test_recall_at_1_metrics_vs_brute_force(rng, metric):
     r1, correct = M.recall_at_1(torch.tensor(emb), labels, chunk=32, metric=metric)
     np.testing.assert_array_equal(correct, brute_force_recall_at_1(emb, labels, metric))
     assert 0 < r1 < 1
-    if metric == "euclidean":
-        np.testing.assert_array_equal(correct, M.recall_at_1(emb, labels)[1])  # the default
+    if metric == "cosine":  # the default: the URL benchmark's (issue 49 item 3)
+        np.testing.assert_array_equal(correct, M.recall_at_1(emb, labels)[1])
+    else:
+        assert not np.array_equal(correct, M.recall_at_1(emb, labels)[1])
 
 
 @pytest.mark.parametrize("metric", ["manhattan", "Cosine", None])
@@ -318,6 +320,62 @@ def test_crop_uncertainty_rate():
         M.crop_uncertainty_rate([1.0], [1.0, 2.0])
     with pytest.raises(InputError, match="NaN or inf"):
         M.crop_uncertainty_rate([np.nan], [1.0])
+
+
+def test_crop_uncertainty_correlation_hand_computed():
+    u_crop = [0.5, 0.2, 0.9, 0.1, 0.4]
+    kept = [0.3, 0.6, 0.25, 0.5, 0.45]
+    # ranks by hand: -u = (-0.5, -0.2, -0.9, -0.1, -0.4) -> (2, 4, 1, 5, 3); kept -> (2, 5, 1, 4, 3)
+    # d = (0, -1, 0, 1, 0), no ties: rho = 1 - 6 * sum(d^2) / (n (n^2 - 1)) = 1 - 6 * 2 / 120 = 0.9
+    assert M.crop_uncertainty_correlation(u_crop, kept) == pytest.approx(0.9)
+    assert M.crop_uncertainty_correlation(torch.tensor(u_crop), torch.tensor(kept)) == pytest.approx(0.9)
+
+
+def test_crop_uncertainty_correlation_ties_get_average_ranks():
+    # -u = (-0.3, -0.3, -0.1, -0.8) -> ranks (2.5, 2.5, 4, 1) (the tie shares 2 and 3); kept -> (2, 3, 4, 1)
+    # Pearson of the ranks (means 2.5): cov = 0 + 0 + 2.25 + 2.25 = 4.5, ss = 4.5 and 5 -> rho = sqrt(0.9);
+    # the no-ties shortcut 1 - 6 sum(d^2) / (n (n^2 - 1)) would give 0.95 instead
+    rho = M.crop_uncertainty_correlation([0.3, 0.3, 0.1, 0.8], [0.4, 0.5, 0.7, 0.2])
+    assert rho == pytest.approx(math.sqrt(0.9))
+    # the mirror case, ties in the kept fractions: kept (0.4, 0.4, 0.7, 0.2) -> (2.5, 2.5, 4, 1),
+    # -u = (-0.5, -0.3, -0.1, -0.8) -> (2, 3, 4, 1): the same sums, rho = sqrt(0.9)
+    rho = M.crop_uncertainty_correlation([0.5, 0.3, 0.1, 0.8], [0.4, 0.4, 0.7, 0.2])
+    assert rho == pytest.approx(math.sqrt(0.9))
+
+
+def test_crop_uncertainty_correlation_perfect_orders():
+    kept = np.array([0.1, 0.3, 0.35, 0.6, 0.75])
+    assert M.crop_uncertainty_correlation(1 / kept, kept) == 1.0  # less kept, more uncertain: the goal
+    assert M.crop_uncertainty_correlation(kept ** 2, kept) == -1.0  # less kept, less uncertain
+    assert M.crop_uncertainty_correlation(-np.log(kept), kept ** 2) == 1.0  # ranks only: side or area fraction
+
+
+def test_crop_uncertainty_correlation_vs_scipy(rng):
+    kept = rng.uniform(0.1, 0.75, 400)
+    u_crop = -kept + rng.normal(scale=0.2, size=400)
+    u_crop[:40] = np.round(u_crop[:40], 1)  # some ties
+    want = stats.spearmanr(-u_crop, kept).statistic  # the official code's rcorr_crop_unc
+    assert M.crop_uncertainty_correlation(u_crop, kept) == pytest.approx(want, abs=1e-12)
+    assert 0.5 < want < 1
+
+
+def test_crop_uncertainty_correlation_undefined_and_errors():
+    assert math.isnan(M.crop_uncertainty_correlation([0.2, 0.2, 0.2], [0.3, 0.4, 0.5]))  # u(x) does not vary
+    with pytest.raises(InputError, match="crop_fraction is constant"):
+        M.crop_uncertainty_correlation([0.1, 0.2, 0.3], [0.4, 0.4, 0.4])
+    with pytest.raises(InputError, match="at least 3"):
+        M.crop_uncertainty_correlation([0.1, 0.2], [0.3, 0.4])
+    with pytest.raises(InputError, match="length mismatch"):
+        M.crop_uncertainty_correlation([0.1, 0.2, 0.3], [0.3, 0.4, 0.5, 0.6])
+    with pytest.raises(InputError, match="1-D"):
+        M.crop_uncertainty_correlation(np.zeros((3, 2)), np.full((3, 2), 0.5))
+    with pytest.raises(InputError, match="NaN or inf"):
+        M.crop_uncertainty_correlation([0.1, np.inf, 0.3], [0.3, 0.4, 0.5])
+    with pytest.raises(InputError, match="NaN or inf"):
+        M.crop_uncertainty_correlation([0.1, 0.2, 0.3], [0.3, np.nan, 0.5])
+    for bad in ([0.0, 0.4, 0.5], [0.3, 0.4, 1.5]):
+        with pytest.raises(InputError, match=r"in \(0, 1\]"):
+            M.crop_uncertainty_correlation([0.1, 0.2, 0.3], bad)
 
 
 # ----------------------------------------------------------------------------
