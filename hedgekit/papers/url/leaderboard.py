@@ -38,11 +38,15 @@ def label(method: str) -> str:
     return LABELS.get(method, method)
 
 
-# metric -> column title in the leaderboard (in order)
+# metric -> column title in the leaderboard (in order). Each crop rate has the official code's second cropping metric
+# beside it, Spearman's rho between -u of a crop and the share it kept (``crop_corr``, `protocol.evaluate_set`; issue
+# 49 item 3). Runs recorded before it (`CONVERGED`, older cached runs) lack it: a column no run has is left out, and a
+# method whose runs lack it shows "—" (`leaderboard_markdown`).
 METRICS = {"down_rauroc": "R-AUROC (down)", "down_r1": "R@1 (down)", "rauroc": "R-AUROC unseen", "r1": "R@1 unseen",
            "fashion_rauroc": "R-AUROC Fashion", "fashion_r1": "R@1 Fashion", "crop": "crop rate unseen",
-           "up_rauroc": "R-AUROC (up)", "up_r1": "R@1 (up)", "up_acc": "accuracy (up)", "up_crop": "crop rate (up)",
-           "cpu_seconds": "CPU s", "train_seconds": "train s"}
+           "crop_corr": "crop rho unseen", "up_rauroc": "R-AUROC (up)", "up_r1": "R@1 (up)", "up_acc": "accuracy (up)",
+           "up_crop": "crop rate (up)", "up_crop_corr": "crop rho (up)", "cpu_seconds": "CPU s",
+           "train_seconds": "train s"}
 
 
 # A run has learned an embedding when it clears these on the upstream (seen-class) test images: R@1, and for heads

@@ -9,8 +9,10 @@ Data (kit scale of the paper's ImageNet -> CUB / CARS / SOP zero-shot transfer):
 
 Metrics (`evaluate`): R@1 and R-AUROC (`hedgekit.evaluation.metrics.recall_at_1`, `r_auroc`) on every set;
 R@1 uses cosine similarity like the official code (``recall_at_1(..., metric="cosine")``); upstream
-classification accuracy for heads that output logits; the cropped-image rate (`crop_uncertainty_rate`) with
-the crop of `crop_images`.
+classification accuracy for heads that output logits; with the crops of `crop_images` (every image cropped, a
+kept area drawn per image), the cropped-image rate (`crop_uncertainty_rate`) and the official code's second
+cropping metric ``rcorr_crop_unc``, Spearman's rho between -u(crop) and the share of the image kept
+(`crop_uncertainty_correlation`, issue 49 item 3).
 """
 from __future__ import annotations
 
@@ -21,15 +23,18 @@ import torch
 import torch.nn.functional as F
 
 from hedgekit.errors import InputError
-from hedgekit.evaluation.metrics import crop_uncertainty_rate, r_auroc, recall_at_1
+from hedgekit.evaluation.metrics import crop_uncertainty_correlation, crop_uncertainty_rate, r_auroc, recall_at_1
 
-__all__ = ["CROP_AREA", "crop_boxes", "crop_images", "fashion_pairs", "evaluate_set", "evaluate"]
+__all__ = ["CROP_AREA", "crop_boxes", "kept_fraction", "crop_images", "fashion_pairs", "evaluate_set", "evaluate"]
 
 # The paper never says how its crop is made (Sec. 4.5, App. C.3: "a cropped version of an image"). Ours is
 # an ImageNet-style random resized crop at kit scale: keep a random window of 25%-50% of the image's area
 # with the image's own aspect ratio (so 14x28 to 20x40 pixels of a 28x56 two-digit image: each digit loses
 # strokes, none disappears), at a uniform position, resized back to the full size with bilinear
-# interpolation. Zooming in hides information, so a good u(x) should rise.
+# interpolation. Zooming in hides information, so a good u(x) should rise. The area is drawn per image, so the crop
+# correlation (`crop_uncertainty_correlation`) has sizes to rank; the official code (github.com/mkirchhof/url,
+# validate.py) draws per image too: a centre crop keeping a side fraction ~ U(0.1, 0.75) of the shorter side (an
+# area of 1% to 56%), a wider range than ours, which keeps both digits of a kit image readable.
 CROP_AREA = (0.25, 0.5)
 
 
@@ -43,6 +48,15 @@ def crop_boxes(n: int, height: int, width: int, rng: np.random.Generator, area=C
     h, w = side * height, side * width
     top, left = rng.uniform(0, 1, n) * (height - h), rng.uniform(0, 1, n) * (width - w)
     return np.stack([top, left, h, w], axis=1)
+
+
+def kept_fraction(boxes, height: int, width: int) -> np.ndarray:
+    """(n,) share of the image's area each box (top, left, h, w) of `crop_boxes` keeps: h w / (height width), the
+    crop fraction `crop_uncertainty_correlation` ranks."""
+    b = np.asarray(boxes, dtype=float)
+    if b.ndim != 2 or b.shape[1] != 4:
+        raise InputError(f"boxes must be (n, 4) (top, left, h, w); got shape {b.shape}")
+    return b[:, 2] * b[:, 3] / (height * width)
 
 
 def crop_images(x: torch.Tensor, boxes) -> torch.Tensor:
@@ -111,10 +125,13 @@ def _check_finite_outputs(out: dict, name: str) -> None:
 
 
 def evaluate_set(predict, x: torch.Tensor, y, crop_seed: int | None = None, name: str = "evaluation set") -> dict:
-    """R@1 (cosine), R-AUROC and, with ``crop_seed``, the cropped-image rate of one set.
+    """R@1 (cosine), R-AUROC and, with ``crop_seed``, the cropped-image rate and crop correlation of one set.
 
     ``predict(x) -> {"embedding", "uncertainty", ["logits"]}`` (`hedgekit.training.upstream.predict`).
-    Returns ``{"r1", "rauroc"[, "crop"], "u_mean"}``. An embedding or u(x) with NaN or inf (on the images or
+    Returns ``{"r1", "rauroc"[, "crop", "crop_corr"], "u_mean"}``: every image is cropped once (`crop_boxes`,
+    seeded by ``crop_seed``); ``crop`` is the share whose crop gets a higher u (`crop_uncertainty_rate`) and
+    ``crop_corr`` Spearman's rho between -u of the crops and their `kept_fraction` (`crop_uncertainty_correlation`:
+    NaN when u of the crops is constant). An embedding or u(x) with NaN or inf (on the images or
     their crops) raises FloatingPointError naming the set (``name``): the model diverged.
     """
     out = predict(x)
@@ -124,9 +141,12 @@ def evaluate_set(predict, x: torch.Tensor, y, crop_seed: int | None = None, name
            "u_mean": float(np.mean(out["uncertainty"]))}
     if crop_seed is not None:
         rng = np.random.default_rng(crop_seed)
-        cropped = predict(crop_images(x, crop_boxes(len(x), x.shape[-2], x.shape[-1], rng)))
+        boxes = crop_boxes(len(x), x.shape[-2], x.shape[-1], rng)
+        cropped = predict(crop_images(x, boxes))
         _check_finite_outputs(cropped, f"{name} (cropped)")
         res["crop"] = crop_uncertainty_rate(out["uncertainty"], cropped["uncertainty"])
+        res["crop_corr"] = crop_uncertainty_correlation(cropped["uncertainty"],
+                                                        kept_fraction(boxes, x.shape[-2], x.shape[-1]))
     res["_out"] = out
     return res
 
@@ -136,8 +156,8 @@ def evaluate(predict, sets: dict, upstream_labels_to_index: dict | None = None, 
 
     ``sets``: ``{"up": (x, y), "unseen": (x, y), "fashion": (x, y)}`` (`hedgekit.papers.url.benchmark.eval_sets`).
     ``upstream_labels_to_index``: class -> logit index, for the upstream accuracy of heads with logits.
-    Returns flat metrics: ``up_acc, up_r1, up_rauroc, up_crop, r1, rauroc, crop`` (unseen digits),
-    ``fashion_r1, fashion_rauroc, fashion_crop``, and ``down_r1, down_rauroc`` (mean of the two downstream sets,
+    Returns flat metrics: ``up_acc, up_r1, up_rauroc, up_crop, up_crop_corr, r1, rauroc, crop, crop_corr`` (unseen
+    digits), ``fashion_r1, fashion_rauroc, fashion_crop, fashion_crop_corr``, and ``down_r1, down_rauroc`` (mean of the two downstream sets,
     like the paper's average over its downstream datasets). A model whose embedding or u(x) is NaN or inf on
     any set raises FloatingPointError (`evaluate_set`).
     """
@@ -150,6 +170,7 @@ def evaluate(predict, sets: dict, upstream_labels_to_index: dict | None = None, 
         target = np.array([upstream_labels_to_index[int(c)] for c in np.asarray(sets["up"][1])])
         acc = float(np.mean(logits.argmax(1) == target))
     return {"up_acc": acc, "up_r1": up["r1"], "up_rauroc": up["rauroc"], "up_crop": up["crop"],
-            "r1": unseen["r1"], "rauroc": unseen["rauroc"], "crop": unseen["crop"],
-            "fashion_r1": fashion["r1"], "fashion_rauroc": fashion["rauroc"], "fashion_crop": fashion["crop"],
+            "up_crop_corr": up["crop_corr"], "r1": unseen["r1"], "rauroc": unseen["rauroc"], "crop": unseen["crop"],
+            "crop_corr": unseen["crop_corr"], "fashion_r1": fashion["r1"], "fashion_rauroc": fashion["rauroc"],
+            "fashion_crop": fashion["crop"], "fashion_crop_corr": fashion["crop_corr"],
             "down_r1": (unseen["r1"] + fashion["r1"]) / 2, "down_rauroc": (unseen["rauroc"] + fashion["rauroc"]) / 2}

@@ -91,10 +91,11 @@ def test_second_run_trains_nothing_and_a_new_budget_retrains(tiny, tmp_path):
 
 def test_run_records_are_complete(tiny):
     rec = benchmark.run_one("standin", 0, "fast")
-    for key in ("up_acc", "up_rauroc", "up_crop", "r1", "rauroc", "crop", "fashion_r1", "fashion_rauroc",
-                "down_r1", "down_rauroc", "train_seconds", "cpu_seconds"):
+    for key in ("up_acc", "up_rauroc", "up_crop", "up_crop_corr", "r1", "rauroc", "crop", "crop_corr", "fashion_r1",
+                "fashion_rauroc", "fashion_crop_corr", "down_r1", "down_rauroc", "train_seconds", "cpu_seconds"):
         assert key in rec and isinstance(rec[key], float)
     assert 0 <= rec["up_acc"] <= 1 and 0 <= rec["crop"] <= 1
+    assert all(-1 <= rec[k] <= 1 for k in ("up_crop_corr", "crop_corr", "fashion_crop_corr"))
     assert rec["down_r1"] == pytest.approx((rec["r1"] + rec["fashion_r1"]) / 2)
     assert [h["step"] for h in rec["history"]] == [0, 1, 2]
     assert rec["device"] == "cpu"  # where it trained, as a checkpoint records it
@@ -144,7 +145,8 @@ def test_tiny_end_to_end_on_real_data(monkeypatch, tmp_path):
     budget = benchmark.Budget("fast", UpstreamConfig(steps=30, log_every=10), eval_per_class=5)
     rec = benchmark.run_one("ce", 0, budget)
     assert rec["r1"] > 1 / 30 and rec["up_acc"] > 1 / 70
-    assert all(math.isfinite(rec[k]) for k in ("rauroc", "down_rauroc", "up_rauroc", "crop", "fashion_r1"))
+    assert all(math.isfinite(rec[k]) for k in ("rauroc", "down_rauroc", "up_rauroc", "crop", "crop_corr",
+                                               "up_crop_corr", "fashion_r1"))
 
 
 def test_cached_runs_reads_back_only_complete_runs(tiny):

@@ -184,6 +184,31 @@ def test_the_shipped_converged_leaderboard_reads_back_and_matches_the_committed_
         leaderboard.converged_runs(tmp_path / "missing.json")
 
 
+def test_runs_recorded_before_the_crop_correlation_show_a_dash_not_a_failure():
+    old, _ = leaderboard.converged_runs()  # recorded before issue 49 item 3: no crop_corr
+    assert "crop_corr" not in old and "up_crop_corr" not in old
+    board = leaderboard.leaderboard(old)
+    assert "crop rho unseen" not in board and "crop rho (up)" not in board  # a column no run has is left out
+    assert "crop rho" not in leaderboard.leaderboard_markdown(board)
+    new = pd.DataFrame({"method": "new", "seed": [0, 1, 2], "budget": "converged", "down_rauroc": 0.6, "down_r1": 0.7,
+                        "up_r1": 0.9, "crop": 0.8, "crop_corr": [0.2, 0.3, 0.4], "up_crop": 0.9,
+                        "up_crop_corr": [0.5, 0.5, 0.5]})
+    mixed = leaderboard.leaderboard(pd.concat([old[old["method"] == "ce"], new], ignore_index=True))
+    cols = list(mixed.columns)
+    assert cols.index("crop rho unseen") == cols.index("crop rate unseen") + 2  # beside the crop rate (and its ±)
+    assert cols.index("crop rho (up)") == cols.index("crop rate (up)") + 2
+    assert mixed.loc["new", "crop rho unseen"] == pytest.approx(0.3)
+    assert mixed.loc["new", "crop rho unseen ±"] == pytest.approx(0.1)
+    head, _, *rows = leaderboard.leaderboard_markdown(mixed).splitlines()
+    titles = [c.strip() for c in head.strip("|").split("|")]
+    cells = {r.split(" | ")[0].strip("| "): [c.strip() for c in r.strip("|").split("|")] for r in rows}
+    for title in ("crop rho unseen", "crop rho (up)"):
+        assert cells["CE"][titles.index(title)] == "—"  # the old run has no value: a dash
+    assert cells["new"][titles.index("crop rho unseen")] == "0.300 ± 0.100"
+    assert cells["new"][titles.index("crop rho (up)")] == "0.500 ± 0.000"
+    assert cells["CE"][titles.index("crop rate unseen")] != "—"
+
+
 def test_the_shipped_leaderboard_is_package_data():
     import tomllib
 

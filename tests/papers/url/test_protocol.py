@@ -1,5 +1,6 @@
 """Oracles for the URL benchmark's data and metrics at kit scale: the crop (closed form on a linear ramp, identity
-on the whole image), 2-item Fashion pairs, cosine R@1 and the per-set evaluation."""
+on the whole image), 2-item Fashion pairs, cosine R@1, the crop correlation and the per-set evaluation."""
+import math
 import re
 
 import numpy as np
@@ -39,6 +40,38 @@ def test_crop_boxes_keep_area_and_aspect_inside_the_image():
     np.testing.assert_allclose(w / h, 2.0)
     assert (top >= 0).all() and (left >= 0).all() and (top + h <= 28 + 1e-9).all() and (left + w <= 56 + 1e-9).all()
     assert area.mean() == pytest.approx(np.mean(protocol.CROP_AREA), abs=0.01)  # U(lo, hi) area
+
+
+def test_kept_fraction_is_the_boxes_share_of_the_area():
+    boxes = [[0.0, 0.0, 14.0, 28.0], [1.0, 2.0, 28.0, 56.0], [3.0, 5.5, 7.0, 14.0]]
+    np.testing.assert_allclose(protocol.kept_fraction(boxes, 28, 56), [0.25, 1.0, 0.0625])
+    b = protocol.crop_boxes(500, 28, 56, np.random.default_rng(0))
+    kept = protocol.kept_fraction(b, 28, 56)
+    assert np.unique(kept).size == 500  # a size per image: the crop correlation has something to rank
+    with pytest.raises(InputError, match=r"\(n, 4\)"):
+        protocol.kept_fraction([[0.0, 0.0, 14.0]], 28, 56)
+
+
+def test_crop_correlation_ranks_what_each_crop_kept():
+    # every image is the ramp x[r, c] = c; its crop of width w spans (W - 1) w / W of the ramp (the closed form above,
+    # a little less where the window touches the border), and w = W sqrt(kept): the spread grows with what was kept
+    H, W, n = 28, 56, 40
+    x = torch.arange(W, dtype=torch.float32).expand(n, 1, H, W).contiguous()
+    y = np.arange(n) % 4
+
+    def model(sign):
+        def predict(xs):
+            spread = (xs.amax(dim=(1, 2, 3)) - xs.amin(dim=(1, 2, 3))).numpy()
+            return {"embedding": np.eye(4)[y] + 0.01 * np.arange(n)[:, None], "uncertainty": sign / spread}
+        return predict
+
+    res = protocol.evaluate_set(model(1.0), x, y, crop_seed=3)
+    assert res["crop_corr"] == 1.0  # u = 1 / spread: the less a crop kept, the higher its u, in perfect order
+    assert protocol.evaluate_set(model(-1.0), x, y, crop_seed=3)["crop_corr"] == -1.0
+    constant = protocol.evaluate_set(lambda xs: {"embedding": np.eye(4)[y], "uncertainty": np.ones(len(xs))},
+                                     x, y, crop_seed=3)
+    assert math.isnan(constant["crop_corr"]) and constant["crop"] == 0.0  # a u(x) that does not vary: undefined
+    assert "crop_corr" not in protocol.evaluate_set(model(1.0), x, y)  # no crops, no crop metrics
 
 
 def test_crop_rejects_boxes_outside_the_image():
