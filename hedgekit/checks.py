@@ -15,9 +15,7 @@ Each raises :class:`hedgekit.errors.InputError` with a message that says what wa
   `check_writable` asks before an expensive result is computed).
 * `array_checksum`: SHA-256 of named arrays (name, dtype, shape, bytes), stored inside dataset
   caches so that a well-formed but edited cache is detected and rebuilt.
-* `check_embeddings`, `check_distance_matrix`, `check_labels`, `check_per_row`, `check_margin`, `check_same_shape`,
-  `check_finite`: the tensors of a metric loss (a (B, D) batch of embeddings, a (B, B) distance matrix, one
-  label or value per row, a margin > 0).
+* `check_margin`: a margin > 0 (a config's m of a triplet or contrastive loss).
 * `check_device`; `count_arg`, `number_arg`, `device_arg`: the same checks as argparse types for the
   command line, whose errors name the flag.
 * `deferred_value_checks`, `values_checked`: inside a training step the checks that read tensor values (NaN,
@@ -165,34 +163,6 @@ def check_fields(config, counts: Mapping[str, int] = {}, positive: tuple[str, ..
         check_number(getattr(config, name), f"{cls}.{name}", 0.0, 1.0)
 
 
-def check_embeddings(z, name: str = "z") -> Tensor:
-    """``z`` if it is a finite (B, D) tensor of embeddings."""
-    if not isinstance(z, Tensor) or z.ndim != 2:
-        raise InputError(f"{name} must be a (B, D) tensor of embeddings; got {_shape(z)}")
-    check_finite(z, name)
-    return z
-
-
-def check_distance_matrix(dist) -> Tensor:
-    """``dist`` if it is a (B, B) distance matrix: finite, symmetric, non-negative, zero diagonal."""
-    if not isinstance(dist, Tensor) or dist.ndim != 2:
-        raise InputError(f"expected a (B, B) distance matrix; got {_shape(dist)}; use pairwise_distances(z)")
-    check_finite(dist, "distances")
-    if not (dist.shape[0] == dist.shape[1] and (not values_checked() or (
-            bool((dist.diagonal() == 0).all()) and bool((dist >= 0).all()) and torch.allclose(dist, dist.T)))):
-        raise InputError(f"expected a (B, B) distance matrix (symmetric, non-negative, zero diagonal); "
-                         f"got shape {tuple(dist.shape)}; use pairwise_distances(z)")
-    return dist
-
-
-def check_labels(labels, batch: Tensor) -> Tensor:
-    """``labels`` as a tensor on ``batch``'s device, if there is one label per row of ``batch``."""
-    labels = torch.as_tensor(labels, device=batch.device)
-    if labels.ndim != 1 or len(labels) != len(batch):
-        raise InputError(f"labels must have shape ({len(batch)},), one per row of the batch; got {tuple(labels.shape)}")
-    return labels
-
-
 def check_episode_labels(labels, n_items: int, n_classes: int | None, what: str = "support") -> tuple[Tensor, int]:
     """(``labels`` as a long tensor, n_classes) if they are episode classes 0..n_classes-1 (n_classes: one more than
     the largest label when None), one per item, and, for a support set, every class has an item. Checked by the
@@ -225,30 +195,6 @@ def check_margin(margin, name: str = "margin", hint: str = "") -> float:
     if isinstance(margin, bool) or not isinstance(margin, numbers.Real) or not (math.isfinite(margin) and margin > 0):
         raise InputError(f"{name} must be a finite number > 0{hint}; got {margin!r}")
     return margin
-
-
-def check_per_row(x, batch: Tensor, what: str, name: str) -> Tensor:
-    """``x`` as (B,), if it is a finite tensor of one value per row of ``batch``, shaped (B,) or (B, 1)."""
-    if not isinstance(x, Tensor) or x.shape not in ((len(batch),), (len(batch), 1)):
-        raise InputError(f"{what} must have shape ({len(batch)},) or ({len(batch)}, 1); got {_shape(x)}")
-    return check_finite(x, name).reshape(len(batch))
-
-
-def check_same_shape(a, b, name_a: str, name_b: str) -> None:
-    """InputError unless ``a`` and ``b`` are tensors of one shape."""
-    if not isinstance(a, Tensor) or not isinstance(b, Tensor) or a.shape != b.shape:
-        raise InputError(f"{name_a} and {name_b} must be tensors of one shape; got {_shape(a)} and {_shape(b)}")
-
-
-def check_finite(t: Tensor, name: str) -> Tensor:
-    """``t`` if it holds no NaN or inf (not read inside `deferred_value_checks`)."""
-    if values_checked() and not torch.isfinite(t).all():
-        raise InputError(f"{name} contains NaN or inf values")
-    return t
-
-
-def _shape(x) -> str:
-    return str(tuple(x.shape)) if isinstance(x, Tensor) else type(x).__name__
 
 
 def memory_budget() -> int:

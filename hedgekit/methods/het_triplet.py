@@ -12,6 +12,11 @@ u(x) = sigma^2 = e^s (`uncertainty`). Below the loss: the vanilla baseline (`tri
 L_tri (`triplet_loss`, eq. 2 / 8), D (`pairwise_distances`) and the miners, which take a distance matrix; beside
 batch-hard and semi-hard mining their masked forms (`batch_hard_masked`, `semi_hard_masked`), which the losses take
 where a step is launch-bound (a GPU: no host synchronisation; issue 50).
+
+The functions compute their equations on the inputs they are given; the inputs are checked where they enter
+(issue 47 item 3): `hedgekit.training.triplets.TripletConfig` (mining, margins) and `fit_triplets` (the labels, the
+P x K sampler, the het model). `uncertainty` and `z_and_log_var`, which read an `Embedding` a user passes (notebook
+08 reads u(x) of every test image through `hedgekit.papers.taha.protocol.embed`), check that it is a het output.
 """
 from __future__ import annotations
 
@@ -22,8 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from hedgekit.checks import (check_distance_matrix, check_embeddings, check_labels, check_margin, check_per_row,
-                             check_same_shape, values_checked)
+from hedgekit.checks import values_checked
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 from hedgekit.hardware import launch_bound
@@ -43,7 +47,6 @@ def heteroscedastic_triplet_loss(z: Tensor, s: Tensor, labels: Tensor, mining: s
     Returns:
         stats of `triplet_batch_loss` and ``sigma2`` (mean e^s over the batch).
     """
-    s = check_per_row(s, check_embeddings(z), "s = log sigma^2", "s")
     (a, p, n), l_tri, mined, stats = _mined_triplet_losses(z, labels, mining, margin, semi_hard_margin)
     weight = (-s[a]).exp() + (-s[p]).exp() + (-s[n]).exp()
     per_triplet = 0.5 * weight * l_tri + 0.5 * (s[a] + s[p] + s[n])  # eq. 11
@@ -54,13 +57,17 @@ def heteroscedastic_triplet_loss(z: Tensor, s: Tensor, labels: Tensor, mining: s
 def uncertainty(emb: Embedding) -> Tensor:
     """(B,) u(x) = sigma^2 = e^s of each input (sec. 3): the isotropic variance of its Gaussian.
 
-    For ``build_model("het")`` outputs this equals ``emb.uncertainty``.
+    For ``build_model("het")`` outputs this equals ``emb.uncertainty``. An entry point: ``emb`` is checked
+    (`_isotropic_variance`).
     """
     return _isotropic_variance(emb)
 
 
 def z_and_log_var(emb: Embedding) -> tuple[Tensor, Tensor]:
-    """(z (B, D), s (B,)) of a ``build_model("het")`` output: the mean and s = log sigma^2 of its Gaussian."""
+    """(z (B, D), s (B,)) of a ``build_model("het")`` output: the mean and s = log sigma^2 of its Gaussian.
+
+    An entry point: ``emb`` is checked (`_isotropic_variance`; its values at log steps only in a training step).
+    """
     return emb.mean[:, 0], _isotropic_variance(emb).log()
 
 
@@ -68,13 +75,14 @@ def triplet_batch_loss(z: Tensor, labels: Tensor, mining: str = "batch_hard", ma
                        semi_hard_margin: float | None = None) -> tuple[Tensor, dict]:
     """The vanilla triplet loss of eq. 2 (the paper's "Tri-ResNet" baseline), averaged over mined triplets.
 
-    Mining looks at the distances only (no gradient flows through the choice of triplets). If semi-hard
-    mining finds no triplet in a valid batch the loss is 0 (with a graph, so ``backward`` works).
+    Mining looks at the distances only (no gradient flows through the choice of triplets). If no triplet is
+    mined the loss is 0 (with a graph, so ``backward`` works): semi-hard mining can find none even in a P x K
+    batch of `hedgekit.training.triplets.fit_triplets`, whose sampler gives every anchor a positive and a negative.
 
     Args:
         z: (B, D) point embeddings (e.g. ``Embedding.mixture_mean()``).
-        labels: (B,) class labels; a batch needs two images of one class and one of another.
-        mining: "batch_hard" (eq. 4), "semi_hard" (eq. 3) or "batch_all" (every valid triplet).
+        labels: (B,) class labels, a tensor on z's device.
+        mining: one of `MININGS`: "batch_hard" (eq. 4), "semi_hard" (eq. 3) or "batch_all" (every valid triplet).
         margin: None for the soft margin (the paper's choice, sec. 4.1), else the hard margin m > 0.
         semi_hard_margin: m of eq. 3 for semi-hard mining; None uses ``margin``, or
             `SEMI_HARD_WINDOW` with the soft margin.
@@ -83,7 +91,7 @@ def triplet_batch_loss(z: Tensor, labels: Tensor, mining: str = "batch_hard", ma
         D(a, n) < D(a, p) + m, m = 0 for the soft margin: the ranking constraint is violated) and
         ``triplets`` (how many were mined).
     """
-    _, l_tri, mined, stats = _mined_triplet_losses(check_embeddings(z), labels, mining, margin, semi_hard_margin)
+    _, l_tri, mined, stats = _mined_triplet_losses(z, labels, mining, margin, semi_hard_margin)
     return _mean_or_zero(l_tri, mined, z), stats
 
 
@@ -98,10 +106,8 @@ def triplet_loss(d_ap: Tensor, d_an: Tensor, margin: float | None = None) -> Ten
     Returns:
         Elementwise L_tri, same shape as the inputs (eq. 2's 1/b mean is left to the caller).
     """
-    check_same_shape(d_ap, d_an, "d_ap", "d_an")
     if margin is None:
         return F.softplus(d_ap - d_an)
-    check_margin(margin, "margin", ", or None for the soft margin")
     return F.relu(margin + d_ap - d_an)
 
 
@@ -117,7 +123,6 @@ def pairwise_distances(z: Tensor) -> Tensor:
     Args:
         z: (B, D) embeddings.
     """
-    check_embeddings(z)
     sq = (z.unsqueeze(1) - z.unsqueeze(0)).pow(2).sum(-1)
     nonzero = sq > _TINY
     return torch.where(nonzero, sq.clamp_min(_TINY).sqrt(), torch.zeros_like(sq))
@@ -138,8 +143,8 @@ def batch_hard_triplets(dist: Tensor, labels: Tensor) -> tuple[Tensor, Tensor, T
     Returns:
         (anchor, positive, negative) int64 index tensors of equal length (at most B).
     """
-    dist = check_distance_matrix(dist).detach()
-    pos, neg = _masks(check_labels(labels, dist))
+    dist = dist.detach()
+    pos, neg = _masks(labels)
     hardest_pos = torch.where(pos, dist, -math.inf).argmax(1)
     hardest_neg = torch.where(neg, dist, math.inf).argmin(1)
     anchors = torch.nonzero(pos.any(1) & neg.any(1)).squeeze(1)
@@ -161,9 +166,8 @@ def semi_hard_triplets(dist: Tensor, labels: Tensor, margin: float) -> tuple[Ten
     Returns:
         (anchor, positive, negative) int64 index tensors of equal length (at most B (B - 1)).
     """
-    check_margin(margin, "margin")
-    dist = check_distance_matrix(dist).detach()
-    pos, neg = _masks(check_labels(labels, dist))
+    dist = dist.detach()
+    pos, neg = _masks(labels)
     d_ap = dist.unsqueeze(2)  # (a, p, 1)
     d_an = dist.unsqueeze(1)  # (a, 1, n)
     valid = pos.unsqueeze(2) & neg.unsqueeze(1) & (d_an > d_ap) & (d_an < d_ap + margin)  # (a, p, n)
@@ -178,13 +182,14 @@ def batch_all_triplets(dist: Tensor, labels: Tensor) -> tuple[Tensor, Tensor, Te
     All (a, p, n) with p != a of a's class and n of another class, in lexicographic order.
 
     Args:
-        dist: (B, B) distance matrix, e.g. `pairwise_distances(z)` (checked; the triplets do not depend on it).
+        dist: (B, B) distance matrix: not read (the triplets do not depend on it); every miner takes (dist, labels),
+            so that the loss and notebook 08 call the three alike.
         labels: (B,) class labels.
     Returns:
         (anchor, positive, negative) int64 index tensors of equal length (sum over anchors of
         positives x negatives).
     """
-    pos, neg = _masks(check_labels(labels, check_distance_matrix(dist)))
+    pos, neg = _masks(labels)
     return torch.nonzero(pos.unsqueeze(2) & neg.unsqueeze(1), as_tuple=True)
 
 
@@ -197,23 +202,18 @@ def _mined_triplet_losses(z: Tensor, labels, mining: str, margin: float | None, 
     its 0/1 weight (1 for a mined triplet); the means below are weighted sums, and no size depends on the distances
     (no host synchronisation, `hedgekit.opcount`). Elsewhere, and for batch-all mining, the miners select the
     triplets and ``mined`` is None: the CPU keeps the path every recorded result was trained with."""
-    if mining not in MININGS:
-        raise InputError(f"mining must be one of {MININGS}; got {mining!r}")
-    if margin is not None:
-        check_margin(margin, "margin", ", or None for the soft margin")
     dist = pairwise_distances(z)
-    _check_batch(labels, dist)
-    window = _semi_hard_window(margin, semi_hard_margin) if mining == "semi_hard" else None
+    window = _semi_hard_window(margin, semi_hard_margin)
     mined = None
     if mining == "batch_all":
         a, p, n = batch_all_triplets(dist.detach(), labels)
     elif launch_bound(dist.device):
-        masked = batch_hard_masked if mining == "batch_hard" else functools.partial(semi_hard_masked, margin=window)
-        (a, p, n), valid = masked(dist.detach(), labels)
+        masked = {"batch_hard": batch_hard_masked, "semi_hard": functools.partial(semi_hard_masked, margin=window)}
+        (a, p, n), valid = masked[mining](dist.detach(), labels)
         mined = valid.to(dist.dtype)
     else:
-        a, p, n = batch_hard_triplets(dist.detach(), labels) if mining == "batch_hard" else \
-            semi_hard_triplets(dist.detach(), labels, window)
+        select = {"batch_hard": batch_hard_triplets, "semi_hard": functools.partial(semi_hard_triplets, margin=window)}
+        a, p, n = select[mining](dist.detach(), labels)
     d_ap, d_an = dist[a, p], dist[a, n]
     l_tri = triplet_loss(d_ap, d_an, margin)
     stats = {"triplet": _mean(l_tri, mined), "active": _mean((d_an < d_ap + (margin or 0.0)).float(), mined),
@@ -228,19 +228,12 @@ def batch_hard_masked(dist: Tensor, labels: Tensor) -> tuple[tuple[Tensor, Tenso
     anchors on the host (a ``nonzero``, one host synchronisation per step on a GPU). The loss's path where a step is
     launch-bound (`_mined_triplet_losses`); tests/methods/test_het_triplet.py checks that both forms give the same
     triplets, losses and gradients."""
-    dist = check_distance_matrix(dist).detach()
-    pos, neg = _masks(check_labels(labels, dist))
+    dist = dist.detach()
+    pos, neg = _masks(labels)
     hardest_pos = torch.where(pos, dist, -math.inf).argmax(1)
     hardest_neg = torch.where(neg, dist, math.inf).argmin(1)
     anchors = torch.arange(len(dist), device=dist.device)
     return (anchors, hardest_pos, hardest_neg), pos.any(1) & neg.any(1)
-
-
-def _check_batch(labels, dist: Tensor) -> None:
-    pos, neg = _masks(check_labels(labels, dist))
-    if values_checked() and not (pos.any(1) & neg.any(1)).any():
-        raise InputError("a batch needs two images of one class and one image of another class "
-                         "(draw batches with hedgekit.data.samplers.PKSampler)")
 
 
 def semi_hard_masked(dist: Tensor, labels: Tensor, margin: float) -> tuple[tuple[Tensor, Tensor, Tensor], Tensor]:
@@ -248,9 +241,8 @@ def semi_hard_masked(dist: Tensor, labels: Tensor, margin: float) -> tuple[tuple
     nearest semi-hard negative n), and ``valid`` (B * B,) True where the pair is an anchor-positive pair that has
     one (the triplets `semi_hard_triplets` keeps, in its order). The loss's path where a step is launch-bound, for
     the reason of `batch_hard_masked`; tests/methods/test_het_triplet.py checks that both forms agree."""
-    check_margin(margin, "margin")
-    dist = check_distance_matrix(dist).detach()
-    pos, neg = _masks(check_labels(labels, dist))
+    dist = dist.detach()
+    pos, neg = _masks(labels)
     d_ap, d_an = dist.unsqueeze(2), dist.unsqueeze(1)  # (a, p, 1), (a, 1, n)
     valid = pos.unsqueeze(2) & neg.unsqueeze(1) & (d_an > d_ap) & (d_an < d_ap + margin)  # (a, p, n)
     nearest = torch.where(valid, d_an, math.inf).argmin(2)
@@ -261,9 +253,7 @@ def semi_hard_masked(dist: Tensor, labels: Tensor, margin: float) -> tuple[tuple
 
 def _semi_hard_window(margin: float | None, semi_hard_margin: float | None) -> float:
     """m of eq. 3: ``semi_hard_margin``, else the loss's hard margin, else `SEMI_HARD_WINDOW` (soft margin)."""
-    window = semi_hard_margin if semi_hard_margin is not None else SEMI_HARD_WINDOW if margin is None else margin
-    check_margin(window, "semi_hard_margin")
-    return window
+    return semi_hard_margin if semi_hard_margin is not None else SEMI_HARD_WINDOW if margin is None else margin
 
 
 def _masks(labels: Tensor) -> tuple[Tensor, Tensor]:

@@ -11,7 +11,6 @@ occlusion at every step (the paper's "+ Aug" runs hide small rectangles, sec. 5.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -21,9 +20,10 @@ from torch import Tensor
 
 from hedgekit.data.occlusion import DIGIT_SIZE, random_occlusion
 from hedgekit.data.samplers import PKSampler
-from hedgekit.checks import check_batch, check_training_set
+from hedgekit.checks import check_batch, check_fields, check_margin, check_training_set
 from hedgekit.errors import InputError
 from hedgekit.methods.het_triplet import MININGS, heteroscedastic_triplet_loss, triplet_batch_loss, z_and_log_var
+from hedgekit.nets.heads import HeteroscedasticHead
 from hedgekit.training.batches import DeviceImages
 from hedgekit.training.loop import PRECISIONS, History, Loop, body_autocast
 
@@ -32,6 +32,9 @@ from hedgekit.training.loop import PRECISIONS, History, Loop, body_autocast
 class TripletConfig:
     """Hyper-parameters of `fit_triplets`. P, K, the soft margin and batch-hard mining follow the paper
     (sec. 4.1, 5.1); steps and lr are CPU-sized starting points, not yet tuned on a kit dataset.
+
+    The entry point of the triplet losses' settings (issue 47 item 3; `hedgekit.methods.het_triplet` computes its
+    equations unchecked): each field is checked once, when the config is built, and the error names it.
 
     Attributes:
         steps: optimiser steps.
@@ -69,39 +72,38 @@ class TripletConfig:
     precision: str = "float32"
 
     def __post_init__(self) -> None:
-        for name, low in (("steps", 1), ("P", 2), ("K", 2), ("log_every", 1)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise InputError(f"TripletConfig.{name} must be an integer >= {low}; got {value!r}")
-        if not _finite(self.lr) or self.lr <= 0:
-            raise InputError(f"TripletConfig.lr must be a finite number > 0; got {self.lr!r}")
-        if not _finite(self.weight_decay) or self.weight_decay < 0:
-            raise InputError(f"TripletConfig.weight_decay must be a finite number >= 0; got {self.weight_decay!r}")
-        for name in ("warmup", "occlusion_p"):
-            value = getattr(self, name)
-            if not _finite(value) or not 0 <= value <= 1:
-                raise InputError(f"TripletConfig.{name} must be in [0, 1]; got {value!r}")
-        if self.mining not in MININGS:
-            raise InputError(f"TripletConfig.mining must be one of {MININGS}; got {self.mining!r}")
-        for name in ("margin", "semi_hard_margin"):
-            value = getattr(self, name)
-            if value is not None and (not _finite(value) or value <= 0):
-                raise InputError(f"TripletConfig.{name} must be None or a finite number > 0; got {value!r}")
+        check_fields(self, counts=dict(steps=1, P=2, K=2, log_every=1), positive=("lr",),
+                     non_negative=("weight_decay",), fractions=("warmup", "occlusion_p"),
+                     choices=dict(mining=MININGS, precision=PRECISIONS))
+        for name in ("margin", "semi_hard_margin"):  # m of eq. 2 and eq. 3
+            if getattr(self, name) is not None:
+                check_margin(getattr(self, name), f"TripletConfig.{name}", ", or None")
         if not isinstance(self.heteroscedastic, bool):
             raise InputError(f"TripletConfig.heteroscedastic must be True or False; got {self.heteroscedastic!r}")
-        if self.precision not in PRECISIONS:
-            raise InputError(f"TripletConfig.precision must be one of {PRECISIONS}; got {self.precision!r}")
         check_batch(self, self.P * self.K, "P x K")
 
 
-def _finite(x) -> bool:
-    return not isinstance(x, bool) and isinstance(x, (int, float)) and math.isfinite(x)
+def _check_data(model, images: Tensor, labels, cfg: TripletConfig) -> np.ndarray:
+    """The training set's checks, once, where `fit_triplets` starts; returns the labels as numpy.
 
-
-def _check_data(model, images: Tensor, labels) -> np.ndarray:
-    """Validate training images and labels as `hedgekit.training.fit.fit` does; return the labels as numpy."""
-    labels = np.asarray(labels.cpu() if isinstance(labels, Tensor) else labels)
+    Images and one label per image as `hedgekit.training.fit.fit` checks them (`check_training_set`); the labels are
+    class labels: numbers or strings (anything `numpy.unique` sorts; not bool, complex or objects), no NaN or inf;
+    for eq. 11 the model emits s = log sigma^2 (a `HeteroscedasticHead`, ``build_model("het")``).
+    """
+    if isinstance(labels, Tensor):  # bfloat16 has no numpy twin; float64 holds every value of a float label
+        labels = labels.detach().cpu()
+        labels = labels.double() if labels.is_floating_point() else labels
+    labels = np.asarray(labels)
     check_training_set(images, labels, model)
+    if labels.dtype.kind not in "iufUS":
+        raise InputError(f"labels must be class labels, integers or strings (one per image); got dtype {labels.dtype}")
+    if labels.dtype.kind == "f" and not np.isfinite(labels).all():
+        raise InputError("labels contain NaN or inf; every training image needs a class label")
+    if cfg.heteroscedastic and not isinstance(getattr(model, "head", None), HeteroscedasticHead):
+        head = type(getattr(model, "head", None)).__name__
+        raise InputError(f"TripletConfig.heteroscedastic=True trains eq. 11, whose s = log sigma^2 only a "
+                         f"build_model('het') network emits (a HeteroscedasticHead); this model's head is a {head}: "
+                         "pass a het model, or heteroscedastic=False for the vanilla triplet loss on its means")
     return labels
 
 
@@ -133,7 +135,7 @@ def fit_triplets(
         model: an `EmbeddingNet`; ``build_model("het", ...)`` for ``cfg.heteroscedastic`` (eq. 11),
             any kind otherwise (its means are trained with the vanilla triplet loss).
         images: float in [0, 1] or uint8, finite.
-        labels: (N,) class labels (tensor or array); every class needs K images (`PKSampler`).
+        labels: (N,) class labels (tensor or array of numbers or strings); every class needs K images.
         augment: ``augment(batch, rng) -> batch`` on every batch on the training device, before the forward
             pass (as `hedgekit.training.fit.fit`); None applies ``random_occlusion(cfg.occlusion_p)`` when
             ``cfg.occlusion_p > 0``.
@@ -141,9 +143,15 @@ def fit_triplets(
     Returns:
         `History`; rows hold step, loss, lr, triplet (mean L_tri), active (fraction of violated
         triplets), triplets (how many were mined) and, for eq. 11, sigma2 (mean e^s of the batch).
+
+    The inputs are checked here, once, before the first step (`_check_data`; the settings by `TripletConfig`); the
+    losses are not. The `PKSampler` built here (without replacement) refuses labels with fewer than P classes or a
+    class with fewer than K images, so every batch holds P >= 2 classes of K >= 2 distinct images: every anchor has
+    a positive and a negative, batch-hard mining gives one triplet per anchor and batch-all at least one (semi-hard
+    mining can find none, and the step's loss is then 0).
     """
     cfg = TripletConfig() if cfg is None else cfg
-    labels_np = _check_data(model, images, labels)
+    labels_np = _check_data(model, images, labels, cfg)
     sampler = PKSampler(labels_np, cfg.P, cfg.K, seed)
     augment = _default_augment(images, cfg.occlusion_p) if augment is None else augment
     loop = Loop(model, seed, device, find_unused_parameters=True)  # the triplet losses leave a, b unused

@@ -1,11 +1,13 @@
 """Tests of hedgekit.training.triplets: tiny seeded triplet fits (eq. 11 and the vanilla baseline), determinism,
-what the variances do, and the input and config errors.
+what the variances do, and the input and config errors: TripletConfig and fit_triplets are the entry points that
+check what the triplet losses take (issue 47 item 3; the losses themselves compute their equations unchecked).
 
 Data: 4 classes of 28 x 28 images, one Gaussian blob per class in its own quadrant plus pixel noise. The
 classes separate within ~30 steps, after which every mined L_tri is small and eq. 11's optimum e^s = L_tri
 drives the predicted variances far below their initial value of 1.
 """
 import math
+import re
 
 import numpy as np
 import pytest
@@ -143,6 +145,24 @@ def test_config_errors_name_the_field(field, value):
         TripletConfig(**{field: value})
 
 
+@pytest.mark.parametrize("field", ["margin", "semi_hard_margin"])
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, -1.0, 0.0, "0.5", True, [1.0]])
+def test_a_margin_is_a_finite_number_above_zero_or_none(field, value):
+    """m of eq. 2 (``margin``) and of eq. 3 (``semi_hard_margin``), checked once when the config is built."""
+    with pytest.raises(InputError, match=rf"TripletConfig\.{field} must be a finite number > 0, or None; "
+                                         rf"got {re.escape(repr(value))}$"):
+        TripletConfig(mining="semi_hard", **{field: value})
+    for ok in (None, 1e-3, 2, 0.5):
+        assert getattr(TripletConfig(mining="semi_hard", **{field: ok}), field) == ok
+
+
+@pytest.mark.parametrize("value", ["hardest", "batch-hard", None, 0])
+def test_the_mining_is_one_of_three(value):
+    with pytest.raises(InputError, match=rf"TripletConfig\.mining must be one of \('batch_hard', 'semi_hard', "
+                                         rf"'batch_all'\); got {re.escape(repr(value))}$"):
+        TripletConfig(mining=value)
+
+
 def test_bad_training_inputs(data):
     x, y = data
     cfg = _cfg(steps=2)
@@ -163,15 +183,56 @@ def test_bad_training_inputs(data):
     with pytest.raises(InputError, match=r"expected training images of shape \(B, 1, 28, 56\)"):
         fit_triplets(build_model("het", n_digits=2, dim=4), x, y, cfg, progress=False)
     torch.manual_seed(0)
-    with pytest.raises(InputError, match=r"isotropic variance sigma\^2 > 0 per input \(build_model\('het'\)\)"):
+    with pytest.raises(InputError, match=r"heteroscedastic=True trains eq. 11, whose s = log sigma\^2 only a "
+                                         r"build_model\('het'\) network emits .* this model's head is a PointHead"):
         fit_triplets(build_model("point", n_digits=1, dim=4), x, y, cfg, progress=False)
 
 
-def test_string_labels(data):
+def _refused_at_the_start(x, labels, cfg, match, model=None):
+    """fit_triplets refuses ``labels`` with an InputError matching ``match`` before its first step."""
+    steps = []
+    with pytest.raises(InputError, match=match):
+        fit_triplets(model or _model(), x, labels, cfg, progress=False, callback=lambda step, row: steps.append(step))
+    assert steps == []
+
+
+@pytest.mark.parametrize("labels, match", [
+    (lambda y: y.reshape(12, 4), r"labels must be one class label per image, shape \(N,\); got \(12, 4\)"),
+    (lambda y: y[:40], r"48 images but 40 labels; need one label per image"),
+    (lambda y: y.float().masked_fill(y == 3, math.nan), r"labels contain NaN or inf; every training image needs a"),
+    (lambda y: np.where(y.numpy() == 0, np.inf, y.numpy()), r"labels contain NaN or inf"),
+    (lambda y: y % 2 == 0, r"labels must be class labels, integers or strings \(one per image\); got dtype bool"),
+    (lambda y: y.to(torch.complex64), r"labels must be class labels, .*; got dtype complex64"),
+    (lambda y: [None if i == 5 else int(c) for i, c in enumerate(y)],
+     r"labels must be class labels, .*; got dtype object"),
+], ids=["2-d", "too-few", "nan", "inf", "bool", "complex", "object"])
+def test_the_labels_are_checked_where_training_starts(data, labels, match):
     x, y = data
+    _refused_at_the_start(x, labels(y), _cfg(P=2, K=2), match)
+
+
+def test_the_sampler_gives_every_anchor_a_positive_and_a_negative_or_refuses_the_set(data):
+    """The PK sampler built at the start: P >= 2 classes of K >= 2 distinct images per batch, or an InputError."""
+    x, y = data
+    cfg = _cfg(P=2, K=2)
+    _refused_at_the_start(x, torch.zeros(48, dtype=torch.long), cfg,  # one class: no negative
+                          r"P = 2 classes per batch but the labels hold only 1 classes")
+    _refused_at_the_start(x, torch.arange(48), cfg,  # 48 classes of one image each: no positive
+                          r"K = 2 images per class but class 0 has 1 image\(s\), class 1 has 1 image\(s\)")
+    lone = y.clone()
+    lone[0] = 7  # classes 0..3 keep 11 or 12 images; class 7 has one
+    _refused_at_the_start(x, lone, cfg, r"K = 2 images per class but class 7 has 1 image\(s\); lower K")
+    hist = fit_triplets(_model(), x, y, _cfg(steps=2, log_every=1, P=2, K=2), progress=False)
+    assert [r["triplets"] for r in hist.rows] == [4, 4]  # batch-hard: one triplet per anchor of every 2 x 2 batch
+
+
+def test_string_and_float_labels_train_as_their_classes(data):
+    x, y = data
+    ref = [r["loss"] for r in fit_triplets(_model(), x, y, _cfg(steps=2, log_every=1), progress=False).rows]
     names = np.array(["a", "b", "c", "d"])[y.numpy()]
-    hist = fit_triplets(_model(), x, names, _cfg(steps=2), progress=False)
-    assert hist.rows[0]["triplets"] == 16
+    for labels in (names, y.to(torch.bfloat16) / 2 - 0.5, y.numpy().astype(np.float32)):
+        hist = fit_triplets(_model(), x, labels, _cfg(steps=2, log_every=1), progress=False)
+        assert hist.rows[0]["triplets"] == 16 and [r["loss"] for r in hist.rows] == ref
 
 
 def test_fit_triplets_refuses_every_kind_of_bad_training_images(bad_images):
