@@ -25,7 +25,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from hedgekit.errors import InputError
 from hedgekit.methods.upstream import UpstreamMethod, positive, register
 
 
@@ -78,20 +77,16 @@ class InfoNCE(UpstreamMethod):
         return label_info_nce(self.t * e @ e.T, labels)
 
 
-def check_no_labels(name: str, labels) -> None:
-    """An unsupervised head's loss takes no labels (`hedgekit.training.upstream.fit_upstream` passes None)."""
-    if labels is not None:
-        raise InputError(f"{name} is unsupervised: its loss takes labels=None, not labels")
-
-
 @register
 class TwoViewInfoNCE(InfoNCE):
-    """The paper's InfoNCE (App. B.2, eq. 1): positives are two augmented views of one image, no labels."""
+    """The paper's InfoNCE (App. B.2, eq. 1): positives are two augmented views of one image, no labels.
+
+    ``supervised = False``: `hedgekit.training.upstream.fit_upstream`, the entry point, never hands it a label (its
+    ``loss`` gets ``labels=None``, the `UpstreamMethod` signature)."""
 
     name = "infonce_2v"
     supervised = False
 
-    def loss(self, out: dict[str, Tensor], labels: Tensor | None = None) -> Tensor:
-        check_no_labels(self.name, labels)
+    def loss(self, out: dict[str, Tensor], labels: None = None) -> Tensor:
         e = out["embedding"]
         return two_view_info_nce(self.t * e @ e.T)

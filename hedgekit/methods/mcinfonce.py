@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from hedgekit.methods.infonce import check_no_labels, label_info_nce, two_view_info_nce
+from hedgekit.methods.infonce import label_info_nce, two_view_info_nce
 from hedgekit.methods.upstream import register
 from hedgekit.methods.vmf import SphericalMethod, sample_vmf
 
@@ -30,12 +30,13 @@ class MCInfoNCE(SphericalMethod):
 
 @register
 class TwoViewMCInfoNCE(SphericalMethod):
-    """The paper's MCInfoNCE (App. B.3, eq. 2): eq. 1 on vMF samples of two augmented views, no labels."""
+    """The paper's MCInfoNCE (App. B.3, eq. 2): eq. 1 on vMF samples of two augmented views, no labels (as
+    `hedgekit.methods.infonce.TwoViewInfoNCE`, ``supervised = False``: `hedgekit.training.upstream.fit_upstream`
+    never hands it a label)."""
 
     name = "mcinfonce_2v"
     supervised = False
 
-    def loss(self, out: dict[str, Tensor], labels: Tensor | None = None) -> Tensor:
-        check_no_labels(self.name, labels)
+    def loss(self, out: dict[str, Tensor], labels: None = None) -> Tensor:
         s = sample_vmf(out["embedding"], out["kappa"], self.n_samples)  # (S, 2B, D)
         return two_view_info_nce(self.t * s @ s.transpose(1, 2))

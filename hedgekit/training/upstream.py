@@ -143,7 +143,8 @@ def fit_upstream(model: UpstreamModel, x: Tensor, y: Tensor, cfg: UpstreamConfig
     It trains in the default (NCHW) layout, in which the URL benchmark's recorded results were trained (channels
     last would change them at float rounding), and in one process only: under ``torchrun`` it raises an
     `InputError` (`_SINGLE_PROCESS` says why). A supervised head's labels are checked first
-    (`check_upstream_labels`).
+    (`check_upstream_labels`); an unsupervised head's never reach it: its loss and ``on_step`` get None (the labels
+    are withheld here, once, rather than refused by the loss; issue 47 item 3).
     """
     if x.ndim != 4 or len(x) != len(y):
         raise InputError(f"x must be (N, C, H, W) with one label per image; got {tuple(x.shape)} and {len(y)} labels")

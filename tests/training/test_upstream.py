@@ -117,9 +117,22 @@ def test_predict_concatenates_batches_in_eval_mode():
     assert out["embedding"].shape == (7, 3) and out["uncertainty"].shape == (7,)
 
 
+@pytest.mark.parametrize("name", ["infonce_2v", "mcinfonce_2v"])
+def test_an_unsupervised_heads_loss_gets_labels_none(name, monkeypatch):
+    """The entry point withholds the labels (the loss does not refuse them; issue 47 item 3): every step hands an
+    unsupervised head's loss labels=None and the 2B = 12 views of its 6 images."""
+    head = build_method(name, 16, 4, embed_dim=3)
+    calls, loss = [], head.loss
+    monkeypatch.setattr(head, "loss", lambda out, labels: calls.append((labels, len(out["embedding"]))) or
+                        loss(out, labels))
+    fit_upstream(UpstreamModel(nn.Flatten(), head), torch.rand(40, 1, 4, 4), torch.arange(4).repeat(10),
+                 UpstreamConfig(steps=3, classes_per_batch=2, per_class=3), augment=random_shift(1), progress=False)
+    assert calls == [(None, 12)] * 3
+
+
 def test_unsupervised_heads_never_see_a_label():
     """Two-view InfoNCE trained with the labels or with the labels shuffled ends with the same weights: no label
-    reaches the batches, the views or the loss (which refuses labels, tests/methods/test_infonce.py)."""
+    reaches the batches, the views or the loss (which gets labels=None, the test above)."""
     x = torch.rand(40, 1, 4, 4)
     y = torch.arange(4).repeat(10)
     weights = []
