@@ -351,6 +351,10 @@ def add_subcommand(subparsers) -> argparse.ArgumentParser:
                    help="group (hib, spe) or notebook name/prefix; repeat or comma-separate")
     p.add_argument("--out", default="reports", help="output folder (default: reports)")
     p.add_argument("--inplace", action="store_true", help="write executed notebooks back into notebooks/")
+    p.add_argument("--lessons-only", action="store_true",
+                   help="re-run only the set-up and lesson cells of the selected notebooks (full mode unless --fast) "
+                        "and write their outputs back into notebooks/, keeping the reproduction's outputs of the "
+                        "last full run (after a lesson cell changed; recorded as lesson_rerun in the metadata)")
     p.add_argument("--kernel", default="python3", help="Jupyter kernel name (default: python3)")
     p.add_argument("--timeout", type=count_arg(1), default=None, help="per-cell timeout in seconds")
     p.add_argument("--list", action="store_true", help="list the registered notebooks and exit")
@@ -386,6 +390,8 @@ def _cmd(a) -> int:
         for group, names in NOTEBOOKS.items():
             print(f"{group}: {', '.join(names) if names else '(none registered)'}")
         return 0
+    if a.lessons_only:
+        return _refresh_lessons(a)
     if a.times_to is not None:
         times.check_marked(a.times_to)  # before anything runs: a long run must not fail at its end
     if a.list_models or a.train_missing:
@@ -405,6 +411,23 @@ def _cmd(a) -> int:
     ran = set(select(a.only))  # carried-over notebooks of earlier calls do not decide this exit code
     runs = json.loads((summary.parent / "run.json").read_text())["runs"]
     return 0 if all(r["status"] == "ok" for r in runs if r["notebook"] in ran) else 1
+
+
+def _refresh_lessons(a) -> int:
+    """``--lessons-only``: `hedgekit.repro.orders.refresh_lesson` on each selected notebook that has a lesson."""
+    import nbformat
+
+    from hedgekit.repro.orders import LESSON_HEADING, refresh_lesson
+
+    for name in select(a.only):
+        path = notebook_dir() / name
+        if not any(c.cell_type == "markdown" and LESSON_HEADING.search(c.source)
+                   for c in nbformat.read(path, as_version=4).cells):
+            print(f"[lessons] {name}: no lesson, left as it is")
+            continue
+        seconds = refresh_lesson(path, fast=a.fast, kernel=a.kernel, timeout=a.timeout or 1800)
+        print(f"[lessons] {name}: set-up and lesson re-run in {seconds:.0f} s, outputs written back")
+    return 0
 
 
 def _list_models(pairs: Sequence[tuple[str, Spec]]) -> None:

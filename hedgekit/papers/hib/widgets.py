@@ -3,6 +3,8 @@
 * `occlusion_explorer`: sliders place a black rectangle on one test image; the
   image, its embedding's 1/2/3-sigma ellipses over the class centroids and eta(x)
   (HIB eq. 9) are recomputed live (`hedgekit.interactive.occlusion.analyse`, deterministic).
+* `row_occlusion_slider`: one slider hides the top rows of an image; its ellipse over the class centroids and
+  eta(x) are redrawn (notebook 02's Explore, on the live model).
 * `beta_selector`: toggle buttons switch between models trained with different KL
   weights beta (HIB App. E, Figure 12), already loaded from the checkpoint cache.
 
@@ -20,7 +22,7 @@ from hedgekit.data.occlusion import DIGIT_SIZE
 from hedgekit.errors import InputError
 from hedgekit.papers.hib.figures import beta_ellipses, occlusion_view
 
-__all__ = ["occlusion_explorer", "beta_selector"]
+__all__ = ["occlusion_explorer", "row_occlusion_slider", "beta_selector"]
 
 
 def occlusion_explorer(model, table, image, title: str = "", n_points: int = 4096):
@@ -79,6 +81,42 @@ def occlusion_explorer(model, table, image, title: str = "", n_points: int = 409
         w.observe(redraw, names="value")
     redraw()
     box = W.VBox([W.HBox([digit, W.VBox([top, left]), W.VBox([height, width])]), out])
+    box.analyse = lambda: state["analysis"]  # type: ignore[attr-defined]
+    return box
+
+
+def row_occlusion_slider(model, image, centroids, class_ids=None, description: str = "rows hidden"):
+    """A slider that hides the top ``k`` rows of ``image`` (all its digits) and redraws its embedding under ``model``:
+    the 1/2/3-sigma ellipse over the class ``centroids`` (C, 2) and eta(x) (HIB eq. 9).
+
+    Every name it needs is its own (closed over when it is built), so a cell that later rebinds the notebook's names
+    cannot break it (issue 48, item 2). Returns an ``ipywidgets.VBox``: ``box.children[0]`` is the slider, and
+    ``box.analyse()`` returns the current `hedgekit.interactive.occlusion.Analysis`."""
+    import ipywidgets as W
+    from IPython.display import display
+
+    from hedgekit.interactive.occlusion import analyse
+
+    img, centroids = np.asarray(image), np.asarray(centroids)
+    class_ids = np.arange(len(centroids)) if class_ids is None else np.asarray(class_ids)
+    height, n_digits = img.shape[0], img.shape[1] // DIGIT_SIZE
+    rows = W.IntSlider(value=0, min=0, max=height, description=description, continuous_update=False)
+    out = W.Output()
+    state: dict = {}
+
+    def redraw(*_):
+        k = rows.value
+        a = state["analysis"] = analyse(model, img, [[0, 0, k, img.shape[1]]] if k else [])
+        fig, _ = occlusion_view(a.image, a.boxes, centroids, class_ids, a.xy, a.cov_xy, a.eta, n_digits=n_digits,
+                                title=f"{k} of {height} rows hidden; trace Σ = {a.trace:.4f}")
+        out.clear_output(wait=True)
+        with out:
+            display(fig)
+        plt.close(fig)
+
+    rows.observe(redraw, names="value")
+    redraw()
+    box = W.VBox([rows, out])
     box.analyse = lambda: state["analysis"]  # type: ignore[attr-defined]
     return box
 

@@ -52,3 +52,22 @@ def test_occlusion_explorer_with_untrained_model():
     sliders[2].children[1].value = 28  # width: the whole first digit hidden
     a = box.analyse()
     assert a.covered == pytest.approx(0.5) and a.eta != eta0
+
+
+def test_row_occlusion_slider_hides_the_top_rows():
+    W = pytest.importorskip("ipywidgets")
+    from hedgekit.nets import build_model
+    from hedgekit.papers.hib.widgets import row_occlusion_slider
+
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    model = build_model("hib", 1, 2).eval()
+    img = np.zeros((28, 28), np.uint8)
+    img[4:24, 10:18] = 200  # a bright stroke on black, as MNIST draws digits
+    slider_box = row_occlusion_slider(model, img, np.random.default_rng(2).normal(size=(10, 2)))
+    assert isinstance(slider_box, W.VBox) and slider_box.analyse().covered == 0
+    slider_box.children[0].value = 14  # half the rows: the top half of the image is black
+    a = slider_box.analyse()
+    assert a.covered == pytest.approx(0.5) and (a.image[:14] == 0).all() and (a.image[14:] == img[14:]).all()
+    slider_box.children[0].value = 28
+    assert slider_box.analyse().covered == pytest.approx(1.0)
