@@ -273,3 +273,99 @@ def clean_subset(n: int, fraction: float, seed: int = 0) -> np.ndarray:
     mask = np.zeros(n, dtype=bool)
     mask[np.random.default_rng([seed, 1]).permutation(n)[: max(1, int(round(n * fraction)))]] = True
     return mask
+
+
+# --------------------------------------------------------------------------- noise that is not a function of the pixels
+# Flip probability per ambiguity level (terciles of the clean labeller's uncertainty, least ambiguous first) of
+# `ambiguity_noise` (issue 49 item 1): ~38% of the single-garment labels flip on average, Clothing1M's estimate.
+AMBIGUITY_FLIPS = (0.15, 0.35, 0.65)
+
+
+@dataclass(frozen=True)
+class AmbiguityNoisy:
+    """A training set after `ambiguity_noise`: ``images`` (blends included), ``labels`` (what training sees),
+    ``true`` (the dominant garment's class), ``flipped = labels != true``, the ``ambiguous`` (blended) and ``clean``
+    (verified) masks, each item's ambiguity ``level`` (0 = least ambiguous; -1 for blends) and the ``alpha`` of a
+    blend (its own garment's weight; 0 elsewhere)."""
+
+    images: np.ndarray
+    labels: np.ndarray
+    true: np.ndarray
+    flipped: np.ndarray
+    ambiguous: np.ndarray
+    clean: np.ndarray
+    level: np.ndarray
+    alpha: np.ndarray
+
+
+def ambiguity_levels(probs, n_levels: int) -> np.ndarray:
+    """(N,) level in 0..n_levels-1 of each item's ambiguity 1 - max_c p(c | x): equal-count bins of its percentile
+    (ties share their mean rank), 0 the least ambiguous."""
+    from scipy.stats import rankdata
+
+    probs = np.asarray(probs, dtype=np.float64)
+    if probs.ndim != 2 or not len(probs) or not np.isfinite(probs).all():
+        raise InputError(f"probs must be a non-empty (N, C) array of finite numbers; got shape {probs.shape}")
+    if isinstance(n_levels, bool) or not isinstance(n_levels, int) or n_levels < 1:
+        raise InputError(f"n_levels must be an integer >= 1; got {n_levels!r}")
+    q = (rankdata(1.0 - probs.max(1)) - 0.5) / len(probs)  # in (0, 1)
+    return np.minimum((q * n_levels).astype(int), n_levels - 1)
+
+
+def posterior_targets(labels, probs, rng: np.random.Generator) -> np.ndarray:
+    """(N,) a class drawn for each item from the labeller's posterior ``probs`` (N, C) without the item's own
+    class, renormalised (uniform over the other classes where they all have probability 0)."""
+    y = np.asarray(labels)
+    p = np.asarray(probs, dtype=np.float64).copy()
+    p[np.arange(len(y)), y] = 0.0
+    total = p.sum(1, keepdims=True)
+    uniform = np.ones_like(p)
+    uniform[np.arange(len(y)), y] = 0.0
+    p = np.where(total > 0, p / np.where(total > 0, total, 1.0), uniform / (p.shape[1] - 1))
+    u = rng.random(len(y))[:, None]
+    return np.minimum((np.cumsum(p, 1) < u).sum(1), p.shape[1] - 1)
+
+
+def ambiguity_noise(images, labels, probs, flips=AMBIGUITY_FLIPS, blends: float = 0.3,
+                    alpha: tuple[float, float] = (0.55, 0.75), clean_fraction: float = 0.005,
+                    groups=FASHION_LOOKALIKES, seed: int = 0) -> AmbiguityNoisy:
+    """Label noise that is not a function of the pixels (issue 49 item 1), drawn afresh for each ``seed``:
+
+    * ``blends`` of ALL items are two garments of one look-alike group blended (`overlay_lookalikes`, own weight a
+      uniform in ``alpha``); a blend's label is its own class with probability a, else the partner's: ambiguous
+      and, 1 - a of the time, "wrong" (against the dominant garment, ``true``);
+    * ``clean_fraction`` of all items, drawn among the single garments, keep their true labels (Clothing1M's D_c);
+    * every other item flips at random with probability ``flips[level]``, its level the tercile (or
+      ``len(flips)``-quantile) of the clean labeller's uncertainty 1 - max_c ``probs`` (`ambiguity_levels`), to a
+      class drawn from that labeller's posterior without its own class (`posterior_targets`), not its arg-max.
+
+    ``probs``: (N, C) p(class | image) of a clean labeller on the unblended images (`clean_posterior`).
+
+    Raises:
+        InputError: shapes that do not match, flip probabilities outside [0, 1], a bad fraction or alpha.
+    """
+    y = np.asarray(labels)
+    probs = np.asarray(probs, dtype=np.float64)
+    if y.ndim != 1 or not np.issubdtype(y.dtype, np.integer):
+        raise InputError(f"labels must be a 1-D integer array; got {y.dtype} with shape {y.shape}")
+    if probs.ndim != 2 or len(probs) != len(y) or y.min(initial=0) < 0 or y.max(initial=0) >= probs.shape[1]:
+        raise InputError(f"probs must be (N, C) with N = {len(y)} labels in [0, C); got shape {probs.shape}")
+    flips = np.asarray(flips, dtype=np.float64)
+    if flips.ndim != 1 or not len(flips) or not ((flips >= 0) & (flips <= 1)).all():
+        raise InputError(f"flips must be one probability in [0, 1] per ambiguity level; got {flips.tolist()}")
+    if not 0 < clean_fraction < 1:
+        raise InputError(f"clean_fraction must be in (0, 1); got {clean_fraction}")
+    blended = overlay_lookalikes(images, y, groups, blends, alpha, seed)
+    rng = np.random.default_rng([seed, 3])
+    single = np.flatnonzero(~blended.ambiguous)
+    clean = np.zeros(len(y), bool)
+    clean[rng.choice(single, min(len(single), max(1, int(round(clean_fraction * len(y))))), replace=False)] = True
+    noisy = y.copy()
+    amb = np.flatnonzero(blended.ambiguous)
+    partner_label = rng.random(len(amb)) >= blended.alpha[amb]  # the partner's with probability 1 - a
+    noisy[amb[partner_label]] = blended.other[amb[partner_label]]
+    level = np.where(blended.ambiguous, -1, ambiguity_levels(probs, len(flips)))
+    can = np.flatnonzero(~blended.ambiguous & ~clean)
+    flip = can[rng.random(len(can)) < flips[level[can]]]
+    noisy[flip] = posterior_targets(y[flip], probs[flip], rng)
+    return AmbiguityNoisy(blended.images, noisy, y.copy(), noisy != y, blended.ambiguous, clean, level, blended.alpha)

@@ -2,8 +2,9 @@
 import numpy as np
 import pytest
 
-from hedgekit.data.subsets import (FASHION_LOOKALIKES, clean_posterior, flip_probabilities, lookalike_noise,
-                                   overlay_lookalikes, uncertainty_noise)
+from hedgekit.data.subsets import (AMBIGUITY_FLIPS, FASHION_LOOKALIKES, ambiguity_levels, ambiguity_noise,
+                                   clean_posterior, flip_probabilities, lookalike_noise, overlay_lookalikes,
+                                   posterior_targets, uncertainty_noise)
 from hedgekit.errors import InputError
 
 GROUPS = FASHION_LOOKALIKES
@@ -157,3 +158,81 @@ def test_clean_posterior_is_a_distribution_that_separates_easy_classes():
     assert (p.argmax(1) == y).mean() > 0.99
     with pytest.raises(InputError):
         clean_posterior(x, np.zeros(600, int))
+
+
+# --------------------------------------------------------------------------- ambiguity_noise (issue 49 item 1)
+def _amb_set(n=30000, seed=5):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 10, n)
+    x = rng.integers(0, 256, (n, 4, 4)).astype(np.uint8)
+    return x, y, _probs(n, seed)
+
+
+def _within(k, n, p, sds=4.0):
+    """k successes of n Bernoulli(p) draws lie within ``sds`` binomial standard deviations of n p."""
+    return abs(k - n * p) <= sds * np.sqrt(n * p * (1 - p)) + 1e-9
+
+
+def test_ambiguity_levels_are_equal_count_bins_of_the_labellers_uncertainty():
+    p = np.array([[0.9, 0.1], [0.5, 0.5], [0.7, 0.3], [0.6, 0.4], [1.0, 0.0], [0.8, 0.2]])
+    np.testing.assert_array_equal(ambiguity_levels(p, 3), [0, 2, 1, 2, 0, 1])  # uncertainty .1 .5 .3 .4 0 .2
+    with pytest.raises(InputError, match="n_levels"):
+        ambiguity_levels(p, 0)
+
+
+def test_ambiguity_noise_flip_rate_per_level_matches_its_probability():
+    x, y, p = _amb_set()
+    r = ambiguity_noise(x, y, p, flips=(0.1, 0.4, 0.7), seed=2)
+    for level, prob in enumerate((0.1, 0.4, 0.7)):  # single garments outside the clean subset flip at random
+        m = (r.level == level) & ~r.clean
+        assert m.sum() > 5000 and _within(int(r.flipped[m].sum()), int(m.sum()), prob)
+    assert not r.flipped[r.clean].any() and not r.ambiguous[r.clean].any()
+    assert r.clean.sum() == round(0.005 * len(y)) and (r.level[r.ambiguous] == -1).all()
+    np.testing.assert_array_equal(r.true, y)
+    np.testing.assert_array_equal(r.flipped, r.labels != y)
+
+
+def test_ambiguity_noise_flip_targets_follow_the_posterior_not_its_argmax():
+    n = 40000
+    y = np.zeros(n, int)
+    p = np.tile([0.1, 0.6, 0.3], (n, 1))  # the other classes: 2/3 class 1, 1/3 class 2
+    t = posterior_targets(y, p, np.random.default_rng(0))
+    assert set(np.unique(t)) == {1, 2} and _within(int((t == 2).sum()), n, 1 / 3)
+    t = posterior_targets(np.array([0, 1]), np.array([[1.0, 0, 0], [0, 1.0, 0]]), np.random.default_rng(1))
+    assert t[0] != 0 and t[1] != 1  # nothing but the own class: uniform over the others
+
+
+def test_ambiguity_noise_blend_labels_follow_the_blend_weight():
+    x, y, p = _amb_set()
+    r = ambiguity_noise(x, y, p, blends=0.3, alpha=(0.55, 0.95), seed=4)
+    amb = r.ambiguous
+    assert amb.mean() == pytest.approx(0.3, abs=1e-4)
+    o = overlay_lookalikes(x, y, fraction=0.3, alpha=(0.55, 0.95), seed=4)  # the same blends
+    np.testing.assert_array_equal(o.images, r.images)
+    assert set(np.unique(r.labels[amb & r.flipped] == o.other[amb & r.flipped])) == {True}  # wrong = the partner
+    for lo, hi in ((0.55, 0.7), (0.8, 0.95)):  # the partner's label with probability 1 - a, per band of a
+        m = amb & (r.alpha >= lo) & (r.alpha < hi)
+        expect = float((1 - r.alpha[m]).mean())
+        assert _within(int(r.flipped[m].sum()), int(m.sum()), expect)
+
+
+def test_ambiguity_noise_is_reproducible_and_two_seeds_draw_independently():
+    x, y, p = _amb_set()
+    a, b = ambiguity_noise(x, y, p, seed=0), ambiguity_noise(x, y, p, seed=1)
+    np.testing.assert_array_equal(a.labels, ambiguity_noise(x, y, p, seed=0).labels)
+    np.testing.assert_array_equal(a.images, ambiguity_noise(x, y, p, seed=0).images)
+    single = ~a.ambiguous & ~b.ambiguous & ~a.clean & ~b.clean
+    q = np.asarray(AMBIGUITY_FLIPS)[a.level[single]]
+    both = int((a.flipped & b.flipped)[single].sum())  # independent draws: P(both) = p^2 per item
+    assert abs(both - (q ** 2).sum()) <= 4 * np.sqrt((q ** 2 * (1 - q ** 2)).sum())
+    assert a.flipped[single].mean() - (a.flipped & b.flipped)[single].mean() > 0.15  # not the same flips
+    pool = np.isin(y, [c for g in GROUPS for c in g]).mean()  # blends are drawn among look-alike garments
+    assert abs(a.ambiguous[b.ambiguous].mean() - 0.3 / pool) < 0.03  # and afresh: b's blends are a's at their rate
+
+
+@pytest.mark.parametrize("kw,match", [(dict(flips=(0.1, 1.2)), "flips"), (dict(clean_fraction=0.0), "clean"),
+                                      (dict(probs=np.ones((3, 10))), "probs"), (dict(blends=0.95), "fraction")])
+def test_ambiguity_noise_bad_input(kw, match):
+    x, y, p = _amb_set(200)
+    with pytest.raises(InputError, match=match):
+        ambiguity_noise(**(dict(images=x, labels=y, probs=p) | kw))
