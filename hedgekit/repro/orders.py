@@ -137,14 +137,14 @@ def run_order(path: Path | str, order: str, kernel: str = "python3", timeout: in
     client = NotebookClient(nb, timeout=timeout, kernel_name=kernel,
                             resources={"metadata": {"path": str(path.parent)}})
     outcomes = []
+    if poke:
+        nb.cells.append(nbformat.v4.new_code_cell(WIDGET_POKE))  # nbclient writes a cell back at its index
     with client.setup_kernel():
-        runs = [(i, nb.cells[i]) for i in cells]
-        if poke:
-            runs.append((-1, nbformat.v4.new_code_cell(WIDGET_POKE)))
+        runs = [(i, nb.cells[i]) for i in cells] + ([(-1, nb.cells[-1])] if poke else [])
         for index, cell in runs:
             start = time.perf_counter()
             try:
-                client.execute_cell(cell, max(index, 0))
+                client.execute_cell(cell, index if index >= 0 else len(nb.cells) - 1)
                 error = None
             except CellExecutionError as e:
                 error = str(e)
@@ -157,6 +157,7 @@ def refresh_lesson(path: Path | str, fast: bool = False, kernel: str = "python3"
     write their outputs back into ``path``; the first cell's output (the session header of the last full run) and
     the reproduction's outputs stay as they are. A cell that fails stops it, and nothing is written
     (`hedgekit.errors.InputError` naming the cell). Returns the seconds it took."""
+    import copy
     import datetime
     import subprocess
 
@@ -172,21 +173,22 @@ def refresh_lesson(path: Path | str, fast: bool = False, kernel: str = "python3"
     params = [i for i in c.setup if "parameters" in nb.cells[i].metadata.get("tags", [])]
     if len(params) != 1:
         raise InputError(f"{path.name}: expected one cell tagged 'parameters' before the lesson; found {len(params)}")
-    run = [(i, nb.cells[i]) for i in c.setup[: c.setup.index(params[0]) + 1]]
-    run.append((-1, nbformat.v4.new_code_cell(f"FAST = {bool(fast)}\nREPORT_DIR = ''")))
+    first = copy.deepcopy(nb.cells[c.setup[0]])  # the session header of the last full run stays
+    nb.cells.append(nbformat.v4.new_code_cell(f"FAST = {bool(fast)}\nREPORT_DIR = ''"))  # the run's values
+    run = [(i, nb.cells[i]) for i in c.setup[: c.setup.index(params[0]) + 1]] + [(len(nb.cells) - 1, nb.cells[-1])]
     run += [(i, nb.cells[i]) for i in c.setup[c.setup.index(params[0]) + 1:] + sorted(c.steps + c.exercises)]
-    first_outputs = nb.cells[c.setup[0]].outputs
     client = NotebookClient(nb, timeout=timeout, kernel_name=kernel, resources={"metadata": {"path": str(path.parent)}})
     start = time.perf_counter()
     with client.setup_kernel():
         for index, cell in run:
             try:
-                client.execute_cell(cell, max(index, 0))
+                client.execute_cell(cell, index)
             except CellExecutionError as e:
                 raise InputError(f"{path.name}: cell {index} failed while its lesson was re-run; nothing was written:"
                                  f"\n{e}") from None
     seconds = time.perf_counter() - start
-    nb.cells[c.setup[0]].outputs = first_outputs
+    nb.cells.pop()
+    nb.cells[c.setup[0]] = first
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=path.parent, capture_output=True,
                             text=True).stdout.strip() or "?"
     nb.metadata.setdefault("hedgekit", {})["lesson_rerun"] = {
