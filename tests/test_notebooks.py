@@ -13,6 +13,8 @@ The ``python3`` kernelspec comes with ipykernel; if it is missing run ``python -
 """
 from __future__ import annotations
 
+import re
+
 import nbformat
 import pytest
 
@@ -83,3 +85,52 @@ def test_notebooks_are_thin_and_well_formed():
         assert fast == [True], f"{name}: Run All must play the quick tour (FAST = True); full mode is opt-in"
         configure = [c.source for c in nb.cells if "S.configure(" in c.source]  # where missing models train
         assert len(configure) == 1 and "device=DEVICE" in configure[0], name
+
+
+WIDGET = "application/vnd.jupyter.widget-view+json"
+STATIC = ("image/png", "image/svg+xml", "text/html")
+CONTROL = re.compile(r"^(VBox|HBox|Box|GridBox|Tab|Accordion|interactive|\w*(Slider|Dropdown|Buttons|Select|Checkbox))\(")
+
+
+def _is_control(output) -> bool:
+    """A live control (a slider, a box of them, ``interact``), not a progress bar (tqdm's widget shows as text)."""
+    data = output.get("data", {})
+    return WIDGET in data and bool(CONTROL.match("".join(data.get("text/plain", ""))))
+
+
+def widgets_without_a_record(nb) -> list[str]:
+    """Cells whose committed output is a live widget but that do not say it needs a running kernel (in the cell or
+    the markdown just above it) or have no static record (a figure or table in the cell or in one of the two code
+    cells above it): what the static site and a reader without a kernel would be left with (issue 48, item 5)."""
+    problems = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or not any(_is_control(o) for o in cell.get("outputs", [])):
+            continue
+        above = [c for c in nb.cells[:i]]
+        text = next((c.source for c in reversed(above) if c.cell_type == "markdown"), "")
+        if "running kernel" not in " ".join((cell.source + " " + text).split()):
+            problems.append(f"cell {i}: a widget without a line saying it needs a running kernel")
+        near = [cell] + [c for c in reversed(above) if c.cell_type == "code"][:2]
+        if not any(k in o.get("data", {}) for c in near for o in c.get("outputs", []) for k in STATIC):
+            problems.append(f"cell {i}: a widget with no static record (figure or table) in it or just above it")
+    return problems
+
+
+def test_a_widget_without_its_record_is_found():
+    nb = nbformat.v4.new_notebook()
+    widget = nbformat.v4.new_output("display_data", data={WIDGET: {"model_id": "x"}, "text/plain": "VBox(children=()"})
+    bar = nbformat.v4.new_output("display_data", data={WIDGET: {"model_id": "y"}, "text/plain": "train: 100%|##| 9/9"})
+    table = nbformat.v4.new_output("execute_result", data={"text/html": "<table></table>"}, execution_count=1)
+    nb.cells = [nbformat.v4.new_markdown_cell("Move the slider."), nbformat.v4.new_code_cell("slider", outputs=[widget]),
+                nbformat.v4.new_code_cell("fit(model)", outputs=[bar])]  # a progress bar is no control
+    assert widgets_without_a_record(nb) == [
+        "cell 1: a widget without a line saying it needs a running kernel",
+        "cell 1: a widget with no static record (figure or table) in it or just above it"]
+    nb.cells[0].source += " It needs a running kernel; the table above is its record."
+    nb.cells.insert(0, nbformat.v4.new_code_cell("table", outputs=[table]))
+    assert widgets_without_a_record(nb) == []
+
+
+@pytest.mark.parametrize("name", NOTEBOOK_NAMES)
+def test_every_widget_has_a_static_record_and_says_it_needs_a_kernel(name):
+    assert widgets_without_a_record(nbformat.read(notebook_dir() / name, as_version=4)) == []
