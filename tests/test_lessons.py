@@ -6,6 +6,15 @@ method notebook's lesson parts.
   passes) and as the student version (every ``check`` cell must raise: a check that passes without the
   solution cannot fail). The machinery is tested on ``tests/fixtures/lesson_fixture.ipynb``; the
   notebooks' own exercises run in the slow tier (<= 20 s each by the convention, twice).
+* Any order (issue 48, item 2): each method notebook's cells run in the orders a learner uses
+  (`hedgekit.repro.orders.ORDERS`: top to bottom then every widget moved, the exercises before the steps, the
+  steps re-run after the exercises), each in a fresh kernel with the default parameters, and every cell succeeds.
+* Exercises that need thought (issue 48, item 3): an exercise is *original* when its answer is nowhere above it:
+  fewer than half of its solution's code lines (normalised: comments and spacing dropped, lines of >= 12
+  characters) appear in an earlier cell, no predicted answer of two words or more (a quoted value) appears in the
+  prose before the exercise's own text, and that prose does not cite the exercise ("(exercise 1)": a result told
+  before it is asked). A one-word answer ("fall", "cosine") is a word the lesson must be free to use, so text
+  cannot tell whether it was given away. Each method notebook has >= 2 original exercises.
 * Structure: each method notebook has >= 3 from-scratch cells checked with ``assert_close``, >= 2
   exercises with solution markers, >= 1,200 words of markdown and a ``## Train one live`` section;
   ``notebooks/00_start_here.ipynb`` exists.
@@ -19,14 +28,15 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from hedgekit.repro.orders import ORDERS, run_order
 from hedgekit.repro.reproduce import notebook_dir, select
-from hedgekit.repro.students import EXERCISE_TAG, has_solution, notebook_paths, run_exercises, student_notebook
+from hedgekit.repro.students import BEGIN, END, EXERCISE_TAG, has_solution, notebook_paths, run_exercises, student_notebook
 
 os.environ.setdefault("MPLBACKEND", "Agg")  # exercise cells that plot: no window
 
 # Notebooks whose lesson has landed must pass the structural test; the others are expected to fail it
 # (strict xfail, so a lesson that lands without being listed here fails the suite until it is).
-LESSONS_LANDED = {"00", "02", "03", "05", "06", "07", "08", "09"}
+LESSONS_LANDED = {"00", "02", "03", "04", "05", "06", "07", "08", "09"}
 
 
 def _pending(name: str):
@@ -34,7 +44,7 @@ def _pending(name: str):
         strict=True, reason="this notebook's lesson has not landed yet"))
 
 FIXTURE = Path(__file__).parent / "fixtures" / "lesson_fixture.ipynb"
-METHOD_NOTEBOOKS = [nb for nb in select() if nb[:2] in {"02", "03", "05", "06", "07", "08", "09"}]
+METHOD_NOTEBOOKS = [nb for nb in select() if nb[:2] in {"02", "03", "04", "05", "06", "07", "08", "09"}]
 START_HERE = "00_start_here.ipynb"
 MIN_ASSERT_CLOSE, MIN_EXERCISES, MIN_WORDS = 3, 2, 1200
 EXERCISE_SECONDS = 60  # the convention's budget is 20 s; 3x for a loaded CI machine
@@ -101,6 +111,94 @@ def test_exercise_cells_do_not_see_the_other_cells():
 @pytest.mark.parametrize("name", _exercise_notebooks())
 def test_notebook_exercises(name):
     check_exercises(_read(notebook_dir() / name), name)
+
+
+# ---------------------------------------------------------------- exercises that need thought
+MIN_ORIGINAL, MIN_LINE = 2, 12
+
+
+def _norm(line: str) -> str:
+    """A code line's shape: its comment, spacing and assignment target (``return`` or ``name =``) dropped and every
+    name that is not an attribute replaced by ``x``, so a copy with renamed variables still matches (a '#' inside a
+    string ends the line too: good enough for a copy test)."""
+    code = re.sub(r"^\s*(return\b|[A-Za-z_]\w*(\s*,\s*[A-Za-z_]\w*)*\s*=(?!=))", "", line.split("#", 1)[0])
+    return re.sub(r"\s+", "", re.sub(r"(?<![.\w])(?!(?:for|in|if|else|not|and|or|lambda|None|True|False)\b)[A-Za-z_]\w*",
+                                      "x", code))
+
+
+def _solution_lines(source: str) -> list[str]:
+    lines, inside = [], False
+    for line in source.splitlines():
+        if line.strip() in (BEGIN, END):
+            inside = line.strip() == BEGIN
+        elif inside:
+            lines.append(line)
+    return lines
+
+
+def copied_exercises(nb) -> list[str]:
+    """One line per exercise whose answer is already above it (module docstring), naming where."""
+    problems = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or not has_solution(cell.source):
+            continue
+        region = _solution_lines(cell.source)
+        code = {n for n in map(_norm, region) if len(n) >= MIN_LINE}
+        earlier = {_norm(line) for c in nb.cells[:index] if c.cell_type == "code" for line in c.source.splitlines()}
+        if code and len(code & earlier) * 2 >= len(code):
+            problems.append(f"cell {index}: {len(code & earlier)} of its {len(code)} solution lines are in earlier "
+                            f"cells, e.g. {sorted(code & earlier)[0]!r}")
+        own = max((i for i in range(index) if nb.cells[i].cell_type == "markdown"), default=0)  # its own text
+        prose = " ".join(" ".join(c.source.split()) for c in nb.cells[:own] if c.cell_type == "markdown").lower()
+        answers = [a for line in region for a in re.findall(r"=\s*[\"']([^\"']+)[\"']", line) if len(a.split()) > 1]
+        told = [a for a in answers if " ".join(a.split()).lower() in prose]
+        if told:
+            problems.append(f"cell {index}: its answer {told[0]!r} is stated in the prose before the exercise")
+        number = _exercise_number(nb, own)
+        if number and re.search(rf"\bexercises? {number}\b", prose):
+            problems.append(f"cell {index}: the prose before exercise {number} cites it (its result told before it "
+                            "is asked)")
+    return problems
+
+
+def _exercise_number(nb, own: int) -> str | None:
+    """The number of the exercise whose text is markdown cell ``own`` or the nearest one above it ("### Exercise 2",
+    "**2. Predict**")."""
+    for cell in nb.cells[own::-1]:
+        if cell.cell_type == "markdown" and (m := re.search(r"^(?:#+ Exercise |\*\*)(\d+)", cell.source, re.M | re.I)):
+            return m.group(1)
+    return None
+
+
+def _original_count(nb) -> int:
+    solved = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and has_solution(c.source)]
+    return len(solved) - len({p.split(":")[0] for p in copied_exercises(nb)})
+
+
+def test_a_copied_exercise_is_caught_on_the_fixture():
+    nb = _read(FIXTURE)
+    assert copied_exercises(nb) == [] and _original_count(nb) == 2
+    nb.cells.insert(1, nbformat.v4.new_markdown_cell("The variance will shrink (exercise 2)."))
+    assert copied_exercises(nb) == ["cell 6: the prose before exercise 2 cites it (its result told before it is asked)"]
+    solution = next(c for c in nb.cells if c.cell_type == "code" and has_solution(c.source) and "def " in c.source)
+    nb.cells.insert(1, nbformat.v4.new_code_cell("\n".join(_solution_lines(solution.source))))  # the answer above
+    assert len(copied_exercises(nb)) == 2 and _original_count(nb) == 0
+
+
+@pytest.mark.parametrize("name", [_pending(nb) for nb in METHOD_NOTEBOOKS])
+def test_each_method_notebook_has_two_exercises_that_need_thought(name):
+    nb = _read(notebook_dir() / name)
+    assert _original_count(nb) >= MIN_ORIGINAL, f"{name}: " + "; ".join(copied_exercises(nb))
+
+
+# ---------------------------------------------------------------- any order
+@pytest.mark.slow  # a fresh kernel per order; the first order is a whole Run All (FAST)
+@pytest.mark.parametrize("order", list(ORDERS))
+@pytest.mark.parametrize("name", [_pending(nb) for nb in METHOD_NOTEBOOKS])
+def test_lesson_cells_run_in_any_order(name, order):
+    failed = [f"cell {r.index if r.index >= 0 else '(widgets moved)'}:\n{r.error[-1500:]}"
+              for r in run_order(notebook_dir() / name, order) if r.error]
+    assert not failed, f"{name}, {order}: " + "\n".join(failed)
 
 
 # ---------------------------------------------------------------- the lessons' structure
