@@ -86,12 +86,21 @@ def _hedgekit_poke_widgets():
     import ipywidgets as _w
     from IPython import get_ipython as _gi
     _ip, _errors = _gi(), []
-    _shown = _ip.showtraceback
+    _shown, _output = _ip.showtraceback, (_w.Output.__enter__, _w.Output.__exit__, _w.Output.clear_output)
+
+    def _exit(self, etype, evalue, tb):  # an Output widget's context: keep the error, swallow it as the kernel does
+        if etype is not None:
+            _errors.append("".join(_tb.format_exception(etype, evalue, tb)))
+        return True
+
     _ip.showtraceback = lambda exc_tuple=None, *a, **k: _errors.append(
         "".join(_tb.format_exception(*(exc_tuple or __import__("sys").exc_info()))))
+    # Output widgets redirect by message parent, which leaves this cell's reply unmatched without a front end: here
+    # their contents go to this cell instead
+    _w.Output.__enter__, _w.Output.__exit__, _w.Output.clear_output = lambda self: self, _exit, lambda *a, **k: None
     moved = 0
     try:
-        for w in list(_w.Widget.widgets.values()):
+        for w in list(_w.widgets.widget._instances.values()):
             if isinstance(w, (_w.IntSlider, _w.FloatSlider)):
                 values = [w.max, w.min, w.value]
             elif isinstance(w, (_w.Dropdown, _w.RadioButtons, _w.ToggleButtons, _w.Select)):
@@ -108,6 +117,7 @@ def _hedgekit_poke_widgets():
                     _errors.append(_tb.format_exc())
     finally:
         _ip.showtraceback = _shown
+        _w.Output.__enter__, _w.Output.__exit__, _w.Output.clear_output = _output
     if _errors:
         raise RuntimeError(f"{len(_errors)} widget callback(s) failed after Run All:\n" + "\n".join(_errors))
     print(f"moved widgets {moved} times")
