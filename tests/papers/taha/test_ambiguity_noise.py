@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from hedgekit.errors import InputError
+from hedgekit.evaluation import metrics as M
 from hedgekit.evaluation.retrieval import map_after_removing_uncertain
 from hedgekit.papers.taha import ambiguity_noise as AN
 from hedgekit.papers.taha import noise_study as NS
@@ -117,3 +118,35 @@ def test_tiny_study_returns_the_rows_the_verdict_and_the_figure(synthetic, tmp_p
     assert res["summary"]["map"]["random cleaning 20%"][0] == pytest.approx(np.mean(rand))
     assert res["summary"]["random_sd"][0] == pytest.approx(np.std(rand, ddof=1))
     assert res["summary"]["map"][NS.HET][0] == pytest.approx(P.retrieval_metrics(emb, y, 3)["map"])
+
+
+def test_the_cleaned_validation_score_removes_the_most_uncertain_fifth_of_the_gallery():
+    torch.manual_seed(0)
+    model = Spec(kind="het", data="fashion", recipe="noisy", dim=4).build().eval()
+    x, y = _images(200, 4)
+    emb, u = P.embed(model, x)
+    q, g = P.split(y, 2)
+    keep = np.ones(len(g), bool)
+    keep[np.argsort(-u[g], kind="stable")[:int(round(0.2 * len(g)))]] = False  # brute force
+    assert AN.cleaned_validation_map(model, x, y, 2) == pytest.approx(
+        M.mean_average_precision(emb[q], y[q], emb[g][keep], y[g][keep]))
+    assert AN.validation_map(model, x, y, 2) == pytest.approx(M.mean_average_precision(emb[q], y[q], emb[g], y[g]))
+    with pytest.raises(InputError, match="stop_on"):
+        AN.Design(stop_on="loss")
+
+
+def test_blend_removal_oracle_removes_only_blends():
+    # one dimension: class 0 near 0, class 1 near 10; gallery blends of class 0 sit at 6, nearer class 1's queries
+    y = np.array([0, 1] * 20)
+    q, g = P.split(y, 0)
+    emb = np.where(y == 0, 0.0, 10.0)[:, None] + np.arange(40)[:, None] * 1e-3
+    amb = np.zeros(40, bool)
+    blends = g[y[g] == 0][:3]
+    emb[blends] = 6.0
+    amb[blends] = True
+    n = int(round(0.2 * len(g)))
+    assert n >= 3  # all three blends go, and nothing else
+    keep = ~amb[g]
+    assert AN.blends_removed_map(emb, y, amb, 0) == pytest.approx(
+        M.mean_average_precision(emb[q], y[q], emb[g][keep], y[g][keep]))
+    assert AN.blends_removed_map(emb, y, amb, 0) == pytest.approx(1.0)
