@@ -17,6 +17,10 @@ Unsupervised heads (``head.supervised = False``: the paper's two-view InfoNCE an
 see a label: their batches are P * Q images drawn uniformly without replacement, each image is augmented twice
 independently, the head gets the 2B views stacked (view 1 of every image, then view 2) and
 ``head.loss(out, None)``, and ``on_step`` gets None for the labels.
+
+What a head's u(x) does during training (issue 49 item 2: does kappa learn, or collapse to a constant?) is
+`watch_row`: with ``watch=(x, y)``, every logged row of the `History` also holds the spread of u(x) (and of kappa
+for the vMF heads) and the R-AUROC of u(x) on those images.
 """
 from __future__ import annotations
 
@@ -36,8 +40,8 @@ from hedgekit.training.loop import History, Loop
 _SINGLE_PROCESS = ("the URL heads' losses and SNGP's precision update are computed per process on what it "
                    "embedded; they are not gathered over ranks as the pair, episode and triplet losses are")
 
-__all__ = ["UpstreamConfig", "UpstreamModel", "check_upstream_labels", "fit_upstream", "predict", "random_shift",
-           "uniform_batches"]
+__all__ = ["UpstreamConfig", "UpstreamModel", "check_upstream_labels", "fit_upstream", "predict", "uniform_batches",
+           "watch_row"]
 
 
 @dataclass(frozen=True)
@@ -71,24 +75,6 @@ class UpstreamModel(nn.Module):
 
     def forward(self, x: Tensor) -> dict:
         return self.head(self.backbone(x))
-
-
-def random_shift(max_shift: int):
-    """An augmentation ``fn(x, rng) -> x`` moving each image of ``x`` (B, C, H, W) by a whole-pixel offset drawn
-    uniformly from -max_shift..max_shift per axis, filling the uncovered border with 0 (SimCLR's crop at kit
-    scale: the paper's two views are random crops, App. B.2)."""
-    if isinstance(max_shift, bool) or not isinstance(max_shift, int) or max_shift < 0:
-        raise InputError(f"max_shift must be an integer >= 0; got {max_shift!r}")
-
-    def augment(x: Tensor, rng: np.random.Generator) -> Tensor:
-        h, w = x.shape[-2:]
-        out = torch.zeros_like(x)
-        for i, (dy, dx) in enumerate(rng.integers(-max_shift, max_shift + 1, (len(x), 2))):
-            out[i, :, max(dy, 0):h + min(dy, 0), max(dx, 0):w + min(dx, 0)] = \
-                x[i, :, max(-dy, 0):h + min(-dy, 0), max(-dx, 0):w + min(-dx, 0)]
-        return out
-
-    return augment
 
 
 def uniform_batches(n: int, batch: int, seed: int):
@@ -129,9 +115,40 @@ def check_upstream_labels(head: nn.Module, y) -> Tensor:
     return y
 
 
+def watch_row(model: UpstreamModel, x: Tensor, y) -> dict[str, float]:
+    """How u(x) looks on the watched images ``x`` (float in [0, 1]) with classes ``y``, in eval mode:
+
+    ``u_cv`` = std / mean of u(x), and for a vMF head also ``kappa_cv`` and ``kappa_mean`` of kappa(x) (0 when it
+    collapsed to a constant); ``r1`` and ``rauroc``: R@1 (cosine) among these images and the R-AUROC of u(x) for
+    its errors (URL sec. 3.1; NaN when every R@1 is right or every one wrong); only ``u_cv``, ``r1`` and ``rauroc``,
+    NaN, when the outputs are not finite or fail the model's own checks (it diverged: `hedgekit.papers.url.protocol`
+    reports it). The global random stream is
+    restored afterwards, so a head that samples in eval mode (MCDropout) trains on the same stream as unwatched.
+    """
+    from hedgekit.evaluation.metrics import r_auroc, recall_at_1
+
+    was = model.training
+    try:
+        with torch.random.fork_rng(devices=[x.device] if x.device.type == "cuda" else []):
+            out = predict(model, x)
+    except InputError:  # a model's own check of its values (e.g. a NaN kappa): diverged
+        out = None
+    model.train(was)
+    if out is None or not (np.isfinite(out["uncertainty"]).all() and np.isfinite(out["embedding"]).all()):
+        return dict.fromkeys(("u_cv", "r1", "rauroc"), float("nan"))  # diverged: the evaluation says so
+    u = out["uncertainty"]
+    row = {"u_cv": float(np.std(u) / np.mean(u))}
+    if "kappa" in out:
+        kappa = out["kappa"]
+        row.update(kappa_cv=float(np.std(kappa) / np.mean(kappa)), kappa_mean=float(np.mean(kappa)))
+    r1, correct = recall_at_1(out["embedding"], np.asarray(y), metric="cosine")
+    row.update(r1=r1, rauroc=float(r_auroc(u, correct)) if 0 < correct.sum() < len(correct) else float("nan"))
+    return row
+
+
 def fit_upstream(model: UpstreamModel, x: Tensor, y: Tensor, cfg: UpstreamConfig, seed: int = 0,
                  augment=None, progress: bool = True, desc: str = "upstream",
-                 device: str | torch.device | None = "cpu") -> History:
+                 device: str | torch.device | None = "cpu", watch: tuple[Tensor, object] | None = None) -> History:
     """Train ``model`` on images ``x`` (N, 1, H, W) with class indices ``y`` (N,) in 0..C-1, on ``device``.
 
     ``augment(x_batch, rng) -> x_batch`` (e.g. `hedgekit.data.random_occlusion`) is applied afresh at every
@@ -145,6 +162,9 @@ def fit_upstream(model: UpstreamModel, x: Tensor, y: Tensor, cfg: UpstreamConfig
     `InputError` (`_SINGLE_PROCESS` says why). A supervised head's labels are checked first
     (`check_upstream_labels`); an unsupervised head's never reach it: its loss and ``on_step`` get None (the labels
     are withheld here, once, rather than refused by the loss; issue 47 item 3).
+
+    ``watch=(x_watch, y_watch)``: every logged row also holds `watch_row` of those images (float in [0, 1], never
+    trained on by this call unless they are in ``x``); the training itself is unchanged.
     """
     if x.ndim != 4 or len(x) != len(y):
         raise InputError(f"x must be (N, C, H, W) with one label per image; got {tuple(x.shape)} and {len(y)} labels")
@@ -176,7 +196,9 @@ def fit_upstream(model: UpstreamModel, x: Tensor, y: Tensor, cfg: UpstreamConfig
             last.append((features.detach(), detached, yb))
         return loss, {}
 
-    hist = loop.run(cfg, step_loss, lambda stats: {}, desc, progress=progress)
+    watched = None if watch is None else (watch[0].to(loop.device), watch[1])
+    hist = loop.run(cfg, step_loss, lambda stats: {} if watched is None else watch_row(model, *watched), desc,
+                    progress=progress)
     if hook is not None and last:
         hook(*last.pop())
     return hist
@@ -184,15 +206,17 @@ def fit_upstream(model: UpstreamModel, x: Tensor, y: Tensor, cfg: UpstreamConfig
 
 @torch.no_grad()
 def predict(model: UpstreamModel, x: Tensor, batch: int = 1000) -> dict[str, np.ndarray]:
-    """e(x) as ``"embedding"`` (N, D), u(x) as ``"uncertainty"`` (N,) and, for heads that classify, ``"logits"``
-    (N, C): float64 numpy arrays computed in eval mode on the model's device, ``batch`` images at a time."""
+    """e(x) as ``"embedding"`` (N, D), u(x) as ``"uncertainty"`` (N,), for heads that classify ``"logits"``
+    (N, C) and for the vMF heads ``"kappa"`` (N,): float64 numpy arrays computed in eval mode on the model's
+    device, ``batch`` images at a time."""
     model.eval()
     device = next(model.parameters()).device
-    parts: dict[str, list] = {"embedding": [], "uncertainty": [], "logits": []}
+    parts: dict[str, list] = {"embedding": [], "uncertainty": [], "logits": [], "kappa": []}
     for i in range(0, len(x), batch):
         out = model(x[i:i + batch].to(device))
         parts["embedding"].append(out["embedding"].double())
         parts["uncertainty"].append(out["uncertainty"].double().reshape(-1))
-        if "logits" in out:
-            parts["logits"].append(out["logits"].double())
+        for key in ("logits", "kappa"):
+            if key in out:
+                parts[key].append(out[key].double())
     return {k: torch.cat(v).cpu().numpy() for k, v in parts.items() if v}

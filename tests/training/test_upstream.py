@@ -8,8 +8,13 @@ from torch import nn
 
 from hedgekit.errors import InputError
 from hedgekit.methods.upstream import build_method
-from hedgekit.training.upstream import (UpstreamConfig, UpstreamModel, fit_upstream, predict, random_shift,
-                                        uniform_batches)
+from hedgekit.training.upstream import (UpstreamConfig, UpstreamModel, fit_upstream, predict, uniform_batches,
+                                        watch_row)
+
+
+def _jitter(x, rng):
+    """A random augmentation drawn from the trainer's rng (the two views of an image differ)."""
+    return x + torch.from_numpy(rng.uniform(0, 0.1, x.shape)).to(x.dtype)
 
 
 class Recorder(nn.Module):
@@ -126,7 +131,7 @@ def test_an_unsupervised_heads_loss_gets_labels_none(name, monkeypatch):
     monkeypatch.setattr(head, "loss", lambda out, labels: calls.append((labels, len(out["embedding"]))) or
                         loss(out, labels))
     fit_upstream(UpstreamModel(nn.Flatten(), head), torch.rand(40, 1, 4, 4), torch.arange(4).repeat(10),
-                 UpstreamConfig(steps=3, classes_per_batch=2, per_class=3), augment=random_shift(1), progress=False)
+                 UpstreamConfig(steps=3, classes_per_batch=2, per_class=3), augment=_jitter, progress=False)
     assert calls == [(None, 12)] * 3
 
 
@@ -140,7 +145,7 @@ def test_unsupervised_heads_never_see_a_label():
         torch.manual_seed(0)
         model = UpstreamModel(nn.Flatten(), build_method("infonce_2v", 16, 4, embed_dim=3))
         fit_upstream(model, x, labels, UpstreamConfig(steps=3, classes_per_batch=2, per_class=3), seed=1,
-                     augment=random_shift(1), progress=False)
+                     augment=_jitter, progress=False)
         weights.append(model.head.project.weight.detach().clone())
     torch.testing.assert_close(weights[0], weights[1], rtol=0, atol=0)
     torch.testing.assert_close(weights[0], weights[2], rtol=0, atol=0)
@@ -148,14 +153,41 @@ def test_unsupervised_heads_never_see_a_label():
         next(uniform_batches(5, 8, 0))
 
 
-def test_random_shift_moves_whole_images_with_zero_fill():
-    x = torch.arange(2 * 3 * 4, dtype=torch.float32).reshape(2, 1, 3, 4) + 1
-    rng = np.random.default_rng(3)
-    offsets = np.random.default_rng(3).integers(-2, 3, (2, 2))
-    out = random_shift(2)(x, rng)
-    for i, (dy, dx) in enumerate(offsets):  # brute force: out[r, c] = x[r - dy, c - dx] where that pixel exists
-        for r in range(3):
-            for c in range(4):
-                inside = 0 <= r - dy < 3 and 0 <= c - dx < 4
-                assert out[i, 0, r, c] == (x[i, 0, r - dy, c - dx] if inside else 0)
-    torch.testing.assert_close(random_shift(0)(x, rng), x)
+
+
+def test_watch_rows_measure_u_and_kappa_without_changing_the_training():
+    """watch=(x, y) adds `watch_row` to every logged row: the spread of u(x) and kappa(x) and R@1 / R-AUROC on the
+    watched images (issue 49 item 2); the losses and weights are those of the same run unwatched."""
+    x, y = torch.rand(40, 1, 4, 4), torch.arange(4).repeat(10)
+    cfg = UpstreamConfig(steps=4, classes_per_batch=2, per_class=3, log_every=2)
+    runs = []
+    for watch in (None, (x[:12], y[:12])):
+        torch.manual_seed(0)
+        model = UpstreamModel(nn.Flatten(), build_method("mcinfonce", 16, 4, embed_dim=3))
+        runs.append((fit_upstream(model, x, y, cfg, seed=1, progress=False, watch=watch), model))
+    (plain, m0), (watched, m1) = runs
+    assert [r["loss"] for r in plain.rows] == [r["loss"] for r in watched.rows]
+    torch.testing.assert_close(m0.head.project.weight, m1.head.project.weight, rtol=0, atol=0)
+    assert [r["step"] for r in watched.rows] == [0, 2, 3]
+    assert {"u_cv", "kappa_cv", "kappa_mean", "r1", "rauroc"} <= set(watched.rows[-1])
+    row = watch_row(m1, x[:12], y[:12])
+    out = predict(m1, x[:12])
+    assert row["kappa_cv"] == pytest.approx(np.std(out["kappa"]) / np.mean(out["kappa"]))
+    assert row["u_cv"] == pytest.approx(np.std(1 / out["kappa"]) / np.mean(1 / out["kappa"]), rel=1e-4)  # float32 u
+    assert row["kappa_mean"] == pytest.approx(np.mean(out["kappa"]))
+
+
+def test_a_watched_constant_u_has_no_spread():
+    model = UpstreamModel(nn.Flatten(), build_method("elk", 16, 4, embed_dim=3))
+    with torch.no_grad():
+        model.head.u_net[-1].weight.zero_()
+    row = watch_row(model, torch.rand(12, 1, 4, 4), torch.arange(4).repeat(3))
+    assert row["kappa_cv"] == 0 and row["u_cv"] == 0
+
+
+def test_a_watched_model_that_diverged_gives_nan_rows():
+    model = UpstreamModel(nn.Flatten(), build_method("elk", 16, 4, embed_dim=3))
+    with torch.no_grad():
+        model.head.project.weight.fill_(float("nan"))
+    row = watch_row(model, torch.rand(8, 1, 4, 4), torch.arange(4).repeat(2))
+    assert set(row) == {"u_cv", "r1", "rauroc"} and all(np.isnan(v) for v in row.values())
