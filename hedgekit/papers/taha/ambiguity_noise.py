@@ -13,8 +13,10 @@ little left to flag. Here (`Design`, data by `run_data`):
 * **a gallery with room for cleaning**: `Design.test_blends` of the test images (queries and gallery) are blends,
   labelled with the dominant garment (the test set is clean, as Clothing1M's), so the 20% removed can be mostly them;
 * **training that does not memorise the noise**: eq. 11's weight decay lambda ||W||^2 (`Design.weight_decay`:
-  Adam's coupled L2 coefficient 2 lambda, lambda = 1e-4 from the paper's "lambda = 10e-4", sec. 5.2) and an early
-  stop on a held-out *noisy* validation split (`fit_early_stopped`; the test gallery is never looked at);
+  Adam's coupled L2 coefficient 2 lambda, lambda = 1e-4 from the paper's "lambda = 10e-4", sec. 5.1, which sec. 5.2
+  keeps) and an early stop on a held-out *noisy* validation split (`fit_early_stopped`; the heteroscedastic model
+  reads its mAP after removing its 20% most uncertain validation-gallery items, `Design.stop_on`; the test gallery
+  is never looked at);
 * **randomness counted**: random cleaning averaged over `Design.permutations` permutations per run, a fresh noise
   draw per run, so the paired interval over runs holds every source of variation.
 
@@ -58,7 +60,8 @@ TITLE = "08 Table 2, noise that is not a function of the pixels: random flips, b
 
 @dataclass(frozen=True)
 class Design:
-    """One design of the analogue (every number a run uses; docs/recipes.md records each design tried).
+    """One design of the analogue (every number a run uses; docs/recipes.md records each design tried). The
+    defaults are the design fixed on seeds 0-4 and confirmed on seeds 5-9 ("B"; "A" is ``stop_on="map"``).
 
     Attributes:
         flips: flip probability per ambiguity level of a single garment (`ambiguity_noise`).
@@ -84,7 +87,7 @@ class Design:
     steps: int = 1500
     eval_every: int = 100
     patience: int = 3
-    stop_on: str = "map"
+    stop_on: str = "cleaned map"
     weight_decay: float = 2e-4
     permutations: int = 20
 
