@@ -107,8 +107,9 @@ BUDGETS = {
         "infonce_2v": Setting(steps=1000, hparams={"t": 8.0}, why=(
             "App. B.2 searches t in [8, 64]: R@1 0.38 at t = 8, 0.33 at the default 16 (issue 35, views of a "
             "2-pixel shift); with TWO_VIEWS (issue 49) R@1 on 2000 held-out training images 0.60 at 400 steps, "
-            "0.64 at 1000 and 0.61 at 2000 (flat from step 500 on): 1000 steps, the plateau; lr 3x (6e-3) "
-            "changed R@1 by < 0.01, so the shared lr. Below TRAINED_AT: see docs/recipes.md, issue 49")),
+            "0.64 at 1000 and 0.61 at 2000 (flat from step 500 on): 1000 steps, the plateau; the shared lr 2e-3: "
+            "6e-3 gave 0.63 at 1000 steps (0.62 at 400), 1e-3 0.54 at 400. Below TRAINED_AT: docs/recipes.md, "
+            "issue 49")),
         "hib": Setting(steps=600, hparams={"different": "hib"}, why=(
             "eq. 5 as URL writes it (+log p for different-class pairs) did not learn in any of 4 settings "
             "(t, b, kappa_init in {16, 0, 16}, {16, 0, 100}, {8, -4, 100}, {16, 8, 100}: R@1 0.17-0.26): log p is "
