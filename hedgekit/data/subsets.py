@@ -104,6 +104,18 @@ def flip_probabilities(score, rate: float, power: float = 2.0) -> np.ndarray:
     return np.minimum(1.0, hi * base)
 
 
+def _labels_and_probs(labels, probs) -> tuple[np.ndarray, np.ndarray]:
+    """``labels`` as a 1-D integer array and ``probs`` as float64 (N, C) p(class | image) with every label in
+    [0, C); else an `InputError` saying what was expected."""
+    y = np.asarray(labels)
+    probs = np.asarray(probs, dtype=np.float64)
+    if y.ndim != 1 or not np.issubdtype(y.dtype, np.integer):
+        raise InputError(f"labels must be a 1-D integer array; got {y.dtype} with shape {y.shape}")
+    if probs.ndim != 2 or len(probs) != len(y) or y.min(initial=0) < 0 or y.max(initial=0) >= probs.shape[1]:
+        raise InputError(f"probs must be (N, C) with N = {len(y)} labels in [0, C); got shape {probs.shape}")
+    return y, probs
+
+
 def uncertainty_noise(labels, probs, groups=FASHION_LOOKALIKES, rate: float = CLOTHING1M_NOISE, eligible=None,
                       power: float = 2.0, seed: int = 0) -> NoisyLabels:
     """Image-dependent label noise: ``rate`` of ALL labels flip, each to the class of its look-alike group that a
@@ -114,12 +126,7 @@ def uncertainty_noise(labels, probs, groups=FASHION_LOOKALIKES, rate: float = CL
     Raises:
         InputError: bad labels / probs shapes, overlapping groups, or a rate the eligible items cannot reach.
     """
-    y = np.asarray(labels)
-    probs = np.asarray(probs, dtype=np.float64)
-    if y.ndim != 1 or not np.issubdtype(y.dtype, np.integer):
-        raise InputError(f"labels must be a 1-D integer array; got {y.dtype} with shape {y.shape}")
-    if probs.ndim != 2 or len(probs) != len(y) or y.min(initial=0) < 0 or y.max(initial=0) >= probs.shape[1]:
-        raise InputError(f"probs must be (N, C) with N = {len(y)} labels in [0, C); got shape {probs.shape}")
+    y, probs = _labels_and_probs(labels, probs)
     groups = _check_groups(groups)
     eligible = np.ones(len(y), bool) if eligible is None else np.asarray(eligible, dtype=bool)
     if eligible.shape != y.shape:
@@ -344,12 +351,7 @@ def ambiguity_noise(images, labels, probs, flips=AMBIGUITY_FLIPS, blends: float 
     Raises:
         InputError: shapes that do not match, flip probabilities outside [0, 1], a bad fraction or alpha.
     """
-    y = np.asarray(labels)
-    probs = np.asarray(probs, dtype=np.float64)
-    if y.ndim != 1 or not np.issubdtype(y.dtype, np.integer):
-        raise InputError(f"labels must be a 1-D integer array; got {y.dtype} with shape {y.shape}")
-    if probs.ndim != 2 or len(probs) != len(y) or y.min(initial=0) < 0 or y.max(initial=0) >= probs.shape[1]:
-        raise InputError(f"probs must be (N, C) with N = {len(y)} labels in [0, C); got shape {probs.shape}")
+    y, probs = _labels_and_probs(labels, probs)
     flips = np.asarray(flips, dtype=np.float64)
     if flips.ndim != 1 or not len(flips) or not ((flips >= 0) & (flips <= 1)).all():
         raise InputError(f"flips must be one probability in [0, 1] per ambiguity level; got {flips.tolist()}")

@@ -25,6 +25,16 @@ from hedgekit.papers.hib.figures import beta_ellipses, occlusion_view
 __all__ = ["occlusion_explorer", "row_occlusion_slider", "beta_selector"]
 
 
+def _show(out, fig) -> None:
+    """Replace what the widget's output area ``out`` shows by ``fig`` (then closed: the area keeps its image)."""
+    from IPython.display import display
+
+    out.clear_output(wait=True)
+    with out:
+        display(fig)
+    plt.close(fig)
+
+
 def occlusion_explorer(model, table, image, title: str = "", n_points: int = 4096):
     """A live occlusion control for one clean test ``image`` under ``model``.
 
@@ -37,7 +47,6 @@ def occlusion_explorer(model, table, image, title: str = "", n_points: int = 409
         ``box.analyse()`` returns the current `hedgekit.interactive.occlusion.Analysis`.
     """
     import ipywidgets as W
-    from IPython.display import display
 
     from hedgekit.interactive.occlusion import analyse
 
@@ -72,10 +81,7 @@ def occlusion_explorer(model, table, image, title: str = "", n_points: int = 409
                                 comp_covs=None if comp is None else comp[1],
                                 title=title or f"{100 * a.covered:.0f}% of the image hidden; "
                                                f"top match {a.top[0][0]:0{table.n_digits}d}" if a.top else title)
-        out.clear_output(wait=True)
-        with out:
-            display(fig)
-        plt.close(fig)
+        _show(out, fig)
 
     for w in (digit, top, left, height, width):
         w.observe(redraw, names="value")
@@ -93,7 +99,6 @@ def row_occlusion_slider(model, image, centroids, class_ids=None, description: s
     cannot break it (issue 48, item 2). Returns an ``ipywidgets.VBox``: ``box.children[0]`` is the slider, and
     ``box.analyse()`` returns the current `hedgekit.interactive.occlusion.Analysis`."""
     import ipywidgets as W
-    from IPython.display import display
 
     from hedgekit.interactive.occlusion import analyse
 
@@ -109,10 +114,7 @@ def row_occlusion_slider(model, image, centroids, class_ids=None, description: s
         a = state["analysis"] = analyse(model, img, [[0, 0, k, img.shape[1]]] if k else [])
         fig, _ = occlusion_view(a.image, a.boxes, centroids, class_ids, a.xy, a.cov_xy, a.eta, n_digits=n_digits,
                                 title=f"{k} of {height} rows hidden; trace Σ = {a.trace:.4f}")
-        out.clear_output(wait=True)
-        with out:
-            display(fig)
-        plt.close(fig)
+        _show(out, fig)
 
     rows.observe(redraw, names="value")
     redraw()
@@ -128,7 +130,6 @@ def beta_selector(panels: Mapping[float, Mapping], n_digits: int = 2, color_by: 
     Returns an ``ipywidgets.VBox`` whose first child is the ToggleButtons.
     """
     import ipywidgets as W
-    from IPython.display import display
 
     if not panels:
         raise InputError("beta_selector needs at least one cached model")
@@ -148,10 +149,7 @@ def beta_selector(panels: Mapping[float, Mapping], n_digits: int = 2, color_by: 
         pad = 0.25 * float((hi - lo).max() + 1e-9)
         axes[0].set_xlim(min(lo[0] - pad, -1.2), max(hi[0] + pad, 1.2))
         axes[0].set_ylim(min(lo[1] - pad, -1.2), max(hi[1] + pad, 1.2))
-        out.clear_output(wait=True)
-        with out:
-            display(fig)
-        plt.close(fig)
+        _show(out, fig)
 
     buttons.observe(redraw, names="value")
     redraw()
