@@ -10,9 +10,9 @@ method notebook's lesson parts.
   (`hedgekit.repro.orders.ORDERS`: top to bottom then every widget moved, the exercises before the steps, the
   steps re-run after the exercises), each in a fresh kernel with the default parameters, and every cell succeeds.
 * Exercises that need thought (issue 48, item 3): an exercise is *original* when its answer is nowhere above it:
-  fewer than half of its solution's code lines (normalised: comments and spacing dropped, lines of >= 12
-  characters) appear in an earlier cell, no predicted answer of two words or more (a quoted value) appears in the
-  prose before the exercise's own text, and that prose does not cite the exercise ("(exercise 1)": a result told
+  fewer than half of its solution's code lines appear in an earlier cell (compared by shape: comments, spacing
+  and assignment targets dropped, names replaced, lines of >= 12 characters), no predicted answer of two words
+  or more (a quoted value) appears in the prose before the exercise's own text, and that prose does not cite the exercise ("(exercise 1)": a result told
   before it is asked). A one-word answer ("fall", "cosine") is a word the lesson must be free to use, so text
   cannot tell whether it was given away. Each method notebook has >= 2 original exercises.
 * Structure: each method notebook has >= 3 from-scratch cells checked with ``assert_close``, >= 2
@@ -30,7 +30,8 @@ import pytest
 
 from hedgekit.repro.orders import ORDERS, run_order
 from hedgekit.repro.reproduce import notebook_dir, select
-from hedgekit.repro.students import BEGIN, END, EXERCISE_TAG, has_solution, notebook_paths, run_exercises, student_notebook
+from hedgekit.repro.students import (BEGIN, END, EXERCISE_TAG, has_solution, notebook_paths, run_exercises,
+                                     student_notebook)
 
 os.environ.setdefault("MPLBACKEND", "Agg")  # exercise cells that plot: no window
 
@@ -122,8 +123,8 @@ def _norm(line: str) -> str:
     name that is not an attribute replaced by ``x``, so a copy with renamed variables still matches (a '#' inside a
     string ends the line too: good enough for a copy test)."""
     code = re.sub(r"^\s*(return\b|[A-Za-z_]\w*(\s*,\s*[A-Za-z_]\w*)*\s*=(?!=))", "", line.split("#", 1)[0])
-    return re.sub(r"\s+", "", re.sub(r"(?<![.\w])(?!(?:for|in|if|else|not|and|or|lambda|None|True|False)\b)[A-Za-z_]\w*",
-                                      "x", code))
+    names = r"(?<![.\w])(?!(?:for|in|if|else|not|and|or|lambda|None|True|False)\b)[A-Za-z_]\w*"
+    return re.sub(r"\s+", "", re.sub(names, "x", code))
 
 
 def _solution_lines(source: str) -> list[str]:

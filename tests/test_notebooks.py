@@ -89,7 +89,8 @@ def test_notebooks_are_thin_and_well_formed():
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
 STATIC = ("image/png", "image/svg+xml", "text/html")
-CONTROL = re.compile(r"^(VBox|HBox|Box|GridBox|Tab|Accordion|interactive|\w*(Slider|Dropdown|Buttons|Select|Checkbox))\(")
+CONTROL = re.compile(r"^(VBox|HBox|Box|GridBox|Tab|Accordion|interactive"
+                     r"|\w*(Slider|Dropdown|Buttons|Select|Checkbox))\(")
 
 
 def _is_control(output) -> bool:
@@ -121,7 +122,8 @@ def test_a_widget_without_its_record_is_found():
     widget = nbformat.v4.new_output("display_data", data={WIDGET: {"model_id": "x"}, "text/plain": "VBox(children=()"})
     bar = nbformat.v4.new_output("display_data", data={WIDGET: {"model_id": "y"}, "text/plain": "train: 100%|##| 9/9"})
     table = nbformat.v4.new_output("execute_result", data={"text/html": "<table></table>"}, execution_count=1)
-    nb.cells = [nbformat.v4.new_markdown_cell("Move the slider."), nbformat.v4.new_code_cell("slider", outputs=[widget]),
+    nb.cells = [nbformat.v4.new_markdown_cell("Move the slider."),
+                nbformat.v4.new_code_cell("slider", outputs=[widget]),
                 nbformat.v4.new_code_cell("fit(model)", outputs=[bar])]  # a progress bar is no control
     assert widgets_without_a_record(nb) == [
         "cell 1: a widget without a line saying it needs a running kernel",
