@@ -9,12 +9,12 @@ method notebook's lesson parts.
 * Any order (issue 48, item 2): each method notebook's cells run in the orders a learner uses
   (`hedgekit.repro.orders.ORDERS`: top to bottom then every widget moved, the exercises before the steps, the
   steps re-run after the exercises), each in a fresh kernel with the default parameters, and every cell succeeds.
-* Exercises that need thought (issue 48, item 3): an exercise is *original* when its answer is nowhere above it:
-  fewer than half of its solution's code lines appear in an earlier cell (compared by shape: comments, spacing
-  and assignment targets dropped, names replaced, lines of >= 12 characters), no predicted answer of two words
-  or more (a quoted value) appears in the prose before the exercise's own text, and that prose does not cite the exercise ("(exercise 1)": a result told
-  before it is asked). A one-word answer ("fall", "cosine") is a word the lesson must be free to use, so text
-  cannot tell whether it was given away. Each method notebook has >= 2 original exercises.
+* Exercises that need thought (issue 48, item 3): an exercise is *original* when its answer is nowhere above it: fewer
+  than half of its solution's code lines appear in an earlier cell (compared by shape: comments, spacing and
+  assignment targets dropped, names replaced, lines of >= 12 characters), no predicted answer of two words or more (a
+  quoted value) appears in the prose before the exercise's own text, and that prose does not cite the exercise
+  ("(exercise 1)": a result told before it is asked). A one-word answer ("fall", "cosine") is a word the lesson must
+  be free to use, so text cannot tell whether it was given away. Each method notebook has >= 2 original exercises.
 * Structure: each method notebook has >= 3 from-scratch cells checked with ``assert_close``, >= 2
   exercises with solution markers, >= 1,200 words of markdown and a ``## Train one live`` section;
   ``notebooks/00_start_here.ipynb`` exists.
