@@ -52,6 +52,39 @@ def test_a_parameterised_run_hands_its_report(tmp_path):
     assert (tmp_path / "report" / "manifest.json").is_file()  # handed tables/figures to the report
 
 
+def test_run_all_moves_every_widget_after_the_last_cell():
+    """Each notebook's last code cell carries nbmake's post_cell_execute with `orders.RUN_ALL_METADATA`: the Run All
+    test then moves every live widget and fails on a callback a later cell broke (issue 48 item 2)."""
+    from hedgekit.repro.orders import RUN_ALL_METADATA
+
+    for name in NOTEBOOK_NAMES:
+        cells = [c for c in nbformat.read(notebook_dir() / name, as_version=4).cells if c.cell_type == "code"]
+        assert cells[-1].metadata.get("nbmake") == RUN_ALL_METADATA, name
+
+
+@pytest.mark.slow  # a pytest with nbmake in a subprocess: two real kernels
+def test_nbmake_run_all_fails_on_a_widget_a_later_cell_broke(tmp_path):
+    import subprocess
+    import sys
+
+    from hedgekit.repro.orders import RUN_ALL_METADATA
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell("import ipywidgets as W\nx = 1\nslider = W.IntSlider(0, 0, 3)\n"
+                                          "slider.observe(lambda change: print(x + 1), names='value')"),
+                nbformat.v4.new_code_cell("x = [x]  # a later cell rebinds the name the callback reads",
+                                          metadata={"nbmake": RUN_ALL_METADATA})]
+    nbformat.write(nb, tmp_path / "broken.ipynb")
+    nb.cells[1].source = "y = [x]"
+    nbformat.write(nb, tmp_path / "fine.ipynb")
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbmake", "-o",
+                          "addopts=", "broken.ipynb", "fine.ipynb"], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=300)
+    out = run.stdout + run.stderr
+    assert "1 failed, 1 passed" in out and "widget callback(s) failed after Run All" in out, out
+
+
 def test_every_registered_notebook_is_collected_for_run_all():
     """pyproject's addopts run nbmake over testpaths that include notebooks/ (and leave out student copies and
     reports): a notebook added to the registry is Run-All-tested without a line here."""

@@ -9,9 +9,10 @@ A lesson notebook has three kinds of code cells, found from its headings and tag
 `ORDERS` names the orders the issue asks for, each as the list of cells a learner would run, and `run_order`
 executes one in a fresh kernel with the notebook's default parameters (a learner's Run All), cell by cell, keeping
 every cell's error instead of stopping at the first. The first order runs the whole notebook top to bottom and then
-moves every live widget (`WIDGET_POKE`): each slider to its other end and each dropdown through its options, so a
+moves every live widget (`poke_widgets`): each slider to its other end and each dropdown through its options, so a
 callback that a later cell broke (a rebound name, a missing figure) shows up as an error instead of dying silently
-in the kernel's log.
+in the kernel's log. The README's test command runs that first order through nbmake: each lesson notebook's last
+code cell carries `RUN_ALL_METADATA`, nbmake's ``post_cell_execute``, so the Run All test moves the widgets too.
 
 `refresh_lesson` re-runs a committed notebook's set-up and lesson top to bottom and writes their outputs back,
 keeping the reproduction's outputs of its last full run (``python -m hedgekit reproduce --lessons-only``): a lesson
@@ -28,8 +29,8 @@ from pathlib import Path
 from hedgekit.errors import InputError
 from hedgekit.repro.students import EXERCISE_TAG
 
-__all__ = ["LessonCells", "lesson_cells", "ORDERS", "order_cells", "CellOutcome", "run_order", "WIDGET_POKE",
-           "refresh_lesson"]
+__all__ = ["LessonCells", "lesson_cells", "ORDERS", "order_cells", "CellOutcome", "run_order", "poke_widgets",
+           "WIDGET_POKE", "RUN_ALL_METADATA", "refresh_lesson"]
 
 LESSON_HEADING = re.compile(r"^# Lesson\b", re.M)
 REPRODUCTION_HEADING = re.compile(r"^# Reproduction\b", re.M)
@@ -78,52 +79,61 @@ def order_cells(nb, order: str, name: str = "notebook") -> tuple[list[int], bool
     return cells(lesson_cells(nb, name)), poke
 
 
-# Run in the kernel after Run All: every live widget is moved; an exception in a callback, raised or shown through
-# IPython's showtraceback (an Output widget's context, ipywidgets.interact), is collected and raised at the end.
-WIDGET_POKE = r'''
-def _hedgekit_poke_widgets():
-    import traceback as _tb
-    import ipywidgets as _w
-    from IPython import get_ipython as _gi
-    _ip, _errors = _gi(), []
-    _shown, _output = _ip.showtraceback, (_w.Output.__enter__, _w.Output.__exit__, _w.Output.clear_output)
+def poke_widgets() -> int:
+    """Run in a notebook's kernel after Run All: move every live widget (sliders to both ends, dropdowns, toggles and
+    check boxes through their values, then back) and raise a `RuntimeError` listing every callback that failed,
+    raised or shown through IPython's showtraceback (an Output widget's context, ``ipywidgets.interact``). Without a
+    front end an Output widget's parent-header redirection would leave the executing cell's reply unmatched, so
+    while it runs an Output context writes into the running cell and keeps its error. Returns the moves made."""
+    import sys
+    import traceback
 
-    def _exit(self, etype, evalue, tb):  # an Output widget's context: keep the error, swallow it as the kernel does
+    import ipywidgets as w
+    from IPython import get_ipython
+
+    ip, errors = get_ipython(), []
+    shown, output = ip.showtraceback, (w.Output.__enter__, w.Output.__exit__, w.Output.clear_output)
+
+    def leave(self, etype, evalue, tb):
         if etype is not None:
-            _errors.append("".join(_tb.format_exception(etype, evalue, tb)))
+            errors.append("".join(traceback.format_exception(etype, evalue, tb)))
         return True
 
-    _ip.showtraceback = lambda exc_tuple=None, *a, **k: _errors.append(
-        "".join(_tb.format_exception(*(exc_tuple or __import__("sys").exc_info()))))
-    # Output widgets redirect by message parent, which leaves this cell's reply unmatched without a front end: here
-    # their contents go to this cell instead
-    _w.Output.__enter__, _w.Output.__exit__, _w.Output.clear_output = lambda self: self, _exit, lambda *a, **k: None
+    ip.showtraceback = lambda exc_tuple=None, *a, **k: errors.append(
+        "".join(traceback.format_exception(*(exc_tuple or sys.exc_info()))))
+    w.Output.__enter__, w.Output.__exit__, w.Output.clear_output = lambda self: self, leave, lambda *a, **k: None
     moved = 0
     try:
-        for w in list(_w.widgets.widget._instances.values()):
-            if isinstance(w, (_w.IntSlider, _w.FloatSlider)):
-                values = [w.max, w.min, w.value]
-            elif isinstance(w, (_w.Dropdown, _w.RadioButtons, _w.ToggleButtons, _w.Select)):
-                values = [v for _, v in w._options_full][::-1] + [w.value] if w._options_full else []
-            elif isinstance(w, (_w.Checkbox, _w.ToggleButton)):
-                values = [not w.value, w.value]
+        for widget in list(w.widgets.widget._instances.values()):
+            if isinstance(widget, (w.IntSlider, w.FloatSlider)):
+                values = [widget.max, widget.min, widget.value]
+            elif isinstance(widget, (w.Dropdown, w.RadioButtons, w.ToggleButtons, w.Select)):
+                options = [v for _, v in widget._options_full]
+                values = options[::-1] + [widget.value] if options else []
+            elif isinstance(widget, (w.Checkbox, w.ToggleButton)):
+                values = [not widget.value, widget.value]
             else:
                 continue
             for v in values:
                 try:
-                    w.value = v
+                    widget.value = v
                     moved += 1
                 except Exception:
-                    _errors.append(_tb.format_exc())
+                    errors.append(traceback.format_exc())
     finally:
-        _ip.showtraceback = _shown
-        _w.Output.__enter__, _w.Output.__exit__, _w.Output.clear_output = _output
-    if _errors:
-        raise RuntimeError(f"{len(_errors)} widget callback(s) failed after Run All:\n" + "\n".join(_errors))
+        ip.showtraceback = shown
+        w.Output.__enter__, w.Output.__exit__, w.Output.clear_output = output
+    if errors:
+        raise RuntimeError(f"{len(errors)} widget callback(s) failed after Run All:\n" + "\n".join(errors))
     print(f"moved widgets {moved} times")
+    return moved
 
-_hedgekit_poke_widgets()
-'''
+
+# The lines that move the widgets after Run All: the poke cell of `run_order`, and nbmake's ``post_cell_execute``
+# metadata of a notebook's last code cell (`RUN_ALL_METADATA`), so the README's Run All test moves them too.
+POKE_LINES = ["from hedgekit.repro.orders import poke_widgets", "poke_widgets();"]
+WIDGET_POKE = "\n".join(POKE_LINES)
+RUN_ALL_METADATA = {"post_cell_execute": POKE_LINES}
 
 
 @dataclass
