@@ -2,7 +2,8 @@
 triplet retrieval): notebook 08.
 
 ``from hedgekit.papers import taha`` gives every part: `taha.numbers`, `taha.experiments`, `taha.protocol`,
-`taha.claims`, `taha.figures`, `taha.noise_study`, `taha.ambiguity_noise`. The method itself is `hedgekit.methods.het_triplet`.
+`taha.claims`, `taha.figures`, `taha.noise_study`, `taha.ambiguity_noise`. The method itself is
+`hedgekit.methods.het_triplet`.
 """
 from hedgekit.papers import lazy_parts
 

@@ -157,8 +157,8 @@ def evaluate(predict, sets: dict, upstream_labels_to_index: dict | None = None, 
     ``sets``: ``{"up": (x, y), "unseen": (x, y), "fashion": (x, y)}`` (`hedgekit.papers.url.benchmark.eval_sets`).
     ``upstream_labels_to_index``: class -> logit index, for the upstream accuracy of heads with logits.
     Returns flat metrics: ``up_acc, up_r1, up_rauroc, up_crop, up_crop_corr, r1, rauroc, crop, crop_corr`` (unseen
-    digits), ``fashion_r1, fashion_rauroc, fashion_crop, fashion_crop_corr``, and ``down_r1, down_rauroc`` (mean of the two downstream sets,
-    like the paper's average over its downstream datasets). A model whose embedding or u(x) is NaN or inf on
+    digits), ``fashion_r1, fashion_rauroc, fashion_crop, fashion_crop_corr``, and ``down_r1, down_rauroc`` (mean of
+    the two downstream sets, like the paper's average over its downstream datasets). A model whose embedding or u(x) is NaN or inf on
     any set raises FloatingPointError (`evaluate_set`).
     """
     up = evaluate_set(predict, *sets["up"], crop_seed=crop_seed, name="upstream test set")
