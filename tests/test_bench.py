@@ -294,7 +294,7 @@ def test_compare_warms_up_briefly_then_times_every_repeat_in_full(monkeypatch):
 
 
 # Ceilings of `bench --ops` (issue 50): launches per step at most 1.2x the plain loop's where one exists, else
-# about 10% above today's count (point 141, HIB 190, PN 85, SPE 242, triplet 189, semi-hard triplet 192: where a
+# about 10% above today's count (point 141, HIB 190, PN 85, SPE 242, triplet 184, semi-hard triplet 187: where a
 # step is launch-bound the miners' masked forms, `hedgekit.methods.het_triplet.batch_hard_masked` and
 # `semi_hard_masked`, cost a few launches more than selecting did, and wait for nothing), and no host
 # synchronisation inside any trainer's step.
