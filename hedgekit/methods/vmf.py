@@ -142,11 +142,8 @@ class SphericalMethod(UpstreamMethod):
     parameterisation of the paper's official code (github.com/mkirchhof/url: ``UncertaintyNetwork`` ends in a
     Softplus plus 1e-6, and the vMF losses read ``kappa = 1 / unc``, "kappa is certainty, not uncertainty"). A
     step of the MLP's output z then moves kappa by a factor (d log kappa / dz = -sigmoid(z) / u, about -1 for
-    small u), so kappa can spread over orders of magnitude between images. The kit's former kappa = softplus(z)
-    + 1e-4 moved it by a fixed amount per unit of z (d log kappa / dz = 1 / kappa, 1/16 at the start): at the
-    converged budget ELK ended with kappa spread by 13% (std / mean) and an upstream R-AUROC of 0.52 on 2000
-    held-out training images, 0.62 with kappa = 1/u (kappa spread by 100%; seed 1: 0.62). The search, and the
-    heads it did not lift above 0.55: issue 49 item 2, docs/recipes.md, "URL: uncertainties that learn".
+    small u), so kappa can spread over orders of magnitude between images (the measurements behind this choice:
+    docs/recipes.md, "URL: uncertainties that learn").
 
     The paper starts kappa either at random or warmed up to a fixed value (a hyperparameter, App. B.3); here the
     last layer's bias starts it near ``kappa_init``. ``t`` is the inverse temperature of App. B (searched in
