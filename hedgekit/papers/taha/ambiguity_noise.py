@@ -23,6 +23,7 @@ little left to flag. Here (`Design`, data by `run_data`):
 `run_study` trains the three rows of `hedgekit.papers.taha.experiments.NOISE_ROWS` per seed, measures them with
 `noise_study.measure_run` (random row replaced by the permutation average) and decides them with
 `claims.noise_verdict`; it returns the table rows and `sigma_figure`, sigma^2 against the truth.
+The trained models are kept in the zoo's one model store (`train_run`); `FAST_DESIGN` is the notebooks' quick run.
 Run ``python -m hedgekit.papers.taha.ambiguity_noise --seeds 0 1 2 3 4`` (docs/recipes.md, "Taha Table 2 with
 noise that is not a function of the pixels (issue 49)").
 """
@@ -30,7 +31,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import time
+import warnings
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -40,20 +43,23 @@ import numpy as np
 import torch
 
 from hedgekit.data.subsets import AMBIGUITY_FLIPS, ambiguity_noise, clean_posterior, overlay_lookalikes
-from hedgekit.errors import InputError
+from hedgekit.checks import check_writable
+from hedgekit.errors import CheckpointError, InputError
 from hedgekit.evaluation import metrics as M
 from hedgekit.evaluation.retrieval import map_after_removing_uncertain
 from hedgekit.papers.taha import noise_study as NS
 from hedgekit.papers.taha import protocol as P
 from hedgekit.papers.taha.experiments import DIM, NOISE_ROWS
 from hedgekit.papers.verdict import Spread
+from hedgekit.paths import cache_path
 from hedgekit.training.fit import seed_everything
 from hedgekit.training.triplets import TripletConfig, fit_triplets
 from hedgekit.zoo import Spec
+from hedgekit.zoo.store import checkpoint_bytes, load_checkpoint, save_checkpoint
 
-__all__ = ["TITLE", "STOP_SCORES", "Design", "run_data", "validation_map", "cleaned_validation_map",
-           "fit_early_stopped", "train_run", "measure", "blends_removed_map", "run_study", "sigma_groups",
-           "sigma_figure"]
+__all__ = ["TITLE", "STOP_SCORES", "Design", "FAST_DESIGN", "run_data", "validation_map", "cleaned_validation_map",
+           "fit_early_stopped", "train_run", "cached_model_path", "run_digest", "measure", "blends_removed_map",
+           "run_study", "sigma_groups", "sigma_figure"]
 
 TITLE = "08 Table 2, noise that is not a function of the pixels: random flips, blends with either label, 0.5% clean"
 
@@ -103,6 +109,11 @@ class Design:
     def key(self) -> str:
         """A short hash of every field: the name of this design's cached models."""
         return hashlib.sha1(repr(sorted(asdict(self).items())).encode()).hexdigest()[:10]
+
+
+FAST_DESIGN = Design(val_images=500, steps=40, eval_every=20, patience=1, permutations=20)
+"""The notebooks' quick run: the default design's noise, blends and stop rule with a 40-step budget read twice on
+a 500-image validation split (issue 49 item 1; its numbers show the pipeline, not the effect)."""
 
 
 # --------------------------------------------------------------------------- data
@@ -198,39 +209,85 @@ def fit_early_stopped(model, images, labels, cfg: TripletConfig, val_images, val
             "seconds": time.perf_counter() - t0}
 
 
-def train_run(seed: int, design: Design, data: dict, cache_dir: str | Path | None = None) -> tuple[dict, list]:
+def train_run(seed: int, design: Design, data: dict, cache: bool = True) -> tuple[dict, list]:
     """The three `NOISE_ROWS` models of one run (``data``: `run_data` of ``seed``): the triplet on the clean subset,
     the triplet and the heteroscedastic triplet on the noisy labels; each early-stopped on ``data["val"]``, built and
-    configured as the zoo's `paper` Fashion-MNIST triplet specs with ``design``'s steps and weight decay. With
-    ``cache_dir``, models are saved there and loaded when present (by design key, row and seed). Returns
-    ({row: model}, records: one per model with name, preset, steps (the best step), train_seconds, stopped_at)."""
+    configured as the zoo's `paper` Fashion-MNIST triplet specs with ``design``'s steps and weight decay.
+
+    The models live in the zoo's one model store (issue 49 item 1): `cached_model_path` names each file, written by
+    `hedgekit.zoo.store.save_checkpoint` (hashed, finite weights) with the early stop's record, ``design``'s
+    fields, the row, seed, kind and the SHA-1 of the run's training data (`run_digest`) in its meta. A stored file
+    is used only if `load_checkpoint` accepts it and its meta names this design, data and network; else the model
+    is retrained and the file replaced, with a warning saying why. With ``cache=False`` nothing is read or written.
+    Returns ({row: model}, records: one per model with name, preset, steps (the best step), train_seconds,
+    stopped_at, source ("cache" or "trained now") and path ("" if not saved))."""
     train, val = data["train"], data["val"]
+    digest = run_digest(data) if cache else ""
     models, records = {}, []
     for label, (kind, _) in NOISE_ROWS.items():
         spec = Spec(kind=kind, data="fashion", recipe="noisy", dim=DIM, preset="paper", seed=seed)
         cfg = replace(spec.train_config(), steps=design.steps, weight_decay=design.weight_decay,
                       log_every=design.eval_every)
-        keep = train["clean"] if label == "clean subset only" else slice(None)
-        name = f"amb49-{design.key}-{kind}-{'clean' if label == 'clean subset only' else 'noisy'}-s{seed}"
-        path = Path(cache_dir) / f"{name}.pt" if cache_dir is not None else None
+        row = "clean" if label == "clean subset only" else "noisy"
+        name = f"amb49-{design.key}-{kind}-{row}-s{seed}"
+        path = cached_model_path(name) if cache else None
         seed_everything(seed)
         model = spec.build()
-        if path is not None and path.exists():
-            saved = torch.load(path, weights_only=False)
-            model.load_state_dict(saved["state"])
-            info = saved["info"]
-            model.eval()
-        else:
+        meta = _cached(path, model, design, digest) if cache else None
+        source = "cache" if meta is not None else "trained now"
+        if meta is None:
+            if cache:  # a read-only or full store is refused before the training, not after
+                check_writable(path, need=checkpoint_bytes(spec))
+            keep = train["clean"] if row == "clean" else slice(None)
             info = fit_early_stopped(model, torch.from_numpy(train["images"][keep]),
                                      torch.from_numpy(train["labels"][keep]), cfg, val["images"], val["labels"],
                                      seed, design.patience, STOP_SCORES[design.stop_on if kind == "het" else "map"])
-            if path is not None:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                torch.save({"state": model.state_dict(), "info": info}, path)
+            meta = {"name": name, **info, "design": asdict(design), "row": label, "seed": seed, "kind": kind,
+                    "data": digest}
+            if cache:
+                save_checkpoint(path, model, meta)
         models[label] = model
-        records.append(SimpleNamespace(name=name, preset="paper", steps=int(info["best_step"]) + 1,
-                                       train_seconds=float(info["seconds"]), stopped_at=int(info["stopped_at"])))
+        records.append(SimpleNamespace(name=name, preset="paper", steps=int(meta["best_step"]) + 1,
+                                       train_seconds=float(meta["seconds"]), stopped_at=int(meta["stopped_at"]),
+                                       source=source, path=str(path or "")))
     return models, records
+
+
+def cached_model_path(name: str) -> Path:
+    """Where the zoo's store keeps the model ``name`` (`train_run`): ``<data root>/checkpoints/<name>.pt``, the
+    folder of `hedgekit.zoo.store.cache_checkpoint_path` (``HEDGEKIT_DATA`` moves it)."""
+    return cache_path("checkpoints", f"{name}.pt")
+
+
+def run_digest(data: dict) -> str:
+    """SHA-1 of a run's training and validation images and (noisy) labels: what its stored models were fit to."""
+    h = hashlib.sha1()
+    for part in ("train", "val"):
+        for k in ("images", "labels"):
+            h.update(np.ascontiguousarray(data[part][k]).tobytes())
+    return h.hexdigest()
+
+
+def _cached(path: Path, model, design: Design, digest: str) -> dict | None:
+    """The meta of the stored model at ``path``, its weights loaded into ``model`` (eval mode), if `load_checkpoint`
+    accepts the file and it was trained for ``design`` on the data of ``digest`` with ``model``'s network; None
+    (with a warning saying why, the file is then replaced) otherwise, or if there is no file."""
+    if not path.is_file():
+        return None
+    try:
+        stored, meta = load_checkpoint(path)
+    except CheckpointError as exc:
+        warnings.warn(f"retraining: {exc}", stacklevel=3)
+        return None
+    wanted = {"another design": (meta.get("design"), asdict(design)), "other training data": (meta.get("data"), digest),
+              "another network": (stored.config, model.config)}
+    differ = [k for k, (a, b) in wanted.items() if json.dumps(a, sort_keys=True) != json.dumps(b, sort_keys=True)]
+    if differ:
+        warnings.warn(f"retraining: {path} was trained for {' and '.join(differ)}", stacklevel=3)
+        return None
+    model.load_state_dict(stored.state_dict())
+    model.eval()
+    return meta
 
 
 # --------------------------------------------------------------------------- measurement
@@ -308,18 +365,20 @@ def sigma_figure(u, flipped, ambiguous):
 
 
 def run_study(seeds: Sequence[int] = range(5), design: Design = Design(), detect_images: int | None = 10_000,
-              cache_dir: str | Path | None = None, log=None) -> dict:
-    """Train (or load from ``cache_dir``) and measure each seed's run; returns ``summary`` (`noise_study.summarise`
-    plus ``random_sd`` and ``sigma_groups`` per run), ``verdict`` (`claims.noise_verdict` under `TITLE`), ``rows``
-    (Table 2's rows, `noise_study.map_table`), ``pairs`` (`noise_study.cleaning_pairs`), ``detection``
-    (`noise_study.detection_frame`), ``records`` (each model's early stop) and ``figure``: `sigma_figure` of the
-    first run. ``log``: called with each run's line of progress (e.g. print)."""
+              cache: bool = True, log=None) -> dict:
+    """Train (or, with ``cache``, load from the zoo's store: `train_run`) and measure each seed's run; returns
+    ``summary`` (`noise_study.summarise` plus ``random_sd`` and ``sigma_groups`` per run), ``verdict``
+    (`claims.noise_verdict` under `TITLE`), ``rows`` (Table 2's rows, `noise_study.map_table`), ``pairs``
+    (`noise_study.cleaning_pairs`), ``detection`` (`noise_study.detection_frame`), ``records`` (each model's early
+    stop and source, `train_run`), ``figure``: `sigma_figure` of the first run, and ``design``. ``detect_images``:
+    the training images of each run that flip detection reads (`measure`; None: all). ``log``: called with each
+    run's line of progress (e.g. print)."""
     from hedgekit.papers.taha.claims import noise_verdict
 
     runs, records, fig = [], [], None
     for seed in seeds:
         data = run_data(seed, design)
-        models, recs = train_run(seed, design, data, cache_dir)
+        models, recs = train_run(seed, design, data, cache)
         run = measure(models, seed, data, design, detect_images)
         runs.append(run)
         records += recs
@@ -345,7 +404,9 @@ def _main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     ap.add_argument("--design", default="{}", help="JSON of `Design` fields to change")
     ap.add_argument("--detect-images", type=int, default=10_000)
-    ap.add_argument("--cache", default=None, help="folder for the trained models")
+    ap.add_argument("--cache", action=argparse.BooleanOptionalAction, default=True,
+                    help="keep the trained models in the zoo's store (<data root>/checkpoints, HEDGEKIT_DATA) "
+                         "and load them from it (default); --no-cache trains in memory only")
     a = ap.parse_args(argv)
     design = Design(**{k: tuple(v) if isinstance(v, list) else v for k, v in json.loads(a.design).items()})
     print(design, "key", design.key, flush=True)

@@ -1,7 +1,10 @@
 """hedgekit.papers.taha.ambiguity_noise (issue 49 item 1): the early stop picks the best validation read, a run's
 data are drawn from its seed (validation held out of the noisy training set, never the clean subset), random
-cleaning is the mean of its permutations, and a tiny study returns Table 2's rows, the verdict and sigma^2's figure
-(Fashion-MNIST replaced by a small synthetic set)."""
+cleaning is the mean of its permutations, a tiny study returns Table 2's rows, the verdict and sigma^2's figure, and
+the models are kept in the zoo's store and reused only when their file, design and data are the ones asked for
+(Fashion-MNIST replaced by a small synthetic set, HEDGEKIT_DATA in tmp_path)."""
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -15,6 +18,7 @@ from hedgekit.papers.taha import protocol as P
 from hedgekit.papers.taha.experiments import NOISE_ROWS
 from hedgekit.training.triplets import TripletConfig
 from hedgekit.zoo import Spec
+from hedgekit.zoo.store import load_checkpoint, save_checkpoint
 
 
 def _images(n, seed):
@@ -28,9 +32,11 @@ def _images(n, seed):
 
 
 @pytest.fixture
-def synthetic(monkeypatch):
+def synthetic(monkeypatch, tmp_path):
+    """Small synthetic sets for Fashion-MNIST, and the data root (the zoo's store) in ``tmp_path / "data"``."""
     sets = {"train": _images(1500, 0), "test": _images(400, 1)}
     monkeypatch.setattr(AN, "fashion", lambda split: (sets[split][0], sets[split][1].copy()))
+    monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path / "data"))
     return sets
 
 
@@ -101,15 +107,17 @@ def test_sigma_groups_are_the_four_truths():
 
 
 def test_tiny_study_returns_the_rows_the_verdict_and_the_figure(synthetic, tmp_path):
-    res = AN.run_study([3], TINY, detect_images=300, cache_dir=tmp_path)
+    res = AN.run_study([3], TINY, detect_images=300)
     assert list(res["rows"].index) == [*NOISE_ROWS, *NS.CLEANING_ROWS]
     assert res["verdict"].title == AN.TITLE and "noise that is not" in res["verdict"].markdown()
     assert len(res["records"]) == 3 and all(r.steps <= 6 for r in res["records"])
-    assert len(list(tmp_path.glob("amb49-*.pt"))) == 3
+    stored = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
+    assert stored == sorted(f"data/checkpoints/amb49-{TINY.key}-{k}-{r}-s3.pt"
+                            for k, r in [("triplet", "clean"), ("triplet", "noisy"), ("het", "noisy")])
     assert len(res["figure"].axes[0].get_xticklabels()) == 4
     # the random row is the mean of 20 random removals of the het model's gallery
     data = AN.run_data(3, TINY)
-    models, _ = AN.train_run(3, TINY, data, tmp_path)  # loaded from the cache
+    models, _ = AN.train_run(3, TINY, data)  # loaded from the store
     emb, u = P.embed(models[NS.HET], data["test"]["images"])
     y = data["test"]["labels"]
     q, g = P.split(y, 3)
@@ -150,3 +158,96 @@ def test_blend_removal_oracle_removes_only_blends():
     assert AN.blends_removed_map(emb, y, amb, 0) == pytest.approx(
         M.mean_average_precision(emb[q], y[q], emb[g][keep], y[g][keep]))
     assert AN.blends_removed_map(emb, y, amb, 0) == pytest.approx(1.0)
+
+
+def _spy_fit(monkeypatch):
+    """Count `fit_early_stopped`'s calls (the models trained) while it still trains."""
+    calls = []
+    fit = AN.fit_early_stopped
+
+    def spy(*args, **kwargs):
+        calls.append(args[0])
+        return fit(*args, **kwargs)
+
+    monkeypatch.setattr(AN, "fit_early_stopped", spy)
+    return calls
+
+
+def _same_weights(a, b):
+    return all(torch.equal(v, b.state_dict()[k]) for k, v in a.state_dict().items())
+
+
+def test_train_run_keeps_its_models_in_the_zoo_store_and_loads_them_back(synthetic, tmp_path, monkeypatch):
+    calls = _spy_fit(monkeypatch)
+    data = AN.run_data(2, TINY)
+    first, recs = AN.train_run(2, TINY, data)
+    assert len(calls) == 3 and {r.source for r in recs} == {"trained now"}
+    for label, rec in zip(NOISE_ROWS, recs):
+        assert rec.path == str(tmp_path / "data" / "checkpoints" / f"{rec.name}.pt") == str(AN.cached_model_path(
+            rec.name))
+        model, meta = load_checkpoint(rec.path)  # the store's format: hashed, finite, loadable by the zoo
+        assert _same_weights(model, first[label])
+        assert meta["design"] == {**TINY.__dict__} and meta["row"] == label and meta["seed"] == 2
+        assert meta["kind"] == NOISE_ROWS[label][0] and meta["data"] == AN.run_digest(data)
+        assert meta["best_step"] + 1 == rec.steps and meta["stopped_at"] == rec.stopped_at
+        assert [s for s, _ in meta["scores"]][-1] == rec.stopped_at and meta["seconds"] == rec.train_seconds
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a good file is loaded without a word
+        again, recs2 = AN.train_run(2, TINY, data)
+    assert len(calls) == 3  # nothing trained
+    assert [r.source for r in recs2] == ["cache"] * 3
+    assert [(r.name, r.steps, r.stopped_at, r.train_seconds) for r in recs2] == \
+        [(r.name, r.steps, r.stopped_at, r.train_seconds) for r in recs]
+    for label in NOISE_ROWS:
+        assert _same_weights(again[label], first[label]) and not again[label].training
+
+
+def test_a_stored_model_of_another_design_or_data_is_retrained_and_replaced(synthetic, monkeypatch):
+    data = AN.run_data(2, TINY)
+    _, recs = AN.train_run(2, TINY, data)
+    calls = _spy_fit(monkeypatch)
+    het = recs[-1].path
+    model, meta = load_checkpoint(het)
+    # a file under this design's name that records another design (e.g. a field added to Design since)
+    save_checkpoint(het, model, {**meta, "design": {**meta["design"], "weight_decay": 1e-3}})
+    with pytest.warns(UserWarning, match="another design"):
+        _, recs2 = AN.train_run(2, TINY, data)
+    assert len(calls) == 1 and [r.source for r in recs2] == ["cache", "cache", "trained now"]
+    assert load_checkpoint(het)[1]["design"] == {**TINY.__dict__}  # replaced
+    # the same names, but the run's training data differ (another noise draw)
+    data2 = {**data, "train": {**data["train"], "labels": (data["train"]["labels"] + 1) % 10}}
+    with pytest.warns(UserWarning, match="other training data"):
+        _, recs3 = AN.train_run(2, TINY, data2)
+    assert len(calls) == 4 and {r.source for r in recs3} == {"trained now"}
+
+
+def test_a_corrupt_stored_model_is_retrained_with_the_stores_reason(synthetic, monkeypatch):
+    data = AN.run_data(2, TINY)
+    first, recs = AN.train_run(2, TINY, data)
+    calls = _spy_fit(monkeypatch)
+    path = AN.cached_model_path(recs[0].name)
+    raw = bytearray(path.read_bytes())
+    path.write_bytes(bytes(raw[:len(raw) // 2]))  # truncated
+    with pytest.warns(UserWarning, match="retraining: .*not a readable hedgekit checkpoint"):
+        models, recs2 = AN.train_run(2, TINY, data)
+    assert len(calls) == 1 and [r.source for r in recs2] == ["trained now", "cache", "cache"]
+    model, _ = load_checkpoint(path)  # replaced by a good file, with the same weights as the first training
+    assert _same_weights(model, first["clean subset only"]) and _same_weights(model, models["clean subset only"])
+
+
+def test_without_cache_nothing_is_read_or_written(synthetic, tmp_path, monkeypatch):
+    calls = _spy_fit(monkeypatch)
+    data = AN.run_data(2, TINY)
+    AN.train_run(2, TINY, data)
+    _, recs = AN.train_run(2, TINY, data, cache=False)
+    assert len(calls) == 6 and {(r.source, r.path) for r in recs} == {("trained now", "")}
+    AN.cached_model_path(recs[0].name).unlink()
+    AN.train_run(2, TINY, data, cache=False)
+    assert not AN.cached_model_path(recs[0].name).exists()
+
+
+def test_fast_design_is_a_short_run_of_the_default_design():
+    fast, default = AN.FAST_DESIGN, AN.Design()
+    assert (fast.steps, fast.eval_every, fast.patience, fast.val_images, fast.permutations) == (40, 20, 1, 500, 20)
+    same = ("flips", "blends", "test_blends", "alpha", "clean_fraction", "stop_on", "weight_decay")
+    assert all(getattr(fast, k) == getattr(default, k) for k in same) and fast.key != default.key
