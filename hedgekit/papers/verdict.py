@@ -435,6 +435,7 @@ class Verdict:
     checkpoints: Sequence = ()
     claims: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    not_counted: str = ""  # why this verdict's claims are counted elsewhere (`shown_not_counted`); "" counts them
 
     def add(self, claim: str, paper: str, ours: str, matched: bool | None, why: str = "") -> Claim:
         c = Claim(claim, paper, ours, None if matched is None else bool(matched), why)
@@ -453,6 +454,15 @@ class Verdict:
         self.claims.append(c)
         return c
 
+    def shown_not_counted(self, why: str) -> "Verdict":
+        """Keep this verdict's claims on show but out of every tally, because ``why``: the same comparison is counted
+        in another verdict (issue 46: a comparison is counted once), e.g. a contrast set-up or the seeds a design was
+        chosen on beside the seeds that confirm it."""
+        if not str(why).strip():
+            raise InputError("shown_not_counted needs the reason the claims are counted elsewhere")
+        self.not_counted = str(why).strip()
+        return self
+
     def decide(self, rows: Sequence[Row], measured) -> "Verdict":
         """Decide a claims table's rows on ``measured`` into this verdict (`decide`)."""
         return decide(rows, measured, self)
@@ -462,7 +472,12 @@ class Verdict:
 
     @property
     def counted(self) -> list:
-        """The claims that count (sanity checks and conditions left out)."""
+        """The claims that count (sanity checks and conditions left out; none when `shown_not_counted`)."""
+        return [] if self.not_counted else self.shown
+
+    @property
+    def shown(self) -> list:
+        """The claims of the table (every claim but the sanity checks and conditions), counted or not."""
         return [c for c in self.claims if not c.sanity]
 
     @property
@@ -505,15 +520,19 @@ class Verdict:
             extra.append(f"{len(checks)} sanity check(s) listed apart, {sum(c.matched for c in checks)} passed")
         if conditions:
             extra.append(f"{len(conditions)} condition(s) listed apart, {sum(c.matched for c in conditions)} held")
+        if self.not_counted:
+            extra.append(f"{len(self.shown)} claim(s) shown, not counted")
         return (f"**{ok} matched, {bad} not matched" + (f", {unsure} {INCONCLUSIVE}" if unsure else "") + "** "
                 "(computed from the numbers above; " + "; ".join(extra) + ").")
 
     def markdown(self) -> str:
         lines = [f"### What matched, what did not, and why — {self.title}", "", self.tally_line(), "",
                  self.context(), ""]
-        if self.counted:
+        if self.not_counted and self.shown:
+            lines += [f"**Shown, not counted** ({self.not_counted}):", ""]
+        if self.shown:
             lines += ["| | paper's claim | paper | ours | why |", "|---|---|---|---|---|"]  # ✅ ❌ – (inconclusive)
-        for c in self.counted:
+        for c in self.shown:
             mark = {True: "✅", False: "❌", None: "–"}[c.matched]
             why = c.why or ("consistent with the paper" if c.matched else "")
             lines.append(f"| {mark} | {_cell(c.claim)} | {_cell(c.paper)} | {_cell(c.ours)} | {_cell(why)} |")

@@ -418,3 +418,25 @@ def test_engine_outcome_wording_and_printed_numbers_agree_at_and_one_ulp_off_eve
         a, b = (float(s) for s in re.search(r"our 95% interval \[(\S+), (\S+)\]", c.why).groups())
         bl, bh = (float(s) for s in re.search(r"the band \[(\S+), (\S+)\]", c.why).groups())
         assert (True if bl <= a and b <= bh else False if b < bl or a > bh else None) is want, c.why
+
+
+def test_a_verdict_shown_not_counted_lists_its_claims_under_its_reason_and_adds_nothing_to_any_tally():
+    rows = [_row(V.SIZE, id="size"), _row(V.CONDITION, id="c1", measure=lambda m: V.Check(True, "52 vs 50"),
+                                          reason="clean share chosen")]
+    counted = V.Verdict("t").decide(rows, fixed(1.5, 3.0))
+    shown = V.Verdict("t").decide(rows, fixed(1.5, 3.0)).shown_not_counted("seeds 0-4 chose the design")
+    assert counted.counts == (1, 0, 0) and counted.noise_counts == (1, 0)
+    assert shown.counts == (0, 0, 0) and shown.noise_counts == (0, 0) and shown.counted == []
+    assert [c.row_id for c in shown.shown] == ["size"] and [c.row_id for c in shown.conditions] == ["c1"]
+    md = shown.markdown()
+    assert "**0 matched, 0 not matched** (computed from the numbers above; 0 decided on trained seeds; " in md
+    assert "; 1 claim(s) shown, not counted)." in md
+    assert "**Shown, not counted** (seeds 0-4 chose the design):" in md
+    assert md.index("**Shown, not counted**") < md.index("| ✅ | Table 1: A beats B |")  # the claim is still listed
+    assert counted.markdown().count("Table 1: A beats B") == md.count("Table 1: A beats B")
+    from hedgekit.repro.results import extras, tally
+    assert tally(md) == (0, 0, 0) and extras(md) == (0, 0, 0, 1)
+    assert shown.forest() is not None  # the claim is still drawn
+    for why in ("", "  "):
+        with pytest.raises(InputError, match="needs the reason"):
+            V.Verdict("t").shown_not_counted(why)
