@@ -57,8 +57,8 @@ __all__ = ["Setting", "Budget", "BUDGETS", "TRAINED_AT", "MAY_BE_NAN", "TRAINED"
            "LR_SWEEP", "sweep_budgets", "sweep_runs", "METRICS", "method_registry", "check_methods", "eval_sets",
            "build_model", "cache_root", "run_spec", "run_path", "RUN_MODULES", "module_closure", "run_one",
            "diverged_record", "train_run", "load_run_model", "run_benchmark", "cached_runs", "uncertainty_extremes",
-           "leaderboard", "leaderboard_markdown", "write_leaderboard", "add_subcommand", "LABELS", "label",
-           "resolve_budget", "run_config", "build_run_model"]
+           "uncertainty_truth", "leaderboard", "leaderboard_markdown", "write_leaderboard", "add_subcommand", "LABELS",
+           "label", "resolve_budget", "run_config", "build_run_model"]
 
 
 def run_spec(method: str, seed: int, budget) -> URLSpec:
@@ -197,6 +197,48 @@ def uncertainty_extremes(method: str, seed: int = 0, budget="fast", k: int = 8) 
 
     return {"most": pick(np.argsort(-u, kind="stable")[:k]), "least": pick(np.argsort(u, kind="stable")[:k]),
             "n": len(u)}
+
+
+def uncertainty_truth(methods, seed: int = 0, budget="fast", sets=("up", "unseen", "fashion")):
+    """u(x) against the truth (issue 49 item 4): for the cached run of each of ``methods`` (``seed``, ``budget``),
+    every image of each of ``sets`` (names of `eval_sets`: "up" = seen digits, "unseen" = unseen digits,
+    "fashion" = Fashion pairs; the run's own evaluation images) with its u(x) and whether its R@1 neighbour
+    (cosine, as `protocol.evaluate_set` scores the run) shares its class. A good u(x) is high where R@1 is wrong:
+    R-AUROC (Kirchhof et al. 2023, Sec. 3.1) is the AUROC of ``u`` at flagging ``~r1_correct`` per (method, set),
+    so the frame recomputes the run's recorded ``up_rauroc`` / ``rauroc`` / ``fashion_rauroc``.
+
+    Returns a DataFrame, one row per (method, set, image): ``method, set, image`` (index in the set), ``label``,
+    ``u``, ``r1_correct`` and ``u_rank``: u's average rank within (method, set) scaled to [0, 1] ((rank - 1) /
+    (n - 1); methods' u have different units, ranks compare). Nothing is trained: InputError (with the command that
+    trains it) for a run that is not cached (`load_run_model`), and for no method, an unknown method or set.
+    """
+    import pandas as pd
+
+    from hedgekit.evaluation.metrics import recall_at_1
+
+    names = [m.strip() for m in methods.split(",") if m.strip()] if isinstance(methods, str) else list(methods)
+    if not names:
+        raise InputError(f"methods must name at least one method, from {', '.join(recipe.method_registry())}")
+    methods = recipe.check_methods(names)
+    sets = [sets] if isinstance(sets, str) else list(sets)
+    b = recipe.resolve_budget(budget)
+    data = recipe.eval_sets(b.eval_per_class)
+    unknown = [s for s in sets if s not in data]
+    if not sets or unknown:
+        raise InputError(f"sets must be names of the benchmark's evaluation sets ({', '.join(data)}); "
+                         f"got {unknown or sets!r}")
+    models = {m: load_run_model(m, seed, b) for m in methods}  # every run checked before any is evaluated
+    frames = []
+    for m, model in models.items():
+        for name in dict.fromkeys(sets):
+            x, y = data[name]
+            y = np.asarray(y)
+            out = predict(model, x)
+            _, correct = recall_at_1(out["embedding"], y, metric="cosine")
+            u = pd.Series(out["uncertainty"])
+            frames.append(pd.DataFrame({"method": m, "set": name, "image": np.arange(len(y)), "label": y, "u": u,
+                                        "r1_correct": correct, "u_rank": (u.rank() - 1) / (len(u) - 1)}))
+    return pd.concat(frames, ignore_index=True)
 
 
 def sweep_runs(runs, seed: int = 0, factors=LR_SWEEP, progress: bool = False, device: str = "cpu"):

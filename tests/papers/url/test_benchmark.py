@@ -184,6 +184,59 @@ def test_uncertainty_extremes_match_a_full_sort(tiny, monkeypatch):
         benchmark.uncertainty_extremes("standin", 1, "fast")
 
 
+
+RECORDED = {"up": ("up_r1", "up_rauroc"), "unseen": ("r1", "rauroc"), "fashion": ("fashion_r1", "fashion_rauroc")}
+
+
+def test_uncertainty_truth_recomputes_each_runs_recorded_r1_and_r_auroc(tiny, monkeypatch):
+    """The frame's R@1 and the AUROC of its u (and of u's rank) at flagging R@1 errors are the run's recorded R@1
+    and R-AUROC on every set; u is the loaded model's; u_rank is the average rank scaled to [0, 1]."""
+    from hedgekit.evaluation.metrics import r_auroc
+    from hedgekit.training.upstream import predict
+
+    fixed = recipe.eval_sets(TINY.eval_per_class)  # the fixture draws fresh images per call: fix one draw
+    monkeypatch.setattr(recipe, "eval_sets", lambda per_class: fixed)
+    recs = {m: benchmark.run_one(m, 2, "fast") for m in ("standin", "other")}
+    frame = benchmark.uncertainty_truth("standin,other", seed=2, budget="fast")
+    models = {m: benchmark.load_run_model(m, 2, "fast") for m in recs}
+    assert list(frame.columns) == ["method", "set", "image", "label", "u", "r1_correct", "u_rank"]
+    assert list(dict.fromkeys(zip(frame["method"], frame["set"]))) == [
+        (m, s) for m in ("standin", "other") for s in ("up", "unseen", "fashion")]
+    for (m, name), g in frame.groupby(["method", "set"], sort=False):
+        x, y = fixed[name]
+        r1_key, rauroc_key = RECORDED[name]
+        assert 0 < g["r1_correct"].sum() < len(g)  # both kinds: R-AUROC is defined
+        assert g["r1_correct"].mean() == pytest.approx(recs[m][r1_key], abs=1e-12)
+        assert r_auroc(g["u"], g["r1_correct"]) == pytest.approx(recs[m][rauroc_key], abs=1e-12)
+        assert r_auroc(g["u_rank"], g["r1_correct"]) == pytest.approx(recs[m][rauroc_key], abs=1e-12)
+        np.testing.assert_array_equal(g["image"], np.arange(len(y)))
+        np.testing.assert_array_equal(g["label"], y.numpy())
+        np.testing.assert_allclose(g["u"], predict(models[m], x)["uncertainty"])
+        u = g["u"].to_numpy()
+        below, tied = (u[None, :] < u[:, None]).sum(1), (u[None, :] == u[:, None]).sum(1)
+        np.testing.assert_allclose(g["u_rank"], (below + (tied - 1) / 2) / (len(u) - 1))  # average ranks
+        assert g["u_rank"].min() == 0 and g["u_rank"].max() == 1
+    only = benchmark.uncertainty_truth(["other"], seed=2, budget="fast", sets="fashion")
+    pd.testing.assert_frame_equal(only, frame[(frame["method"] == "other") & (frame["set"] == "fashion")]
+                                  .reset_index(drop=True))
+
+
+def test_uncertainty_truth_refuses_bad_input_and_runs_not_cached(tiny):
+    benchmark.run_one("standin", 0, "fast")
+    for methods in ([], "", " , "):
+        with pytest.raises(benchmark.InputError, match="at least one method, from standin, other"):
+            benchmark.uncertainty_truth(methods)
+    with pytest.raises(benchmark.InputError, match=r"unknown method\(s\) \['nope'\]; choose from standin, other"):
+        benchmark.uncertainty_truth(["standin", "nope"])
+    with pytest.raises(benchmark.InputError, match=r"evaluation sets \(up, unseen, fashion\); got \['upstream'\]"):
+        benchmark.uncertainty_truth(["standin"], sets=("upstream", "unseen"))
+    with pytest.raises(benchmark.InputError, match=r"evaluation sets \(up, unseen, fashion\); got \[\]"):
+        benchmark.uncertainty_truth(["standin"], sets=())
+    with pytest.raises(benchmark.InputError, match="train it with `python -m hedgekit url-benchmark --methods other "
+                                                   "--seeds 1 --budget fast`"):
+        benchmark.uncertainty_truth(["standin", "other"], seed=0, budget="fast")
+    assert len(tiny) == 1  # nothing trained
+
 # ---------------------------------------------------------------------- the code hash of cached runs
 def test_closure_follows_hedgekit_imports_of_the_method_only():
     closure = code_hash.module_closure(["hedgekit.methods.nivmf"])
