@@ -5,6 +5,8 @@
 * `crop_examples` -- the crop of the cropped-image rate (`hedgekit.papers.url.protocol.crop_images`).
 * `correlation_scatter` -- Fig. 4: downstream R-AUROC against upstream R-AUROC (left) and against the
   upstream cropped-image rate (right), one point per run, Spearman's rho in the titles.
+* `uncertainty_vs_truth` -- u(x) against the truth (issue 49 item 4): per method, u's rank on the images whose R@1
+  neighbour is right and on those where it is wrong, one panel per evaluation set.
 
 A method that did not train (`hedgekit.papers.url.benchmark.method_status`) is drawn grey and hatched (bars) or as
 a grey cross (points), labelled "did not train", and left out of every rho.
@@ -12,8 +14,9 @@ a grey cross (points), labelled "did not train", and left out of every rho.
 from __future__ import annotations
 
 import numpy as np
-from matplotlib.patches import Rectangle
+from matplotlib.patches import Patch, Rectangle
 
+from hedgekit.errors import InputError
 from hedgekit.papers.url import numbers, protocol
 from hedgekit.papers.url.claims import spearman
 from hedgekit.papers.url.leaderboard import TRAINED, UX_NOT_LEARNED, correlated_runs, label, method_status
@@ -22,7 +25,12 @@ from hedgekit.viz.style import INK, TAB10, figure
 UNTRAINED = "0.6"  # grey: a method that did not train
 UNTRAINED_TEXT = " (did not train)"
 
-__all__ = ["method_colours", "crop_examples", "ranking", "r1_vs_rauroc", "correlation_scatter"]
+__all__ = ["method_colours", "crop_examples", "ranking", "r1_vs_rauroc", "correlation_scatter", "uncertainty_vs_truth"]
+
+# R@1 right / wrong in `uncertainty_vs_truth`: tab10's blue and red
+TRUTH = {True: ("R@1 right", TAB10[0]), False: ("R@1 wrong", TAB10[3])}
+TRUTH_COLUMNS = ("method", "set", "u_rank", "r1_correct")
+SET_TITLES = {"up": "upstream (seen digits)", "unseen": "unseen digits", "fashion": "Fashion pairs"}
 
 
 def method_colours(methods) -> dict:
@@ -132,3 +140,43 @@ def crop_examples(sets: dict, n: int = 3, seed: int = 0):
     ax[1, 0].set_ylabel("crop", fontsize=8)
     fig.tight_layout()
     return fig, ax
+
+
+def uncertainty_vs_truth(frame):
+    """u(x) against the truth (issue 49 item 4): for each method (rows, the leaderboard's `label`, the frame's order
+    top down) two horizontal boxes of u's rank within (method, set), over the images whose R@1 neighbour is right
+    (blue) and over those where it is wrong (red); one panel per set, a dashed line at 0.5. A u(x) that flags
+    R@1 errors (Kirchhof et al. 2023, Sec. 3.1: R-AUROC is the AUROC of u at flagging them) puts the red box to
+    the right of the blue one. ``frame``: `hedgekit.papers.url.benchmark.uncertainty_truth` (columns ``method,
+    set, u_rank, r1_correct``; not modified). A group with no image (e.g. no R@1 error) has no box."""
+    missing = [c for c in TRUTH_COLUMNS if c not in getattr(frame, "columns", ())]
+    if missing or len(frame) == 0:
+        raise InputError(f"frame must be a non-empty table of benchmark.uncertainty_truth with columns "
+                         f"{', '.join(TRUTH_COLUMNS)}; missing {missing or 'rows'}")
+    methods, sets = list(dict.fromkeys(frame["method"])), list(dict.fromkeys(frame["set"]))
+    fig, ax = figure(1, len(sets), figsize=(3.6 * len(sets) + 1.2, 0.55 * len(methods) + 1.6), sharey=True,
+                     squeeze=False)
+    ax = ax[0]
+    y = {m: len(methods) - 1 - i for i, m in enumerate(methods)}  # the frame's first method on top
+    for a, name in zip(ax, sets):
+        in_set = frame[frame["set"] == name]
+        for right, (_, colour) in TRUTH.items():
+            groups = [(m, g["u_rank"].to_numpy()) for m, g in in_set[in_set["r1_correct"] == right].groupby(
+                "method", sort=False)]
+            if not groups:
+                continue
+            a.boxplot([v for _, v in groups], positions=[y[m] + (0.2 if right else -0.2) for m, _ in groups],
+                      orientation="horizontal", widths=0.32, patch_artist=True, showfliers=False, manage_ticks=False,
+                      boxprops={"facecolor": colour, "alpha": 0.6}, medianprops={"color": INK})
+        a.axvline(0.5, color="0.5", lw=0.8, ls="--")
+        a.set_xlim(0, 1)
+        a.set_xlabel("rank of u(x) in the set (0 = most certain)")
+        a.set_title(SET_TITLES.get(name, name), fontsize=10)
+    ax[0].set_yticks([y[m] for m in methods], [label(m) for m in methods])
+    ax[0].set_ylim(-0.6, len(methods) - 0.4)
+    ax[-1].legend([Patch(facecolor=c, alpha=0.6) for _, c in TRUTH.values()], [t for t, _ in TRUTH.values()],
+                  fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # outside: no box hidden
+    fig.suptitle("u(x) against the truth: R@1 wrong should sit higher", fontsize=10)
+    fig.tight_layout()
+    return fig, ax
+
