@@ -251,3 +251,18 @@ def test_fast_design_is_a_short_run_of_the_default_design():
     assert (fast.steps, fast.eval_every, fast.patience, fast.val_images, fast.permutations) == (40, 20, 1, 500, 20)
     same = ("flips", "blends", "test_blends", "alpha", "clean_fraction", "stop_on", "weight_decay")
     assert all(getattr(fast, k) == getattr(default, k) for k in same) and fast.key != default.key
+
+
+def test_maps_after_removals_equal_a_ranking_of_each_remaining_gallery():
+    rng = np.random.default_rng(0)
+    emb = rng.integers(0, 3, (90, 2)).astype(float)  # many ties in distance: broken by gallery order
+    y = rng.integers(0, 4, 90)
+    q, g = np.arange(30), np.arange(30, 90)
+    removals = [rng.permutation(60)[:12], np.arange(12), np.array([], int), np.flatnonzero(y[g] == 0)]
+    got = AN.maps_after_removals(emb[q], y[q], emb[g], y[g], removals, chunk=7)
+    for r, m in zip(removals, got):
+        keep = np.setdiff1d(np.arange(60), r)  # the rest, in gallery order
+        assert m == pytest.approx(M.mean_average_precision(emb[q], y[q], emb[g][keep], y[g][keep]), abs=1e-12)
+    assert len(set(got)) == 4
+    with pytest.raises(InputError, match="no query"):
+        AN.maps_after_removals(emb[q], np.full(30, 9), emb[g], y[g], removals)
