@@ -170,7 +170,7 @@ def uncertainty_vs_truth(frame):
                       boxprops={"facecolor": colour, "alpha": 0.6}, medianprops={"color": INK})
         a.axvline(0.5, color="0.5", lw=0.8, ls="--")
         a.set_xlim(0, 1)
-        a.set_xlabel("rank of u(x) in the set (0 = most certain)")
+        a.set_xlabel("rank of u(x) (0: most certain)", fontsize=8)
         a.set_title(SET_TITLES.get(name, name), fontsize=10)
     ax[0].set_yticks([y[m] for m in methods], [label(m) for m in methods])
     ax[0].set_ylim(-0.6, len(methods) - 0.4)
