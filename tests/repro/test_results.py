@@ -60,7 +60,7 @@ def test_tallies_are_the_verdict_rows_counted(generated):
         total = [0, 0, 0]
         for block in blocks:
             counts = [0, 0, 0]
-            for row in _rows(block):
+            for row in _rows(block.split("**Shown, not counted**")[0]):  # a verdict counted elsewhere counts 0
                 if row[0] in MARKS:
                     counts[MARKS[row[0]]] += 1
             assert tuple(counts) == R.tally(block), block.splitlines()[0]
