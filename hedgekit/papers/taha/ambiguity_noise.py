@@ -59,8 +59,7 @@ from hedgekit.zoo.store import checkpoint_bytes, load_checkpoint, save_checkpoin
 
 __all__ = ["TITLE", "STOP_SCORES", "Design", "FAST_DESIGN", "run_data", "validation_map", "cleaned_validation_map",
            "fit_early_stopped", "train_run", "cached_model_path", "run_digest", "measure", "maps_after_removals",
-           "blends_removed_map",
-           "run_study", "sigma_groups", "sigma_figure"]
+           "blends_removed_map", "run_study", "sigma_groups", "sigma_figure"]
 
 TITLE = "08 Table 2, noise that is not a function of the pixels: random flips, blends with either label, 0.5% clean"
 
