@@ -108,10 +108,19 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _default_sigint() -> None:
+    """In the child before it runs: Ctrl-C's default disposition, unblocked. An ignored or blocked SIGINT is
+    inherited through fork and exec (a shell that starts pytest in the background without job control ignores it;
+    a test or library earlier in the same worker may have ignored or blocked it): the command under test would
+    then never see the Ctrl-C these tests send, and the test would time out instead of testing it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def _start(script: str, tmp_path: Path, *args: str, env: dict | None = None) -> subprocess.Popen:
     launcher = tmp_path / "launch.py"
     launcher.write_text(script)
-    return subprocess.Popen([sys.executable, str(launcher), *args], cwd=tmp_path, text=True,
+    return subprocess.Popen([sys.executable, str(launcher), *args], cwd=tmp_path, text=True, preexec_fn=_default_sigint,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={**os.environ, "HEDGEKIT_DATA": str(tmp_path / "data"), **(env or {})})
 
@@ -221,7 +230,7 @@ def test_results_refuses_the_notebook_a_real_interrupted_run_leaves(tmp_path, mo
     partial, marker = tmp_path / "07_partial.ipynb", tmp_path / "kernel.pid"
     proc = subprocess.Popen([sys.executable, "-m", "papermill", "in.ipynb", partial.name, "-p", "FAST", "True"],
                             cwd=tmp_path, env={**os.environ, "MARKER": str(marker)}, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_default_sigint)
     _wait_until(marker.is_file, proc)
     time.sleep(0.5)  # papermill saves the notebook after each cell: the one before the marker is in
     below, _out, _err = _stop(proc, signal.SIGINT)
