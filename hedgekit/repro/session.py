@@ -283,6 +283,16 @@ class Session:
         self.model(spec)
         return self._models[spec.name][1]
 
+    def cached_meta(self, spec) -> dict | None:
+        """`meta` of ``spec`` where its checkpoint is shipped or cached (recorded in the header as `model` records
+        it), else None: nothing trains. For optional models a notebook decides on only if they exist, e.g. notebook
+        04's extra seeds (`hedgekit.papers.hib.experiments.recorded_table1_seeds`)."""
+        from hedgekit.zoo import find_checkpoint
+
+        if spec.name not in self._models and find_checkpoint(spec) is None:
+            return None
+        return self.meta(spec)
+
     def head(self, spec):
         """The PN / SPE head of the prototype model ``spec`` (`hedgekit.zoo.prototype_head`), loaded via `model`."""
         from hedgekit.zoo import prototype_head

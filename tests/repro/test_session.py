@@ -94,6 +94,33 @@ def test_the_device_parameter_is_where_a_missing_model_trains_and_the_model_come
         s.configure(fast=True, device="cuda")
 
 
+
+def test_cached_meta_trains_nothing_and_records_only_what_it_found(monkeypatch, tmp_path):
+    """`Session.cached_meta`: a cached checkpoint's metadata, recorded in the header as `model` records it; a
+    missing one gives None and trains nothing."""
+    import torch
+
+    from hedgekit import zoo
+    from hedgekit.interactive import models
+    from hedgekit.zoo import Spec
+
+    found, missing = Spec(kind="point", preset="fast", seed=1), Spec(kind="point", preset="fast", seed=2)
+    loaded = []
+
+    def fake_load_model(spec, progress=False, **kwargs):
+        loaded.append(spec.name)
+        return torch.nn.Linear(1, 1), {"source": "cache", "path": "", "train_config": {"steps": 3},
+                                       "train_seconds": 1.0, "metrics": {"seed": spec.seed}}
+
+    monkeypatch.setattr(models, "load_model", fake_load_model)
+    monkeypatch.setattr(zoo, "find_checkpoint", lambda spec: tmp_path / "x.pt" if spec == found else None)
+    s = Session("04_known_unknowns")
+    s.configure(fast=False, report_dir=str(tmp_path))
+    assert s.cached_meta(missing) is None and loaded == [] and s.checkpoints == []
+    assert s.cached_meta(found)["metrics"] == {"seed": 1}
+    assert loaded == [found.name] and [c.name for c in s.checkpoints] == [found.name]
+    assert s.cached_meta(found)["metrics"] == {"seed": 1} and loaded == [found.name]  # loaded once per session
+
 VERSIONED = ("matplotlib", "pandas", "seaborn", "plotly", "sklearn", "scipy", "papermill")  # in the header
 LATER = VERSIONED + ("nbformat", "IPython")
 FIRST_CELL = """

@@ -320,9 +320,10 @@ def recorded_table1_seeds(seeds: int = HEADLINE_SEEDS, meta=None) -> tuple[dict,
     Returns ``(seeds, missing)``: (N, D, label) -> one `hedgekit.papers.hib.protocol.RepeatedEvaluation` per
     seed that has a checkpoint, in seed order, and the names of the seeds' models that have none (``reproduce
     --train-missing --only 04`` trains them). A claim uses the seeds only where both of its rows have two or more.
-    ``meta`` (optional): spec -> that checkpoint's metadata, e.g. a notebook's `hedgekit.repro.session.Session.meta`,
-    which trains a missing seed and lists its checkpoint in the run's header (then ``missing`` is empty).
-    """
+    ``meta`` (optional): spec -> that checkpoint's metadata or None where it has none, e.g. a notebook's
+    `hedgekit.repro.session.Session.meta`, which trains a missing seed and lists its checkpoint in the run's header
+    (then ``missing`` is empty), or `~hedgekit.repro.session.Session.cached_meta`, which lists the cached ones and
+    trains none (notebook 04's ``TRAIN_SEEDS = False``)."""
     from hedgekit.papers.hib.protocol import RepeatedEvaluation
     from hedgekit.zoo import find_checkpoint, load_checkpoint
 

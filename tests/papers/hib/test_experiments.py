@@ -141,3 +141,17 @@ def test_recorded_seeds_take_each_seeds_metadata_from_a_given_loader_and_then_mi
     assert set(seeds) == set(wanted)
     assert [ev.mean("knn_corrupt") for ev in seeds[(3, 3, "MoG-1")]] == [0.5, 0.6, 0.7]
     assert seeds[(2, 3, "point")][1].n_images == 10_000 and seeds[(2, 3, "point")][1].label == "point"
+
+
+def test_recorded_seeds_list_as_missing_what_a_loader_does_not_find(tmp_path, monkeypatch):
+    """A loader that returns None for a seed (a notebook's `Session.cached_meta`, which trains nothing): that seed
+    is missing and its row keeps the seeds that were found."""
+    monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path))
+
+    def meta(spec):
+        return None if spec.seed else {"metrics": {"knn_corrupt": 0.5, "ap_clean": 0.9}, "eval_images": 10_000}
+
+    seeds, missing = X.recorded_table1_seeds(meta=meta)
+    wanted = X.table1_seed_specs(False)
+    assert missing == [s.name for specs in wanted.values() for s in specs if s.seed]
+    assert {key: len(evs) for key, evs in seeds.items()} == {key: 1 for key in wanted}
