@@ -140,12 +140,17 @@ CUT_LABELS = """() => [...document.querySelectorAll('[data-testid^=stBaseButton]
     .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.innerText)"""
 
 
-def _settle(page, drawn: str = METRIC) -> None:
-    """Wait until the page has drawn ``drawn`` (a selector), its script run is over (Streamlit's status widget,
-    shown while the script runs, is gone) and every plotly chart on it has drawn its figure (an SVG)."""
+def _settle(page, drawn: str = METRIC, chart: bool = True) -> None:
+    """Wait until the page has drawn ``drawn`` (a selector) and, where it has ``chart``s, its first plotly chart's
+    figure (an SVG), its script run is over (Streamlit's status widget, shown while the script runs, is gone) and
+    every plotly chart on it has drawn its figure. Streamlit draws a page's elements as its script reaches them,
+    and shows the status widget only after a delay: on a busy machine the metric can be drawn, the charts not yet
+    started and the widget not yet shown, so the chart is waited for, not counted at once."""
     from playwright.sync_api import expect
 
     page.locator(drawn).first.wait_for()
+    if chart:
+        page.locator("[data-testid=stPlotlyChart] .main-svg").first.wait_for()
     expect(page.locator("[data-testid=stStatusWidget]")).to_have_count(0)
     expect(page.locator("[data-testid=stPlotlyChart]:not(:has(.main-svg))")).to_have_count(0)
 
@@ -201,7 +206,7 @@ def test_every_page_at_common_widths(server, new_page, width):
     page, errors = new_page(width, 1700)  # Streamlit scrolls inside
     for name, (path, drawn, chart) in PAGES.items():
         page.goto(f"{server}/{path}", wait_until="commit")
-        _settle(page, drawn=drawn)
+        _settle(page, drawn=drawn, chart=chart)
         page.screenshot(path=str(ARTIFACTS / f"{name}-{width}.png"), full_page=True)
         assert page.locator("[data-testid=stException]").count() == 0, name
         assert page.locator("[data-testid=stAlertContentError]").count() == 0, name
