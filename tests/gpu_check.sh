@@ -156,8 +156,8 @@ if ": trained now;" not in text:
     sys.exit("gpu_check: paper HIB: FAILED: train did not say 'trained now' (was the shipped model loaded?)")
 ours = json.loads(text[text.index("\n{") + 1:text.index("\n}") + 2])
 with open(SEEDS_CSV) as f:
-    cpu = {(r["task"], r["split"]): (float(r["MoG-1 ours"]), float(r["MoG-1 ±"] or "nan")) for r in csv.DictReader(f)
-           if (r["N"], r["D"]) == ("2", "2")}
+    cpu = {(r["task"], r["split"]): (float(r["MoG-1 ours"]), float(r["MoG-1 ±"] or "nan"))  # one seed: no ±
+           for r in csv.DictReader(f) if (r["N"], r["D"]) == ("2", "2")}
 if not all(math.isfinite(sd) for _, sd in cpu.values()):  # one seed: no spread to compare with
     sys.exit("gpu_check: paper HIB: FAILED: notebook 04's committed run has one seed at N2D2; train its seeds "
              "(reproduce --train-missing --only 04) and re-render it with TRAIN_SEEDS = True")

@@ -94,7 +94,6 @@ def test_the_device_parameter_is_where_a_missing_model_trains_and_the_model_come
         s.configure(fast=True, device="cuda")
 
 
-
 def test_cached_meta_trains_nothing_and_records_only_what_it_found(monkeypatch, tmp_path):
     """`Session.cached_meta`: a cached checkpoint's metadata, recorded in the header as `model` records it; a
     missing one gives None and trains nothing."""
@@ -120,6 +119,7 @@ def test_cached_meta_trains_nothing_and_records_only_what_it_found(monkeypatch, 
     assert s.cached_meta(found)["metrics"] == {"seed": 1}
     assert loaded == [found.name] and [c.name for c in s.checkpoints] == [found.name]
     assert s.cached_meta(found)["metrics"] == {"seed": 1} and loaded == [found.name]  # loaded once per session
+
 
 VERSIONED = ("matplotlib", "pandas", "seaborn", "plotly", "sklearn", "scipy", "papermill")  # in the header
 LATER = VERSIONED + ("nbformat", "IPython")
