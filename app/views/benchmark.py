@@ -1,6 +1,6 @@
 """Benchmark page: the URL benchmark's leaderboard at kit scale (Kirchhof et al. 2023) from the cached runs, or, on a
 fresh clone, the committed converged leaderboard shipped with the package (`leaderboard.converged_runs`), with its
-rank intervals and tied groups (issue 46); and the unseen-class images one method is most and least uncertain about
+rank sets and tied groups; and the unseen-class images one method is most and least uncertain about
 (`hedgekit.papers.url.benchmark`, from a cached run's weights)."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import streamlit as st
 from state import AppState
 
-from hedgekit.errors import HedgekitError
+from hedgekit.errors import HedgekitError, InputError
 from hedgekit.papers.url import benchmark
 from hedgekit.papers.url.leaderboard import UX_NOT_LEARNED, converged_runs, ranking
 
@@ -22,12 +22,13 @@ Here every method trains the same small network on the seen 2-digit MNIST classe
 unseen 2-digit classes and on pairs of Fashion-MNIST items. **R-AUROC** is how well u(x) predicts whether an image's
 nearest neighbour has the wrong class (0.5 = no better than chance); **R@1** is how often it has the right one.
 The leaderboard is the mean over seeds, ranked by downstream R-AUROC (click a column to sort by it). Each rank has
-a 95% interval from a bootstrap over the seeds; methods whose intervals overlap cannot be told apart by these seeds
-and share a **tied group**. Methods whose u(x) is not above chance upstream (its upstream R-AUROC's 95% interval
-over seeds does not lie above 0.5) are marked *u(x) did not learn*, and methods that did not learn an embedding
-(upstream R@1 or accuracy < 0.7 in some seed) *did not train*: both are listed last and not ranked. Below, one
-method's most and least uncertain unseen-class images: a useful u(x) puts the ambiguous, badly written digits on
-the first row.
+a set of ranks it may truly take: every pair of methods is compared by a t test on the seeds' spread (pooled over
+all methods), corrected for the number of pairs (Holm), so that all the sets hold together with 95% confidence;
+methods whose sets overlap cannot be told apart by these seeds and share a **tied group**. Methods whose u(x) is
+not above chance upstream (its upstream R-AUROC's 95% interval over seeds does not lie above 0.5) are marked *u(x)
+did not learn*, and methods that did not learn an embedding (upstream R@1 or accuracy < 0.7 in some seed) *did not
+train*: both are listed last and not ranked. Below, one method's most and least uncertain unseen-class images: a
+useful u(x) puts the ambiguous, badly written digits on the first row.
 """
 
 
@@ -55,16 +56,14 @@ def _extremes(method: str, seed: int, budget: str, run_file: str, mtime_ns: int)
 def leaderboard_frame(board, ranks=None):
     """The leaderboard as the app shows it: one sortable row per method, "mean ± std" columns folded into two
     numbers each (so the columns fit a 1280 px window), method names as `benchmark.label` gives them; given the
-    ``ranks`` (`leaderboard.ranking`), each ranked method's rank, its 95% interval over seeds and its tied group
-    come first (empty for a method that is not ranked)."""
+    ``ranks`` (`leaderboard.ranking`), each ranked method's tied group, rank and rank set come first, as text ("—"
+    for a method that is not ranked)."""
     frame = board[[c for c in board.columns if not c.endswith(" ±") and c != "trained seeds"]].copy()
     if ranks is not None and len(ranks):
-        ranked = frame.index.isin(ranks.index)
-        interval = {m: f"{r['rank lo']:g}–{r['rank hi']:g}" for m, r in ranks.iterrows()}
-        frame.insert(0, "tied group", [int(ranks.loc[m, "tied group"]) if ok else None
-                                       for m, ok in zip(frame.index, ranked)])
-        frame.insert(1, "rank", [ranks.loc[m, "rank"] if ok else None for m, ok in zip(frame.index, ranked)])
-        frame.insert(2, "rank 95% interval", [interval.get(m, "") for m in frame.index])
+        cells = {m: (f"{int(r['tied group'])}", f"{r['rank']:g}", f"{r['rank lo']:g}–{r['rank hi']:g}")
+                 for m, r in ranks.iterrows()}
+        for k, column in enumerate(("tied group", "rank", "rank 95% set")):
+            frame.insert(k, column, [cells[m][k] if m in cells else "—" for m in frame.index])
     frame.index = [benchmark.label(m) for m in frame.index]
     frame.index.name = "method"
     return frame
@@ -83,9 +82,9 @@ def leaderboard_notes(board, ranks, budget: str) -> None:
     if budget == "fast":
         st.warning("This is the **fast** budget (20 steps per run): the methods have not learned an embedding, so the "
                    f"numbers sit near chance and the order is noise. For a ranking run `{FULL_COMMAND}`.")
-    if len(ranks):
+    if ranks is not None and len(ranks):
         groups = ranks.groupby("tied group", sort=True).groups
-        st.markdown("**Tied groups** by downstream R-AUROC (rank intervals over seeds overlap within a group): " +
+        st.markdown("**Tied groups** by downstream R-AUROC (rank sets over seeds overlap within a group): " +
                     " > ".join("{" + ", ".join(benchmark.label(m) for m in ranks.index if m in g) + "}"
                                for g in groups.values()))
     for status in (UX_NOT_LEARNED, benchmark.NOT_TRAINED):
@@ -106,7 +105,12 @@ def render() -> None:
         st.info(f"No benchmark results yet. Create them (a few seconds per run) from the repository root with\n\n"
                 f"`{COMMAND}`\n\nthen reload this page (the converged budget, about 15 CPU-minutes: `{FULL_COMMAND}`).")
         return
-    board, ranks = benchmark.leaderboard(runs), ranking(runs)
+    board = benchmark.leaderboard(runs)
+    try:
+        ranks = ranking(runs)
+    except InputError as exc:  # one run per method: no seed noise to rank by
+        ranks = None
+        st.caption(f"Not ranked: {exc}.")
     st.subheader(f"Leaderboard ({budget} budget" + (", shipped with hedgekit)" if shipped else ")"))
     if shipped:
         st.info(f"The committed converged leaderboard that ships with hedgekit: {shipped}. Recompute it on this "

@@ -11,10 +11,32 @@ construction, or a tolerance wider than anything the numbers can do) is a **sani
 `Verdict.counts`.
 
 The effects the rules judge (a difference with its standard error, `Effect`; per-run values, `Spread`; paired and
-unpaired differences) live in `hedgekit.papers.effects` (issue 47) and are re-exported here.
+unpaired differences) live in `hedgekit.papers.effects` and are re-exported here.
 
-Decision rules (issue 46 item 2; design notes sec. 6)
-------------------------------------------------------
+Band policy (design notes sec. 6; every counted row of every claims table is held to it)
+----------------------------------------------------------------------------------------
+A band can fail and can pass:
+
+* **A null result cannot match.** Each counted row declares the value a result that does not show the claim gives
+  (``null``: an effect of 0 for a *size* row unless said otherwise; the base rate, chance or an untrained model's
+  value for a *level* or *ranking* row; for a claim that an effect is absent, the effect it denies). It must lie
+  outside the band: `check_table` refuses the table otherwise.
+* **A result at the band's centre can match with `POLICY_SEEDS` (10) seeds per arm or fewer** at the measured
+  seed-to-seed spread (`centre_seeds`). A row that cannot is decided *inconclusive* with the reason `NARROW` ("band
+  narrower than 10 seeds resolve at kit scale") and the seeds it would take; it is never quietly widened.
+* **Bands live inside the measure's range** (``bounds``: τ <= 1, an accuracy <= 100): a band that reaches beyond
+  it is cut there (`Row.declared_band`), and a band narrower than the row's printed precision is refused.
+* **Each comparison is counted once**: a row names what it compares (``compares``: models, measure, protocol
+  cell), and the same comparison in two named tables, or under two ids, is refused when the tables are built.
+
+Evidence is runs with their count (`hedgekit.papers.effects`): a bare tuple, or a (mean, SD) without n, is refused;
+non-finite runs are dropped and flagged, and fewer than two finite runs give no interval. A spread of exactly 0 is
+printed as such and never matched on fewer than 3 runs. "Decided on trained seeds" in a tally means an interval
+from at least 2 trained seeds. "Seeds to decide" is per arm, and reads "more than 50 (undecidable at this spread)"
+beyond `SEEDS_CAP`.
+
+Decision rules (design notes sec. 6)
+------------------------------------
 * **Intervals.** A 95% interval uses Student's t with n - 1 degrees of freedom for n runs (`Effect.interval`; a
   given (mean, se) of unknown n: mean ± 2 se). Its noise is the seed-to-seed spread of trained models wherever the
   claim compares models; a paired comparison (the same model on the same queries) takes the spread of the per-run
@@ -31,11 +53,11 @@ Decision rules (issue 46 item 2; design notes sec. 6)
   with its reason, and the noise (`SEEDS`, `EVALUATION` or `borrowed`). One engine (`decide`) decides every row.
 * **Ties at a bound.** Outcomes are decided on the raw values, and bands are closed: an interval end exactly on a
   band's edge lies inside the band (so the interval is not outside it), and an interval end exactly at 0 contains 0.
-* **The text never contradicts the numbers** (issue 46 item 6). Every number of a reason prints with at least
+* **The text never contradicts the numbers.** Every number of a reason prints with at least
   ``digits`` decimals, and with more wherever fewer would print two of its numbers in another order (<, =, >) than
   their raw values (`shown_decimals`): an interval end one ulp below 1.15 prints as 1.1499999999999997, never as
   1.15 beside "lies below 1.15"; a bound prints exactly where that takes at most ``digits`` + 4 decimals (a band of
-  ±0.025 is never shown as ±0.03).
+  ±0.025 is never shown as ±0.03), and a band narrower than the row's printed precision is refused.
 * **Invalid inputs.** A declared number (the paper's value, a factor, band or tolerance) that is NaN,
   infinite or out of range raises `InputError` saying what was expected. A *measured* value that is not a number
   gives no interval: the claim is inconclusive and says so.
@@ -72,14 +94,18 @@ __all__ = ["Claim", "Verdict", "PAPER_STEPS", "OUTCOMES", "MATCHED", "NOT_MATCHE
            "binomial_se_diff", "Effect", "Spread", "spread", "paired_effect", "unpaired_effect", "factor_band",
            "tolerance_band", "band_verdict", "seeds_to_decide", "shown_decimals", "SEEDS_CAP", "SIZE", "LEVEL",
            "RANKING", "SANITY", "CONDITION", "KINDS", "COUNTED", "SEEDS", "EVALUATION", "BORROWED", "NOISES",
-           "borrowed", "Check", "Interval", "Row", "check_table", "decide_row", "decide", "WORDS_OF_OUTCOME"]
+           "borrowed", "Check", "Interval", "Row", "check_table", "decide_row", "decide", "WORDS_OF_OUTCOME", "centre_seeds", "POLICY_SEEDS", "NARROW",
+           "MIN_SD0_RUNS"]
 
 MATCHED, NOT_MATCHED, INCONCLUSIVE = "matched", "not matched", "inconclusive"
 OUTCOMES = {True: MATCHED, False: NOT_MATCHED, None: INCONCLUSIVE}
 WORDS_OF_OUTCOME = {True: " lies inside the band ", False: " lies ", None: " overlaps the band "}  # band_verdict's
 # factor_band: the band [paper / F, paper x F] around a paper's effect
 EFFECT_FACTOR = 2.0
-SEEDS_CAP = 10_000  # seeds_to_decide looks no further
+SEEDS_CAP = 50  # seeds_to_decide looks no further: beyond it a row is undecidable at the observed spread
+NARROW = "band narrower than 10 seeds resolve at kit scale"  # the policy's reason for an undecidable row
+MIN_SD0_RUNS = 3  # band_verdict: identical runs (spread 0) are matched only on this many runs or more
+POLICY_SEEDS = 10  # the band policy: a result at a band's centre must match with this many seeds per arm or fewer
 EXACT_EXTRA = 4  # shown_decimals: a bound prints exactly where that takes at most digits + EXACT_EXTRA decimals
 
 
@@ -101,6 +127,7 @@ class Claim:
     band: tuple | None = None
     paper_value: float | None = None
     row_id: str = ""
+    runs: int = 0  # the runs (seeds, per arm) behind ``interval``; 0 when unknown or not a row of a claims table
 
     @property
     def outcome(self) -> str:
@@ -150,25 +177,35 @@ def _num(x: float, decimals: int, signed: bool = True) -> str:
 def _interval_text(e: Effect, lo: float, hi: float, dec: Sequence[int], unit: str) -> str:
     """"our 95% interval [lo, hi] <unit> (<kind>, <noise>)" with ``dec`` = (lo's, hi's) decimals (`shown_decimals`),
     the unit left out (not a blank) when it is ""."""
+    flags = (", SD 0: identical runs" if e.se == 0 else "") + (
+        f", {e.dropped} non-finite run(s) dropped" if e.dropped else "")
     return (f"our 95% interval [{_num(lo, dec[0])}, {_num(hi, dec[1])}]{' ' + unit if unit else ''} "
-            f"({e.kind}, {e.noise})")
+            f"({e.kind}, {e.noise}{flags})")
 
 
 def _no_interval(e: Effect, digits: int) -> str:
     """The reason of a claim whose effect has no interval: one run, or a mean or spread that is not a number."""
+    if e.dropped and e.n < 2:
+        return f"ours {e.text(digits)}: with {e.n} finite run(s) there is no interval"
     if e.n == 1 or e.noise.startswith(ONE_SEED):
         return f"ours {e.text(digits)}: with one run there is no interval"
     return f"ours {e.text(digits)}: no interval, since our mean or its standard error is not a number"
 
 
-def _check_band(band) -> tuple[float, float]:
-    """``band`` as a (low, high) pair of finite floats with low < high, or `InputError`."""
+def _check_band(band, digits: int | None = None) -> tuple[float, float]:
+    """``band`` as a (low, high) pair of finite floats with low < high, or `InputError`; with ``digits``, also
+    `InputError` for a band narrower than the measure's printed precision (10^-digits): no printed number could
+    show an interval inside it."""
     try:
         low, high = (float(b) for b in band)
     except (TypeError, ValueError):
         raise InputError(f"a band is a (low, high) pair of numbers; got {band!r}") from None
     if not (math.isfinite(low) and math.isfinite(high) and low < high):
         raise InputError(f"a band needs finite bounds with low < high; got ({low!r}, {high!r})")
+    if digits is not None and high - low < 10.0 ** -digits:
+        raise InputError(f"the band ({low!r}, {high!r}) is {high - low:.3g} wide, narrower than the measure's printed "
+                         f"precision of {10.0 ** -digits:g} ({digits} decimals): widen it with its reason, or print "
+                         "the measure with more decimals")
     return low, high
 
 
@@ -214,10 +251,11 @@ def _band_outcome(lo: float, hi: float, low: float, high: float) -> bool | None:
 
 
 def seeds_to_decide(ours, band) -> float:
-    """How many seeds the observed spread says it would take for the 95% interval to decide ``band``: the
+    """How many seeds per arm the observed spread says it would take for the 95% interval to decide ``band``: the
     smallest k >= 2 for which t(0.975, k - 1) x sd / sqrt(k) falls short of the distance from our mean to the band's
     nearer edge (inside: then the interval lies inside; outside: then it lies outside). sd is the per-run spread
-    behind the standard error, se x sqrt(n) (for an unpaired effect of n seeds per row, each row's k seeds alike).
+    behind the standard error, se x sqrt(n): per arm, for an unpaired effect of n seeds per row (each row's k seeds
+    alike), and per pair of runs for a paired one.
 
     ``math.inf`` when no number of seeds decides (our mean sits on an edge) or more than `SEEDS_CAP` would;
     ``math.nan`` when the number of runs behind the standard error is unknown (a given (mean, se)) or below 2."""
@@ -225,10 +263,25 @@ def seeds_to_decide(ours, band) -> float:
     if e.n < 2 or not (math.isfinite(e.mean) and e.se is not None and math.isfinite(e.se)):
         return math.nan
     m = e.mean
-    dist = min(m - low, high - m) if low <= m <= high else max(low - m, m - high)
+    return _seeds_for(e.sd, min(m - low, high - m) if low <= m <= high else max(low - m, m - high))
+
+
+def _seeds_for(sd: float, dist: float) -> float:
+    """The smallest k in 2 .. `SEEDS_CAP` whose 95% half-width over k runs of spread ``sd`` falls short of ``dist``
+    (``math.inf`` when none does)."""
     k, half_width = _unit_half_widths()
-    decided = np.flatnonzero(half_width * e.se * math.sqrt(e.n) < dist)
+    decided = np.flatnonzero(half_width * sd < dist)
     return float(k[decided[0]]) if decided.size else math.inf
+
+
+def centre_seeds(ours, band) -> float:
+    """The band policy's "can pass" measure: how many seeds per arm a result at the centre of ``band`` would need
+    to be matched at the observed spread of ``ours`` (`_seeds_for` of half the band's width; ``math.inf`` beyond
+    `SEEDS_CAP`, ``math.nan`` without a spread of two or more runs)."""
+    e, (low, high) = as_effect(ours), _check_band(band)
+    if e.n < 2 or not (e.se is not None and math.isfinite(e.se)):
+        return math.nan
+    return _seeds_for(e.sd, (high - low) / 2)
 
 
 @lru_cache(maxsize=1)
@@ -245,21 +298,24 @@ def _seeds_text(e: Effect, band: tuple[float, float]) -> str:
     if math.isnan(k):
         return "the runs behind its standard error are not known, so neither are the seeds that would decide"
     if math.isinf(k):
-        return f"no number of seeds up to {SEEDS_CAP:,} decides at the observed spread (our mean is at the edge)"
-    return f"about {k:.0f} seeds would decide at the observed spread (ours: {e.n})"
+        return f"more than {SEEDS_CAP} seeds per arm (undecidable at this spread)"
+    return f"about {k:.0f} seeds per arm would decide at the observed spread (ours: {e.n})"
 
 
 def band_verdict(ours, band, paper: float | None = None, digits: int = 2, unit: str = "points",
                  evaluation_only: bool = False) -> tuple[bool | None, str]:
-    """Outcome and reason of a claim by the equivalence rule (the module's decision rules; issue 46 item 2).
+    """Outcome and reason of a claim by the equivalence rule (the module's decision rules).
 
     ``ours``: an `Effect` (`paired_effect`, `unpaired_effect`), a (mean, se) pair or run values. ``band``: the
     declared (low, high) band (`factor_band`, `tolerance_band`), closed. ``paper``: the paper's value, named in the
     reason. Matched when our whole 95% interval lies inside the band; not matched when it lies wholly below or above
     it; inconclusive otherwise, with the seeds that would decide (`seeds_to_decide`), or with one run.
     ``evaluation_only`` (or an effect whose noise is `ONE_SEED`'s): the interval measures evaluation repeats of one
-    trained model, not seed-to-seed noise, so the claim is never matched: *inconclusive: one trained model*."""
-    low, high = _check_band(band)
+    trained model, not seed-to-seed noise, so the claim is never matched: *inconclusive: one trained model*. A
+    spread of exactly 0 (identical runs) is kept and printed, but is never matched on fewer than `MIN_SD0_RUNS`
+    runs: two identical seeds say little about the seed-to-seed noise. A band narrower than the printed precision
+    (``digits`` decimals) is refused."""
+    low, high = _check_band(band, digits)
     e = as_effect(ours)
     lo, hi = e.interval()
     if not (math.isfinite(lo) and math.isfinite(hi)):
@@ -273,10 +329,13 @@ def band_verdict(ours, band, paper: float | None = None, digits: int = 2, unit: 
             if ok is False else f"{ival} overlaps {where} without lying inside it")
     if evaluation_only or e.noise.startswith(ONE_SEED):
         return None, f"one trained model: {text}, but evaluation repeats do not measure the seed-to-seed noise"
+    if ok and e.se == 0 and e.n < MIN_SD0_RUNS:
+        return None, (f"{text}, but its spread is 0 over {e.n or 'an unknown number of'} run(s): identical runs are "
+                      f"not matched on fewer than {MIN_SD0_RUNS}")
     return ok, text if ok is not None else f"{text}; {_seeds_text(e, (low, high))}"
 
 
-# ------------------------------------------------------------------ claims as data (issue 46 item 1)
+# ------------------------------------------------------------------ claims as data
 SIZE, LEVEL, RANKING, SANITY, CONDITION = "size", "level", "ranking", "sanity", "condition"
 KINDS = (SIZE, LEVEL, RANKING, SANITY, CONDITION)
 COUNTED = (SIZE, LEVEL, RANKING)  # sanity checks and conditions are listed apart and never counted
@@ -305,9 +364,10 @@ class Check:
 
 @dataclass(frozen=True)
 class Interval(Effect):
-    """An effect whose 95% interval was computed elsewhere (a bootstrap over seeds: a rank interval, a correlation's
-    interval): ``low`` and ``high`` are used as they are; ``mean`` is the point estimate shown. Its standard error
-    is unknown (NaN), so no number of seeds is derived from it."""
+    """An effect whose 95% interval was computed elsewhere (a rank set from pooled variance over seeds, a
+    correlation's interval): ``low`` and ``high`` are used as they are; ``mean`` is the point estimate shown; ``n``
+    the seeds behind it (0 where it is not an interval over seeds). Its standard error is unknown (NaN), so no
+    number of seeds is derived from it."""
 
     low: float = math.nan
     high: float = math.nan
@@ -335,7 +395,13 @@ class Row:
     (low, high) range, or None for a sanity or condition row); ``band``: the declared (low, high) band, or a function
     of ``paper`` giving it (`factor_band`, `tolerance_band`); ``reason``: why that band (or, for a sanity row, why it
     cannot fail); ``noise``: `SEEDS`, `EVALUATION` or `borrowed`; ``paper_text``: the paper's number(s) as shown
-    (default: ``paper`` formatted)."""
+    (default: ``paper`` formatted).
+
+    The band policy's fields (module docstring) of a counted row: ``compares``: the comparison it makes (models,
+    measure, protocol cell), counted once across named tables; ``null``: the value a result that does not show the
+    claim gives, which must lie outside the band: no effect (0, the default of a *size* row), the base rate or
+    chance of a level or a rank, or, for a claim that an effect is absent, the effect it denies; ``bounds``: the
+    measure's range, where the band is cut."""
 
     id: str
     words: str
@@ -349,6 +415,9 @@ class Row:
     unit: str = "points"
     digits: int = 2
     paper_text: str = ""
+    compares: str = ""
+    null: float | None = None
+    bounds: tuple | None = None
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -363,10 +432,27 @@ class Row:
                                  f"got {self.noise!r}")
             if self.noise.startswith(BORROWED) and self.kind != LEVEL:
                 raise InputError(f"row {self.id!r}: only a level row may borrow a spread; this is a {self.kind} row")
+            if not self.compares.strip():
+                raise InputError(f"row {self.id!r}: a {self.kind} row names the comparison it makes (compares=: the "
+                                 "models, the measure and the protocol cell)")
+            if self.null is None and self.kind != SIZE:
+                raise InputError(f"row {self.id!r}: a {self.kind} row declares the value a result with no skill would "
+                                 "give (null=: the base rate, chance, or the untrained model's value)")
+        if self.bounds is not None:
+            lo, hi = _check_band(self.bounds)
+            object.__setattr__(self, "bounds", (lo, hi))
 
     def declared_band(self) -> tuple[float, float]:
-        """The band as a checked (low, high) pair (`_check_band`)."""
-        return _check_band(self.band(self.paper) if callable(self.band) else self.band)
+        """The band as a checked (low, high) pair (`_check_band` at the row's printed precision), cut at the
+        measure's range ``bounds`` where it reaches beyond it (τ <= 1, an accuracy <= 100)."""
+        low, high = _check_band(self.band(self.paper) if callable(self.band) else self.band)
+        if self.bounds is not None:
+            low, high = max(low, self.bounds[0]), min(high, self.bounds[1])
+        return _check_band((low, high), self.digits)
+
+    def null_value(self) -> float:
+        """What a result with no skill gives: the declared ``null``, or an effect of 0 for a size row."""
+        return 0.0 if self.null is None else float(self.null)
 
     def shown_paper(self) -> str:
         if self.paper_text:
@@ -376,8 +462,18 @@ class Row:
         return fmt(self.paper, self.digits) if self.paper is not None else ""
 
 
-def check_table(rows: Sequence[Row]) -> tuple[Row, ...]:
-    """``rows`` as a tuple, or `InputError` when two rows share an id (a comparison is counted once)."""
+_COMPARISONS: dict[tuple[str, bool], tuple[str, str]] = {}  # (compares, on repeats) -> (table, row id)
+
+
+def check_table(rows: Sequence[Row], table: str = "") -> tuple[Row, ...]:
+    """``rows`` as a tuple, checked when the table is built (bands are declared in advance), or `InputError`:
+
+    * two rows share an id, or name the same comparison (``compares``), in this table or in any other table built
+      under another name (``table``): a comparison is counted once. The twins of one comparison, one decided on
+      trained seeds and one on evaluation repeats of which only one is ever measured (`hedgekit.papers.hib.runs.twins`),
+      are the one pair allowed. Only tables built with a name are held against each other;
+    * a counted row's band fails the band policy's "can fail" half: the value a result with no skill gives
+      (`Row.null_value`) lies inside it, so a null result could match (module docstring, "Band policy")."""
     rows = tuple(rows)
     seen: set[str] = set()
     for r in rows:
@@ -386,9 +482,25 @@ def check_table(rows: Sequence[Row]) -> tuple[Row, ...]:
         if r.id in seen:
             raise InputError(f"claims table: the id {r.id!r} appears twice (a comparison is counted once)")
         seen.add(r.id)
-    for r in rows:  # bands are declared in advance: a bad band fails when the table is built, not when decided
-        if r.kind in COUNTED:
-            r.declared_band()
+    mine: dict[tuple[str, bool], str] = {}
+    for r in rows:
+        if r.kind not in COUNTED:
+            continue
+        low, high = r.declared_band()
+        null = r.null_value()
+        if low <= null <= high:
+            raise InputError(f"row {r.id!r}: a result with no skill ({null:g}) lies inside its band [{low:g}, "
+                             f"{high:g}], so a null result could match; declare a band that excludes it")
+        key = (" ".join(r.compares.split()).lower(), r.noise == EVALUATION)
+        prev = _COMPARISONS.get(key) if table else None
+        where = (repr(mine[key]) if key in mine else
+                 f"{prev[1]!r} of the table {prev[0]!r}" if prev is not None and prev[0] != table else "")
+        if where:
+            raise InputError(f"row {r.id!r} compares {r.compares!r}, as row {where} already does: a comparison is "
+                             "counted once")
+        mine[key] = r.id
+    if table:  # a named table's comparisons are refused in every other named table
+        _COMPARISONS.update({k: (table, rid) for k, rid in mine.items()})
     return rows
 
 
@@ -412,9 +524,14 @@ def decide_row(row: Row, measured) -> Claim | None:
                            evaluation_only=row.noise == EVALUATION)
     if row.noise.startswith(BORROWED):
         why += f" (spread borrowed: {row.noise[len(BORROWED):]})"
+    k = centre_seeds(e, band)
+    if k > POLICY_SEEDS and row.noise != EVALUATION and not e.noise.startswith(ONE_SEED):  # "can pass", measured
+        ok, why = None, (f"{NARROW}: at our spread (SD {e.sd:.{row.digits + 1}g}) a result at the band's centre would "
+                         f"need {'more than ' + str(SEEDS_CAP) if math.isinf(k) else f'about {k:.0f}'} seeds per arm "
+                         f"to match ({why})")
     lo, hi = e.interval()
     return Claim(claim, row.shown_paper(), e.text(row.digits), ok, f"{why}; band: {row.reason}", kind=row.kind,
-                 noise=row.noise, interval=(lo, hi), band=band, paper_value=paper, row_id=row.id)
+                 noise=row.noise, interval=(lo, hi), band=band, paper_value=paper, row_id=row.id, runs=e.n)
 
 
 def decide(rows: Sequence[Row], measured, verdict: "Verdict") -> "Verdict":
@@ -456,7 +573,7 @@ class Verdict:
 
     def shown_not_counted(self, why: str) -> "Verdict":
         """Keep this verdict's claims on show but out of every tally, because ``why``: the same comparison is counted
-        in another verdict (issue 46: a comparison is counted once), e.g. a contrast set-up or the seeds a design was
+        in another verdict (a comparison is counted once), e.g. a contrast set-up or the seeds a design was
         chosen on beside the seeds that confirm it."""
         if not str(why).strip():
             raise InputError("shown_not_counted needs the reason the claims are counted elsewhere")
@@ -499,10 +616,13 @@ class Verdict:
 
     @property
     def noise_counts(self) -> tuple[int, int]:
-        """(decided on trained seeds, evaluation repeats only) over the counted claims of claims-table rows; a
-        borrowed spread counts as seeds (it is a seed-to-seed spread). Hand-added claims are in neither."""
+        """(decided on trained seeds, evaluation repeats only) over the counted claims of claims-table rows.
+        "Decided on trained seeds" is an interval from at least 2 trained seeds (a borrowed spread counts: it is a
+        seed-to-seed spread); a seeds row with no interval, or with fewer runs, is in neither. Hand-added claims are
+        in neither."""
         cs = self.counted
-        return (sum(c.noise == SEEDS or c.noise.startswith(BORROWED) for c in cs),
+        return (sum((c.noise == SEEDS or c.noise.startswith(BORROWED)) and c.runs >= 2 and c.interval is not None
+                    and all(math.isfinite(x) for x in c.interval) for c in cs),
                 sum(c.noise == EVALUATION for c in cs))
 
     def context(self) -> str:

@@ -415,10 +415,10 @@ def test_benchmark_page_on_a_fresh_clone_shows_the_shipped_leaderboard_with_tied
     assert source in shown and "url-benchmark --budget converged --seeds 3" in shown  # it still offers to recompute
     frame = at.dataframe[0].value
     assert list(frame.index) == [benchmark.label(m) for m in board.index]  # ranked first, then the others
-    for m, r in ranks.iterrows():  # each ranked method's rank interval and tied group, as the library computes them
+    for m, r in ranks.iterrows():  # each ranked method's rank set and tied group, as the library computes them
         row = frame.loc[benchmark.label(m)]
-        assert row["tied group"] == r["tied group"] and row["rank"] == r["rank"]
-        assert row["rank 95% interval"] == f"{r['rank lo']:g}–{r['rank hi']:g}"
+        assert row["tied group"] == f"{int(r['tied group'])}" and row["rank"] == f"{r['rank']:g}"
+        assert row["rank 95% set"] == f"{r['rank lo']:g}–{r['rank hi']:g}"
     groups = leaderboard.tied_groups(ranks)
     text = " > ".join("{" + ", ".join(benchmark.label(m) for m in g) + "}" for g in groups)
     assert any(text in md.value for md in at.markdown if md.value.startswith("**Tied groups**"))
@@ -426,16 +426,11 @@ def test_benchmark_page_on_a_fresh_clone_shows_the_shipped_leaderboard_with_tied
     learned, trained = leaderboard.upstream_learned(runs), leaderboard.method_status(runs)
     below = {m for m, ok in learned.items() if not ok and trained[m] == leaderboard.TRAINED}
     assert below and set(flagged) == below  # each trained method whose upstream u(x) is not above chance, and only they
-    assert all(pd_isna(frame.loc[benchmark.label(m), "rank"]) for m in flagged)
+    for c in ("tied group", "rank", "rank 95% set"):  # not ranked: a dash, not None
+        assert all(frame.loc[benchmark.label(m), c] == "—" for m in flagged), c
     assert any(c.value.startswith(leaderboard.UX_NOT_LEARNED) and all(benchmark.label(m) in c.value for m in flagged)
                for c in at.caption)
     assert not at.selectbox and not at.get("image")  # no weights shipped: no extremes
-
-
-def pd_isna(x) -> bool:
-    import pandas as pd
-
-    return bool(pd.isna(x))
 
 
 def test_benchmark_page_shows_the_leaderboard_and_the_extremes(url_cache):

@@ -22,7 +22,8 @@ def _verdict() -> V.Verdict:
     def row(i, kind=V.SIZE, **kw):
         return V.Row(f"r{i}", f"claim {i}", "Table 1", kind, lambda m, i=i: m[i], paper=2.0,
                      band=None if kind == V.SANITY else BAND,
-                     reason="half to twice" if kind != V.SANITY else "by construction", **kw)
+                     reason="half to twice" if kind != V.SANITY else "by construction",
+                     compares="" if kind == V.SANITY else f"A − B: metric {i}", **kw)
     rows = [row(0), row(1), row(2), row(3, V.SANITY), row(4)]
     measured = {0: V.Interval(2.0, math.nan, 3, "paired", "seeds", low=1.5, high=3.0),
                 1: V.Interval(0.5, math.nan, 3, "paired", "seeds", low=0.2, high=0.8),

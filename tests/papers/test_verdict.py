@@ -79,7 +79,7 @@ def test_effect_interval_is_the_student_t_interval_of_the_runs():
     lo, hi = e.interval()
     ref = stats.t.interval(0.95, len(vals) - 1, loc=np.mean(vals), scale=stats.sem(vals))
     assert (lo, hi) == pytest.approx(ref)
-    assert as_effect((1.0, 0.5)).interval() == pytest.approx((0.0, 2.0))  # a given (mean, se): mean ± 2 se
+    assert V.Effect(1.0, 0.5).interval() == pytest.approx((0.0, 2.0))  # a given (mean, se), n unknown: mean ± 2 se
 
 
 def test_paired_effect_uses_the_per_run_differences_and_unpaired_both_spreads():
@@ -159,7 +159,7 @@ class Fixed(V.Effect):
 
 
 def fixed(lo: float, hi: float) -> Fixed:
-    return Fixed((lo + hi) / 2, (hi - lo) / 4, 5, "paired", "seed-to-seed spread", lo, hi)
+    return Fixed((lo + hi) / 2, (hi - lo) / 4, 5, "paired", "seed-to-seed spread", lo=lo, hi=hi)
 
 
 def _oracle(lo: float, hi: float, band) -> bool | None:
@@ -216,7 +216,12 @@ def test_outcome_wording_and_printed_numbers_agree_on_random_intervals_and_bands
         band = tuple(float(x) for x in sorted(rng.choice(np.arange(-4000, 4001), 2, replace=False) / 1000))
         x = float(rng.choice([x for e in band for x in _near(e)]))
         y = float(rng.choice(band)) if rng.random() < 0.3 else float(rng.uniform(-10, 10))
-        _check(band, min(x, y), max(x, y), int(rng.choice([2, 3])))
+        digits = int(rng.choice([2, 3]))
+        if band[1] - band[0] < 10.0 ** -digits:  # narrower than the printed precision: refused, not decided
+            with pytest.raises(InputError, match="narrower than the measure's printed precision"):
+                V.band_verdict(fixed(min(x, y), max(x, y)), band, digits=digits)
+            continue
+        _check(band, min(x, y), max(x, y), digits)
 
 
 def test_the_issues_boundary_examples_no_longer_contradict_themselves():
@@ -230,7 +235,7 @@ def test_the_issues_boundary_examples_no_longer_contradict_themselves():
     ok, why = V.band_verdict(fixed(math.nextafter(-1.0, -2), 1.0), (-1.0, 1.0))
     assert ok is None and "[-1.0000000000000002, +1.00]" in why
     ok, why = V.band_verdict(fixed(0.1, 0.1), (0.1, 1.0), unit="")
-    assert ok is True and "[+0.10, +0.10] (paired, seed-to-seed spread) lies inside the band [+0.10, +1.00]" in why
+    assert ok is True and "[+0.10, +0.10] (paired, seed-to-seed spread, SD 0: identical runs) lies inside the band [+0.10, +1.00]" in why
     ok, why = V.band_verdict(fixed(0.05, math.nextafter(0.1, 0)), (0.1, 1.0), unit="")
     assert ok is False and "+0.09999999999999999] (paired, seed-to-seed spread) lies below the band [+0.10" in why
     ok, why = V.band_verdict(fixed(math.nextafter(0.1, 0), 0.5), (0.1, 1.0), unit="")
@@ -282,10 +287,10 @@ def test_band_verdict_reaches_every_outcome_and_says_what_would_decide():
     # SPE N2D2 seen clean/clean over 3 seeds, +6.27 [2.70, 9.84] (docs/results.md): overlaps, 4 seeds would decide
     ok, why = V.band_verdict(V.Effect(6.27, 3.57 / 4.302652729911275, 3, "unpaired"), band, paper=1.9)
     assert ok is None and why.endswith("overlaps the band [+0.95, +3.80] around the paper's +1.90 without lying "
-                                       "inside it; about 4 seeds would decide at the observed spread (ours: 3)")
+                                       "inside it; about 4 seeds per arm would decide at the observed spread (ours: 3)")
     ok, why = V.band_verdict(V.Effect(3.8, 0.5, 3), band)
-    assert ok is None and "no number of seeds up to 10,000 decides" in why
-    ok, why = V.band_verdict((1.0, 0.5), band)
+    assert ok is None and "more than 50 seeds per arm (undecidable at this spread)" in why
+    ok, why = V.band_verdict(V.Effect(1.0, 0.5), band)  # a given (mean, se): its n is not known
     assert ok is None and "the runs behind its standard error are not known" in why
     # evaluation repeats of one trained model: never matched, whatever the interval
     pooled = V.Effect(2.0, 0.01, 0, "unpaired", V.ONE_SEED + " (episode standard errors)")
@@ -294,8 +299,10 @@ def test_band_verdict_reaches_every_outcome_and_says_what_would_decide():
         assert ok is None and why.startswith("one trained model: ") and "seed-to-seed noise" in why
     ok, why = V.band_verdict([2.0], band)
     assert ok is None and "with one run there is no interval" in why
-    ok, why = V.band_verdict([math.nan, 2.0, 2.1], band)
-    assert ok is None and "not a number" in why
+    ok, why = V.band_verdict([math.nan, 2.0, 2.1], band)  # the NaN run is dropped and flagged
+    assert ok is True and "1 non-finite run(s) dropped" in why
+    ok, why = V.band_verdict([math.nan, math.inf, 2.0], band)
+    assert ok is None and "with 1 finite run(s) there is no interval" in why
     assert V.tolerance_band(0.5, 0.02) == (0.48, 0.52) and V.factor_band((-0.5, -1.5), 4) == (-6.0, -0.125)
 
 
@@ -329,6 +336,9 @@ def _row(kind=V.SIZE, measure=lambda m: m, **kw):
     kw.setdefault("paper", 2.0)
     kw.setdefault("band", V.factor_band if kind in V.COUNTED else None)
     kw.setdefault("reason", "half to twice the paper's gap" if kind in V.COUNTED else "true by construction")
+    if kind in V.COUNTED:
+        kw.setdefault("compares", f"A − B: metric ({kw.get('id', 'r')})")
+        kw.setdefault("null", 0.0)
     return V.Row(kw.pop("id", "r"), "A beats B", "Table 1", kind, measure, **kw)
 
 
@@ -411,8 +421,13 @@ def test_engine_outcome_wording_and_printed_numbers_agree_at_and_one_ulp_off_eve
         x = float(rng.choice([v for e in (low, high) for v in _near(e)]))
         y = float(rng.choice([low, high])) if rng.random() < 0.3 else float(rng.uniform(-6, 6))
         lo, hi = min(x, y), max(x, y)
+        if high - low < 0.01 or low <= 0 <= high:  # narrower than 2 decimals, or holding the null: refused
+            continue
         c = V.decide_row(_row(V.LEVEL, paper=None, band=(low, high), reason="declared"), fixed(lo, hi))
         want = True if low <= lo and hi <= high else False if hi < low or lo > high else None
+        if V.centre_seeds(fixed(lo, hi), (low, high)) > V.POLICY_SEEDS:  # the band policy: undecidable, said so
+            assert c.matched is None and c.why.startswith(V.NARROW), c.why
+            continue
         assert c.matched is want, (low, high, lo, hi, c.why)
         assert V.WORDS_OF_OUTCOME[want] in c.why, c.why
         a, b = (float(s) for s in re.search(r"our 95% interval \[(\S+), (\S+)\]", c.why).groups())
@@ -440,3 +455,116 @@ def test_a_verdict_shown_not_counted_lists_its_claims_under_its_reason_and_adds_
     for why in ("", "  "):
         with pytest.raises(InputError, match="needs the reason"):
             V.Verdict("t").shown_not_counted(why)
+
+
+# ------------------------------------------------------------------ malformed evidence and the band policy
+@pytest.mark.parametrize("call", [
+    lambda: V.as_effect((0.42, 1.69)),  # two seeds, or a (mean, se)? refused either way
+    lambda: V.spread((0.42, 1.69)),
+    lambda: V.unpaired_effect((0.5, 0.1), (0.3, 0.1)),  # (mean, SD) pairs without n
+    lambda: V.paired_effect((0.5, 0.6), [0.3, 0.4]),
+    lambda: V.band_verdict((1.0, 0.5), (0.5, 2.0)),
+    lambda: V.as_effect([[1.0, 2.0], [3.0, 4.0]]),  # not 1-D
+    lambda: V.as_effect("0.5"),
+])
+def test_a_bare_tuple_or_a_summary_without_its_run_count_is_refused(call):
+    with pytest.raises(InputError, match="seeds are a"):
+        call()
+
+
+def test_two_seeds_as_a_list_give_their_t_interval_not_a_mean_and_se():
+    from scipy import stats
+
+    lo, hi = V.as_effect([0.42, 1.69]).interval()
+    ref = stats.t.interval(0.95, 1, loc=np.mean([0.42, 1.69]), scale=stats.sem([0.42, 1.69]))
+    assert (lo, hi) == pytest.approx(ref) and lo < -5  # t(1) = 12.7: two seeds say little
+
+
+def test_nan_seeds_are_dropped_and_flagged_and_a_row_left_with_one_is_not_decided_on_seeds():
+    e = V.unpaired_effect([1.0, math.nan, 1.2, 1.1], [0.5, 0.6, math.inf])
+    assert (e.n, e.dropped) == (2, 2) and math.isfinite(e.interval()[0])
+    p = V.paired_effect([1.0, math.nan, 1.2], [0.5, 0.6, 0.7])
+    assert (p.n, p.dropped) == (2, 1) and p.mean == pytest.approx(0.5)
+    rows = [_row(id="ok"), _row(id="nan")]
+    v = V.Verdict("t").decide([rows[0]], [2.0, 2.1, 2.2])
+    V.decide([rows[1]], [2.0, math.nan, math.nan], v)
+    by = {c.row_id: c for c in v.claims}
+    assert by["nan"].matched is None and "no interval" in by["nan"].why and "2 non-finite" in by["nan"].ours
+    assert v.noise_counts == (1, 0) and "1 decided on trained seeds" in v.tally_line()
+
+
+def test_a_zero_spread_is_printed_and_never_matched_on_fewer_than_three_runs():
+    two, three = V.band_verdict([2.0, 2.0], (1.0, 4.0)), V.band_verdict([2.0, 2.0, 2.0], (1.0, 4.0))
+    assert two[0] is None and "SD 0: identical runs" in two[1] and "not matched on fewer than 3" in two[1]
+    assert three[0] is True and "SD 0: identical runs" in three[1]
+    assert V.band_verdict([9.0, 9.0], (1.0, 4.0))[0] is False  # wholly outside: a zero spread may fail
+
+
+def test_a_band_narrower_than_the_printed_precision_is_refused():
+    ulp = (1.0, math.nextafter(1.0, 2.0))
+    with pytest.raises(InputError, match="narrower than the measure's printed precision"):
+        V.band_verdict([1.0, 1.0, 1.0], ulp)
+    with pytest.raises(InputError, match="narrower than the measure's printed precision"):
+        V.check_table([_row(band=ulp)])
+    with pytest.raises(InputError, match="narrower than the measure's printed precision"):  # a ratio band of 1e-9
+        V.check_table([_row(paper=1e-9)])
+
+
+def test_an_interval_end_exactly_on_an_edge_lies_inside_the_closed_band():
+    c = V.decide_row(_row(V.LEVEL, paper=None, band=(1.0, 4.0), reason="declared"), fixed(1.0, 2.0))
+    assert c.matched is True
+
+
+def test_the_same_comparison_in_two_tables_or_under_two_ids_is_refused():
+    with pytest.raises(InputError, match="a comparison is counted once"):
+        V.check_table([_row(id="a", compares="X − Y: AP"), _row(id="b", compares="x − y:  ap")])
+    V.check_table([_row(id="a", compares="X − Y: AP (test table)")], table="test one")
+    V.check_table([_row(id="a", compares="X − Y: AP (test table)")], table="test one")  # rebuilt: the same table
+    with pytest.raises(InputError, match="of the table 'test one'"):
+        V.check_table([_row(id="b", compares="X − Y: AP (test table)")], table="test two")
+    V.check_table([_row(id="a", compares="X − Y: AP (test table)"),  # twins: on seeds, else on repeats
+                   _row(id="a.repeats", compares="X − Y: AP (test table)", noise=V.EVALUATION)], table="test one")
+
+
+def test_a_counted_row_names_its_comparison_and_a_level_row_its_null():
+    with pytest.raises(InputError, match="names the comparison"):
+        V.Row("r", "A", "T", V.SIZE, lambda m: m, paper=2.0, band=V.factor_band, reason="x")
+    with pytest.raises(InputError, match="no skill"):
+        V.Row("r", "A", "T", V.LEVEL, lambda m: m, band=(1, 2), reason="x", compares="A")
+
+
+def test_a_null_result_inside_the_band_is_refused_when_the_table_is_built():
+    with pytest.raises(InputError, match="a null result could match"):
+        V.check_table([_row(V.LEVEL, paper=None, band=(0.5, 1.0), null=0.55, reason="mostly")])
+    with pytest.raises(InputError, match="a null result could match"):
+        V.check_table([_row(paper=None, band=(-1.0, 1.0), reason="about equal")])  # a size row's null is 0
+    assert V.check_table([_row(V.LEVEL, paper=None, band=(0.6, 1.0), null=0.55, reason="mostly")])
+
+
+def test_a_band_reaching_past_the_measures_range_is_cut_there():
+    row = _row(V.LEVEL, paper=0.7, band=V.factor_band, bounds=(-1.0, 1.0))  # tau: [0.35, 1.4] -> [0.35, 1]
+    assert row.declared_band() == (0.35, 1.0)
+
+
+def test_a_band_that_ten_seeds_cannot_resolve_is_inconclusive_with_its_reason():
+    """The band policy's "can pass" half: at the measured spread, a result at the band's centre must match with 10
+    seeds per arm or fewer; a band of [1, 4] resolves at SD 1.5 (7 seeds) but not at SD 4 (more than 10)."""
+    from scipy import stats
+
+    k = next(k for k in range(2, 51) if stats.t.ppf(0.975, k - 1) * 1.5 / math.sqrt(k) < 1.5)  # the oracle: 7
+    row = _row(paper=2.0)  # [1, 4], half-width 1.5
+    tight = V.decide_row(row, [2.5 - 1.5, 2.5, 2.5 + 1.5])  # SD 1.5: a match at the centre needs 7 seeds
+    wide = V.decide_row(row, [2.5 - 4.0, 2.5, 2.5 + 4.0])  # SD 4: more than 10
+    assert V.centre_seeds([1.0, 2.5, 4.0], (1.0, 4.0)) == k == 7 and V.centre_seeds([-1.5, 2.5, 6.5], (1.0, 4.0)) > 10
+    assert tight.matched is None and not tight.why.startswith(V.NARROW)
+    assert wide.matched is None and wide.why.startswith(V.NARROW + ": at our spread (SD 4")
+    outside = V.decide_row(row, [20.0, 24.0, 28.0])  # wholly above, but no band this narrow can be told at SD 4
+    assert outside.matched is None and outside.why.startswith(V.NARROW)
+    assert V.decide_row(row, [20.0, 20.5, 21.0]).matched is False  # a resolvable band still fails
+
+
+def test_seeds_to_decide_is_per_arm_and_says_undecidable_beyond_fifty():
+    ok, why = V.band_verdict(V.Effect(2.0, 1.0, 3), (1.9, 4.0))
+    assert "more than 50 seeds per arm (undecidable at this spread)" in why
+    ok, why = V.band_verdict(V.Effect(3.0, 0.6, 3), (1.0, 4.0))
+    assert "seeds per arm would decide" in why

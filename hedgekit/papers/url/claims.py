@@ -9,9 +9,9 @@ the points. Fig. 4 pools over *hyper-parameters*, so its rows are decided on the
 (`benchmark.sweep_runs`, read from the cache when `url_verdict` is not given it), never on the seed-pooled runs;
 those are shown in a note for comparison.
 
-Rankings are decided with rank intervals (`leaderboard.bootstrap_ranks`, a seeded bootstrap over seeds) against
-the band of ranks the paper's statement allows; methods whose rank intervals overlap are one tied group
-(`leaderboard.tied_groups`), listed in a note.
+Rankings are decided with rank sets (`leaderboard.rank_intervals`: pairwise t tests on the pooled within-method
+variance over seeds, Holm-corrected over all pairs, jointly at 95%) against the band of ranks the paper's statement
+allows; methods whose rank sets overlap are one tied group (`leaderboard.tied_groups`), listed in a note.
 
 Like with like: the paper's levels (ImageNet -> CUB / CARS / SOP) and ours (seen -> unseen digits) are on
 different data, so no claim compares absolute levels across them (e.g. our best R-AUROC against the paper's
@@ -34,8 +34,9 @@ import math
 import numpy as np
 
 from hedgekit.papers.url import numbers
-from hedgekit.papers.url.leaderboard import (NOT_TRAINED, TRAINED, TRAINED_AT, UX_NOT_LEARNED, bootstrap_ranks,
-                                             correlated_runs, label, lower_end, ranked, ranking, trained_runs)
+from hedgekit.papers.url.leaderboard import (NOT_TRAINED, TRAINED, TRAINED_AT, UX_NOT_LEARNED, correlated_runs,
+                                             label, lower_end, rank_intervals, ranked, ranking, tied_groups,
+                                             trained_runs)
 from hedgekit.papers.url.numbers import DISPLAY
 from hedgekit.papers.verdict import (CONDITION, RANKING, SANITY, SEEDS, Check, Interval, LEVEL, Row, Verdict,
                                      check_table, fmt, paired_effect, tolerance_band)
@@ -111,8 +112,14 @@ def ranks(board, column: str, statuses=(TRAINED,)) -> dict:
 
 
 def _groups_text(runs) -> tuple[dict, dict]:
-    """method -> "k of K" (its tied group) and method -> "[lo, hi]" (its 95% rank interval) of `ranking`."""
-    r = ranking(runs)
+    """method -> "k of K" (its tied group) and method -> "[lo, hi]" (its rank set) of `ranking`; empty when the
+    runs cannot be ranked (one run per method)."""
+    from hedgekit.errors import InputError
+
+    try:
+        r = ranking(runs)
+    except InputError:
+        return {}, {}
     groups = int(r["tied group"].max()) if len(r) else 0
     return ({m: f"{int(k)} of {groups}" for m, k in r["tied group"].items()},
             {m: f"[{x['rank lo']:g}, {x['rank hi']:g}]" for m, x in r.iterrows()})
@@ -122,7 +129,8 @@ def side_by_side(board, runs=None):
     """Our leaderboard, one row per method (named by `benchmark.label`): downstream R-AUROC and R@1 (mean ± std
     over seeds) and ranks (— for a method that is not ranked: it did not train, or its u(x) did not learn), beside
     what carries over from the paper: its family, whether the paper lists the method in its top 3 per backbone
-    (App. C.6). Given the ``runs``, the rank's 95% interval over seeds and its tied group (`tied_groups`) join them.
+    (App. C.6). Given the ``runs``, the rank set (`leaderboard.rank_intervals`) and tied group (`tied_groups`) join
+    them.
     The paper's own numbers (ImageNet -> CUB/CARS/SOP) are on other data and live apart, in `paper_statements`."""
     import pandas as pd
 
@@ -176,7 +184,13 @@ def _context(runs, budget_name: str) -> str:
 
 # ------------------------------------------------------------------------------------------ measures of the rows
 CORRELATION_TOL = 0.3  # Fig. 4's rows: the paper's rho +- this (weak stays weak, moderate stays moderate)
-LOWER_HALF = (0.5, 1.0)  # "fails to transfer": a relative rank (0 = best, 1 = last) in the lower half
+# "fails to transfer": a relative rank (0 = best, 1 = last) in the lower half, the middle excluded: 0.5 is where a
+# method that noise cannot place sits (ranks 5-8 of 8 are 0.57-1)
+LOWER_HALF = (0.55, 1.0)
+RANDOM_RELATIVE_RANK = 0.5  # the expected relative rank of a method placed at random
+RANDOM_RANK = 4.5  # the expected rank of a method placed at random among 8
+RANDOM_WORST_OF_3 = 6.75  # the expected worst rank of 3 methods placed at random among 8: 3 x (8 + 1) / 4
+STRONG_RHO = 0.7  # a strong rank correlation: what "says little" denies
 R_AUROC, R1 = "down_rauroc", "down_r1"
 RANKED_BY = {R_AUROC: "downstream R-AUROC", R1: "downstream R@1"}
 
@@ -204,27 +218,31 @@ def _correlation(title: str, source: str = "fig4"):
 
 
 def _rank_measure(paper_methods, metric: str, stat, least: int, counterpart: bool = True):
-    """Measure of a ranking row: ``stat(ranks, n)`` of our methods for ``paper_methods`` (their columns of ranks, n
-    methods ranked) over `bootstrap_ranks`' resamples by ``metric``, as an `Interval` of its 2.5 and 97.5
-    percentiles around its value at the point ranks. None when one of them was not run; `NotRanked` when one is
-    not ranked, or fewer than ``least`` methods are."""
+    """Measure of a ranking row: ``stat(ranks, n)`` of our methods for ``paper_methods`` (their ranks, n methods
+    ranked) by ``metric``, as an `Interval` from ``stat`` at the low ends to ``stat`` at the high ends of their rank
+    sets (`leaderboard.rank_intervals`, jointly at 95%; every ``stat`` here is non-decreasing in each rank) around
+    its value at the point ranks. None when one of them was not run; `NotRanked` when one is not ranked, fewer
+    than ``least`` methods are, or the runs cannot be ranked."""
     def measure(m):
-        methods, means, _, boot = m["boot"][metric]
+        r = m["ranks"][metric]
+        methods = [] if isinstance(r, str) else list(r.index)
         ours = [paper_counterpart(p, methods) if counterpart else p for p in paper_methods]
         if any(o not in m["status"] for o in ours):
             return None
+        if isinstance(r, str):
+            return NotRanked(math.nan, math.nan, kind="rank", noise=r)
         out = [f"{label(o)} {m['status'][o]}" for o in ours if o not in methods]
         if out or len(methods) < least:
             why = "; ".join(out) or f"only {len(methods)} methods ranked (at least {least} to decide)"
             return NotRanked(math.nan, math.nan, kind="rank", noise=why)
-        idx = [methods.index(o) for o in ours]
-        from scipy import stats
-
-        point, samples = stat(stats.rankdata(-means)[idx], len(methods)), stat(boot[:, idx], len(methods))
-        lo, hi = np.percentile(samples, [2.5, 97.5])
+        n = len(methods)
+        point, lo, hi = (stat(r.loc[ours, c].to_numpy(float), n) for c in ("rank", "rank lo", "rank hi"))
         names = ", ".join(label(o) for o in ours)
-        return Interval(float(point), math.nan, n=0, kind=f"{names} among {len(methods)} ranked by "
-                        f"{RANKED_BY[metric]}", noise="bootstrap over seeds", low=float(lo), high=float(hi))
+        df = int(r["runs"].sum()) - n
+        return Interval(float(point), math.nan, n=int(r["runs"].min()),  # seeds of the least-seeded ranked method
+                        kind=f"{names} among {n} ranked by {RANKED_BY[metric]}",
+                        noise=f"rank sets from pooled within-method variance over seeds ({df} df), Holm-corrected "
+                              f"pairwise t tests", low=float(lo), high=float(hi))
     return measure
 
 
@@ -293,45 +311,54 @@ def _ux_learned(m):
         if bad else ""))
 
 
-RANK_BAND = "decided on the bootstrap interval over seeds of "
+RANK_BAND = "decided on the rank sets over seeds (Holm-corrected, jointly at 95%) of "
 TABLE = check_table((
     Row("fig4-up-down", "upstream R-AUROC says little about downstream R-AUROC (rank correlation over all "
         "hyper-parameters)", "Fig. 4 left, Sec. 4.5", LEVEL, _correlation(CORRELATION_PAIRS[0][3]),
         paper=numbers.CORRELATIONS["up_vs_down_rauroc"][0], band=lambda p: tolerance_band(p, CORRELATION_TOL),
         reason=f"the paper's rho ± {CORRELATION_TOL}: a weak correlation stays below a moderate 0.4 (the paper "
                "gives no interval); decided on our learning-rate sweep, pooled over hyper-parameters like Fig. 4",
-        unit=""),
+        unit="", null=STRONG_RHO, bounds=(-1.0, 1.0),
+        compares="Spearman ρ of upstream and downstream R-AUROC over the sweep (Fig. 4 left)"),
     Row("fig4-crop-down", "the upstream cropped-image rate predicts downstream R-AUROC", "Fig. 4 right, Sec. 4.5",
         LEVEL, _correlation(CORRELATION_PAIRS[1][3]), paper=numbers.CORRELATIONS["crop_vs_down_rauroc"][0],
         band=lambda p: tolerance_band(p, CORRELATION_TOL),
         reason=f"the paper's rho ± {CORRELATION_TOL}, as for Fig. 4 left: a moderate correlation, from weak (0.24) "
-               "to strong (0.84); decided on our learning-rate sweep", unit=""),
+               "to strong (0.84); decided on our learning-rate sweep", unit="", null=0.0, bounds=(-1.0, 1.0),
+        compares="Spearman ρ of the upstream cropped-image rate and downstream R-AUROC over the sweep (Fig. 4 right)"),
     Row("c6-top3-resnet50", "the best three pretrained models (ResNet-50): ELK, MCInfoNCE, nivMF", "App. C.6",
         RANKING, _rank_measure(numbers.TOP3["ResNet-50"], R_AUROC, _worst, 6), band=(1, 3),
-        paper_text="ELK, MCInfoNCE, nivMF ranks 1-3", digits=1, unit="",
+        paper_text="ELK, MCInfoNCE, nivMF ranks 1-3", digits=1, unit="", null=RANDOM_WORST_OF_3,
+        compares="worst downstream R-AUROC rank of ELK, MCInfoNCE, nivMF (App. C.6)",
         reason=RANK_BAND + "the worst rank of the three: all three in our top 3 (one backbone here, so each of the "
                "paper's backbones is a row)"),
     Row("c6-top3-vit", "the best three pretrained models (ViT-Medium): ELK, Losspred, SNGP", "App. C.6", RANKING,
         _rank_measure(numbers.TOP3["ViT-Medium"], R_AUROC, _worst, 6), band=(1, 3), digits=1, unit="",
-        paper_text="ELK, Losspred, SNGP ranks 1-3",
+        paper_text="ELK, Losspred, SNGP ranks 1-3", null=RANDOM_WORST_OF_3,
+        compares="worst downstream R-AUROC rank of ELK, Losspred, SNGP (App. C.6)",
         reason=RANK_BAND + "the worst rank of the three: all three in our top 3"),
     Row("s43-r1-nivmf", "nivMF has the best R@1 (0.57)", "Sec. 4.3", RANKING, _rank_measure(("nivmf",), R1, _own, 4),
-        band=(1, 1.5), paper_text="1st", digits=1, unit="",
+        band=(1, 1.5), paper_text="1st", digits=1, unit="", null=RANDOM_RANK,
+        compares="nivMF: downstream R@1 rank (Sec. 4.3)",
         reason=RANK_BAND + "nivMF's R@1 rank: first, or tied for first (average rank 1.5); methods whose u(x) did "
                "not learn are ranked by R@1 (their embedding trained)"),
     Row("s43-r1-losspred", "Losspred has the second-best R@1 (0.53)", "Sec. 4.3", RANKING,
         _rank_measure(("losspred",), R1, _own, 4), band=(1.5, 2.5), paper_text="2nd", digits=1, unit="",
+        null=RANDOM_RANK, compares="Losspred: downstream R@1 rank (Sec. 4.3)",
         reason=RANK_BAND + "Losspred's R@1 rank: second, or tied with the first or the third"),
     Row("s43-ce-fails", "the baseline CE fails to transfer u(x)", "Sec. 4.3", RANKING,
         _rank_measure(("ce",), R_AUROC, _relative, 4), band=LOWER_HALF, paper_text="lower ranks", unit="",
-        reason=RANK_BAND + "CE's relative rank (0 = best, 1 = last): 'fails' read as the lower half, the paper "
+        null=RANDOM_RELATIVE_RANK, compares="CE: relative downstream R-AUROC rank (Sec. 4.3)",
+        reason=RANK_BAND + "CE's relative rank (0 = best, 1 = last): 'fails' read as the lower half, the middle excluded; the paper "
                "gives no rank; our supervised InfoNCE is not the paper's baseline and is not tested here"),
     Row("s43-infonce-fails", "the unsupervised baseline InfoNCE fails to transfer u(x)", "Sec. 4.3", RANKING,
         _rank_measure(("infonce_2v",), R_AUROC, _relative, 4, counterpart=False), band=LOWER_HALF,
+        null=RANDOM_RELATIVE_RANK, compares="InfoNCE (two views): relative downstream R-AUROC rank (Sec. 4.3)",
         paper_text="lower ranks", unit="", reason=RANK_BAND + "InfoNCE's (two views, unsupervised) relative rank: "
                                                   "the lower half, as for CE"),
     Row("s43-ensemble-fails", "ensembles fail to provide transferable uncertainty estimates", "Sec. 4.3", RANKING,
         _rank_measure(("ensemble",), R_AUROC, _relative, 4), band=LOWER_HALF, paper_text="lower ranks", unit="",
+        null=RANDOM_RELATIVE_RANK, compares="Ensemble: relative downstream R-AUROC rank (Sec. 4.3)",
         reason=RANK_BAND + "Ensemble's relative rank: the lower half, as for CE"),
     Row("s43-above-chance", "u(x) learned upstream transfers zero-shot: downstream R-AUROC above chance (0.5)",
         "Sec. 4.3", SANITY, _above_chance, paper_text="above 0.5",
@@ -351,7 +378,7 @@ TABLE = check_table((
         "Sec. 4.5", CONDITION, _ux_learned, paper_text="most above 0.7",
         reason="decided on each method's seeds: the 95% t interval of its upstream R-AUROC lies above 0.5; one "
                "whose does not is marked 'u(x) did not learn', out of the uncertainty ranking and the correlations"),
-))
+), table="URL")
 
 
 def _cached_sweep(runs, seed: int):
@@ -374,18 +401,32 @@ def _cached_sweep(runs, seed: int):
     return pd.concat([runs[runs["seed"] == seed], *swept], ignore_index=True)
 
 
+def _rank_sets(runs, metric: str):
+    """`leaderboard.rank_intervals` of ``runs`` by ``metric`` (no rows when there are no runs), or why the runs
+    cannot be ranked (one run per method)."""
+    import pandas as pd
+
+    from hedgekit.errors import InputError
+
+    if runs.empty:
+        return pd.DataFrame(columns=["mean", "runs", "rank", "rank lo", "rank hi"])
+    try:
+        return rank_intervals(runs, metric)
+    except InputError as exc:
+        return str(exc)
+
+
 def measure(runs, board, sweep=None) -> dict:
     """What the rows of `TABLE` read (`Row.measure`): ``status`` (method -> the leaderboard's status), ``board``,
     ``runs`` (`correlated_runs`: the ranked methods), ``pooled`` (`correlations` over seeds), ``fig4``
     (`correlations` over the learning-rate ``sweep``'s runs of the methods ranked on the seeds, None without a sweep)
-    and ``boot`` (metric -> `bootstrap_ranks`: downstream R-AUROC over the ranked methods, R@1 over every method that
+    and ``ranks`` (metric -> `_rank_sets`: downstream R-AUROC over the ranked methods, R@1 over every method that
     trained)."""
     ok, embedded = correlated_runs(runs), trained_runs(runs)
     sweep = sweep[sweep["method"].isin(set(ok["method"]))] if sweep is not None else None
-    boot = {metric: bootstrap_ranks(r, metric) if not r.empty else ([], np.array([]), np.array([]), None)
-            for metric, r in ((R_AUROC, ok), (R1, embedded))}
+    ranks = {metric: _rank_sets(r, metric) for metric, r in ((R_AUROC, ok), (R1, embedded))}
     return {"status": dict(board["status"]) if "status" in board else {m: TRAINED for m in board.index},
-            "board": board, "runs": ok, "pooled": correlations(runs), "boot": boot,
+            "board": board, "runs": ok, "pooled": correlations(runs), "ranks": ranks,
             "fig4": correlations(sweep) if sweep is not None else None}
 
 
@@ -414,11 +455,13 @@ def _notes(v: URLVerdict, m: dict, swept: bool) -> None:
         names = [label(k) for k, s in st.items() if s == status]
         if names:
             v.note(f"{status.capitalize()} ({why}): {', '.join(names)}.")
-    r = ranking(m["runs"])
-    if len(r):
-        v.note("Ranked by downstream R-AUROC in tied groups (methods whose 95% rank intervals over seeds overlap): "
-               + " > ".join("{" + ", ".join(label(k) for k in g.index) + "}" for _, g in r.groupby("tied group"))
-               + ".")
+    r = m["ranks"][R_AUROC]
+    if isinstance(r, str):
+        v.note(f"Not ranked by downstream R-AUROC: {r}.")
+    elif len(r):
+        v.note("Ranked by downstream R-AUROC in tied groups (methods whose rank sets overlap; rank sets from the "
+               "pooled within-method variance over seeds, Holm-corrected pairwise t tests, jointly at 95%): "
+               + " > ".join("{" + ", ".join(label(k) for k in g) + "}" for g in tied_groups(r)) + ".")
     pooled = m["pooled"]
     v.note(("Fig. 4 is decided on the learning-rate sweep; for comparison, " if swept else
             "No learning-rate sweep was found (`benchmark.sweep_runs`), so Fig. 4's rows are not decided; ")

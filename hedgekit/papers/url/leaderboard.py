@@ -6,8 +6,10 @@ A run has learned an embedding when it clears `TRAINED_AT` (`run_status`); only 
 A method that learned an embedding but whose upstream u(x) is not above chance on its seeds (`upstream_learned`) is
 marked `UX_NOT_LEARNED` and kept out of the uncertainty ranking too (issue 46, "Rankings").
 
-Rankings are decided with rank intervals (issue 46; design notes sec. 6): `rank_intervals` bootstraps over each
-method's seeds, and `tied_groups` joins methods whose 95% rank intervals overlap into one tied group.
+Rankings are decided with rank sets that hold at the seeds we have (design notes sec. 6): `rank_sets` compares every
+pair of methods by a t test on the pooled within-method variance over seeds, Holm-corrected over all pairs (Holm
+1979), and places each method between the methods it is separable from; `rank_intervals` computes them from runs,
+and `tied_groups` joins methods whose rank sets overlap into one tied group.
 """
 from __future__ import annotations
 
@@ -22,8 +24,8 @@ from hedgekit.papers.url.numbers import DISPLAY
 
 __all__ = ["LABELS", "label", "METRICS", "TRAINED_AT", "MAY_BE_NAN", "TRAINED", "NOT_TRAINED", "run_status",
            "method_status", "trained_runs", "leaderboard", "ranked", "seed_rank_stability", "leaderboard_markdown",
-           "CHANCE", "UX_NOT_LEARNED", "upstream_learned", "lower_end", "correlated_runs", "bootstrap_ranks",
-           "rank_intervals", "tied_groups", "ranking", "N_BOOT", "CONVERGED", "write_converged", "converged_runs"]
+           "CHANCE", "UX_NOT_LEARNED", "upstream_learned", "lower_end", "correlated_runs", "ALPHA", "rank_sets",
+           "rank_intervals", "tied_groups", "ranking", "CONVERGED", "write_converged", "converged_runs"]
 
 # Our methods' names in tables, figures and verdicts: the paper's (`numbers.DISPLAY`), except that our ``infonce``
 # and ``mcinfonce`` are *supervised* (positives are other images of the same class, `hedgekit.methods.infonce`);
@@ -59,7 +61,7 @@ TRAINED, NOT_TRAINED = "trained", "did not train"
 # so it is kept out of the uncertainty ranking and the correlations (issue 46: ELK 0.46, nivMF 0.45 were ranked)
 UX_NOT_LEARNED = "u(x) did not learn"
 CHANCE = 0.5  # R-AUROC of a u(x) that ranks the retrieval errors at random
-N_BOOT = 2000  # bootstrap resamples of `rank_intervals`
+ALPHA = 0.05  # family-wise error rate of `rank_sets`' pairwise comparisons: the sets hold jointly at 95%
 
 
 def run_status(runs):
@@ -127,47 +129,86 @@ def correlated_runs(runs):
     return runs[runs["method"].map(learned).astype(bool).to_numpy()]
 
 
-def bootstrap_ranks(runs, metric: str = "down_rauroc", n_boot: int = N_BOOT, seed: int = 0):
-    """A bootstrap over seeds of the methods' ranks by ``metric`` (1 = best, the highest mean over a method's runs):
-    every resample draws each method's runs with replacement and ranks the methods by their resampled means (ties
-    share their average rank). Seeded by ``seed``: the same runs give the same draws.
+def rank_sets(means, runs, pooled_var, df: int):
+    """Simultaneous rank sets (1 = best, the highest mean) of M methods from their means over seeds.
 
-    ``runs``: one row per run, with ``method`` and ``metric`` (NaN values are dropped). Returns ``(methods, means,
-    runs per method, ranks)``: ``ranks`` is (``n_boot``, methods), ``means`` the methods' means (the point ranks'
-    values)."""
+    Every pair (i, j) is compared by Student's t on the pooled within-method variance s_p^2 (the seeds' noise,
+    taken as common to the methods): t = (mean_i - mean_j) / (s_p sqrt(1/n_i + 1/n_j)), two-sided, with ``df``
+    degrees of freedom (the sum over methods of n_i - 1). Holm's step-down procedure (Holm 1979) over all
+    M(M - 1)/2 pairs keeps the family-wise error rate at `ALPHA`: the k-th smallest p-value is multiplied by
+    (K - k + 1) for K pairs, made non-decreasing, and compared with `ALPHA`. A pair whose adjusted test rejects is
+    *separable*, ordered by its means. Method i's rank set is the integers from 1 + (the methods separably better
+    than i) to M - (the methods separably worse than i): every set holds its method's true rank (for equal true
+    means, one of their ranks) unless some pair is separated wrongly.
+
+    Holm rather than Tukey's HSD: it holds for any dependence between the pairwise tests and for unequal numbers of
+    runs per method (runs with NaN values are dropped), and each decision is a t test that can be checked by hand;
+    Tukey's studentized range is exact only with equal runs per method, where it would separate a few more pairs.
+
+    ``means``: (..., M), the leading axes independent leaderboards (e.g. simulated ones); ``runs``: (M,) runs per
+    method; ``pooled_var``: s_p^2, shaped like ``means`` without its last axis; ``df`` > 0. Returns integer arrays
+    ``(lo, hi)`` shaped like ``means``. With no seed noise (s_p = 0) every gap between means separates."""
+    from scipy import stats
+
+    means, n = np.asarray(means, float), np.asarray(runs, float)
+    m = means.shape[-1]
+    i, j = np.triu_indices(m, 1)
+    gap = means[..., i] - means[..., j]
+    se = np.sqrt(np.asarray(pooled_var, float)[..., None] * (1 / n[i] + 1 / n[j]))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(gap == 0, 0.0, np.abs(gap) / se)
+    p = 2 * stats.t.sf(t, df)
+    order = np.argsort(p, axis=-1, kind="stable")
+    steps = len(i) - np.arange(len(i))  # Holm's multipliers K, K - 1, ..., 1
+    adjusted = np.maximum.accumulate(np.minimum(1.0, steps * np.take_along_axis(p, order, -1)), axis=-1)
+    reject = np.empty(p.shape, bool)
+    np.put_along_axis(reject, order, adjusted <= ALPHA, axis=-1)
+    separable = np.zeros(means.shape + (m,), bool)
+    separable[..., i, j] = separable[..., j, i] = reject
+    above = means[..., None, :] > means[..., :, None]  # [..., a, b]: b's mean above a's
+    lo = 1 + (separable & above).sum(-1)
+    hi = m - (separable & above.swapaxes(-1, -2)).sum(-1)
+    return lo, hi
+
+
+def rank_intervals(runs, metric: str = "down_rauroc"):
+    """Each method's rank by ``metric`` (1 = best, the highest mean over its runs; ties share their average rank)
+    and its rank set (`rank_sets`: Holm-corrected pairwise t tests on the pooled within-method variance over
+    seeds, jointly at 95%).
+
+    ``runs``: one row per run, with ``method`` and ``metric``; NaN values are dropped, and a method left with no
+    run is left out. Methods are taken in order of their names and each one's values sorted, so the order of the
+    rows does not matter. A method with one run is placed with the pooled variance of the others' seeds; at least
+    one method needs two runs (`InputError` otherwise, as for a missing column or no values).
+
+    Returns a DataFrame indexed by method, best first (equal means: by name): ``mean``, ``runs``, ``rank``, and
+    the rank set's integer ends ``rank lo``, ``rank hi``."""
+    import pandas as pd
     from scipy import stats
 
     if metric not in runs:
         raise InputError(f"runs have no column {metric!r}")
-    values = {m: v.astype(float).dropna().to_numpy() for m, v in runs.groupby("method", sort=False)[metric]}
-    values = {m: v for m, v in values.items() if len(v)}
+    values = {m: np.sort(v.astype(float).dropna().to_numpy()) for m, v in runs.groupby("method")[metric]}
+    values = {m: values[m] for m in sorted(values) if len(values[m])}
     if not values:
         raise InputError(f"no run has a value of {metric!r} to rank")
-    methods, rng = list(values), np.random.default_rng(seed)
-    boot = np.stack([rng.choice(values[m], (n_boot, len(values[m]))).mean(1) for m in methods], axis=1)
-    return (methods, np.array([values[m].mean() for m in methods]), np.array([len(values[m]) for m in methods]),
-            stats.rankdata(-boot, axis=1))
-
-
-def rank_intervals(runs, metric: str = "down_rauroc", n_boot: int = N_BOOT, seed: int = 0):
-    """Each method's rank (1 = best) with its 95% interval: the 2.5 and 97.5 percentiles of `bootstrap_ranks`. A
-    method with one run cannot be placed by its seeds: its interval is [1, number of methods].
-
-    Returns a DataFrame indexed by method, best first: ``mean``, ``runs``, ``rank``, ``rank lo``, ``rank hi``."""
-    import pandas as pd
-    from scipy import stats
-
-    methods, means, n, ranks = bootstrap_ranks(runs, metric, n_boot, seed)
-    lo, hi = np.percentile(ranks, [2.5, 97.5], axis=0)
-    lo, hi = np.where(n < 2, 1.0, lo), np.where(n < 2, float(len(methods)), hi)
+    methods = list(values)
+    n = np.array([len(values[m]) for m in methods])
+    means = np.array([values[m].mean() for m in methods])
+    df = int((n - 1).sum())
+    if df == 0:
+        raise InputError(f"ranking by {metric!r} needs at least 2 runs (seeds) of some method to measure the seeds' "
+                         f"noise; each of the {len(methods)} methods has 1")
+    pooled = sum(((values[m] - mu) ** 2).sum() for m, mu in zip(methods, means)) / df
+    lo, hi = rank_sets(means, n, pooled, df)
     out = pd.DataFrame({"mean": means, "runs": n, "rank": stats.rankdata(-means), "rank lo": lo, "rank hi": hi},
                        index=pd.Index(methods, name="method"))
-    return out.sort_values(["rank", "mean"], ascending=[True, False], kind="stable")
+    return out.sort_values("rank", kind="stable")
 
 
 def tied_groups(intervals) -> list[list]:
-    """Methods that noise cannot separate, as tied groups (best first): methods whose rank intervals overlap (a
-    shared end counts) are in one group, and so, transitively, are methods joined through a third. ``intervals``:
+    """Methods that noise cannot separate, as tied groups (best first): methods whose rank sets overlap (a shared
+    end counts) are in one group, and so, transitively, are methods joined through a third. ``intervals``:
     `rank_intervals`' frame. Within a group, methods keep their order by rank. Clear separation gives one method
     per group; methods that the seeds cannot order give one group."""
     order = intervals.sort_values(["rank lo", "rank"], kind="stable")

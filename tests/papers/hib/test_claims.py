@@ -14,7 +14,7 @@ from hedgekit.papers.hib import numbers as HN
 from hedgekit.papers.hib.claims import (CLAIMS, kl_margin_verdict, known_unknowns_verdict, organisation_verdict,
                                         shift_reason, table4_claims)
 from hedgekit.papers.hib.protocol import RepeatedEvaluation
-from hedgekit.papers.verdict import (EVALUATION, LEVEL, SANITY, SEEDS, SIZE, Row, Verdict, check_table,
+from hedgekit.papers.verdict import (CONDITION, EVALUATION, LEVEL, NARROW, SANITY, SEEDS, SIZE, Row, Verdict, check_table,
                                      factor_band)
 
 ACC = ("ap_clean", "ap_corrupt", "knn_clean", "knn_corrupt")
@@ -126,7 +126,7 @@ def test_every_counted_row_reaches_every_outcome_its_noise_allows(row, outcome):
     if row.noise == SEEDS:
         assert c.outcome == outcome, c.why
         if outcome == "inconclusive":
-            assert "seeds would decide" in c.why or "no number of seeds" in c.why
+            assert "seeds per arm would decide" in c.why or "undecidable at this spread" in c.why or NARROW in c.why
     else:
         assert c.outcome == "inconclusive" and c.why.startswith("one trained model"), c.why
     assert c.why.endswith("band: " + row.reason)
@@ -158,6 +158,8 @@ FIGURES = {
     "fig8": ({"fig8": F8}, {"fig8": dict(F8, scale_corrupt=0.1, var_ratio=1.0)}),
 }
 SANITY_CASES.update({k: tuple({"embeddings": s} for s in v) for k, v in FIGURES.items()})
+SANITY_CASES["d.adjacency.point"] = tuple({"number_line": _app_d("d.adjacency.point", o)}
+                                          for o in ("matched", "not matched"))
 SANITY_CASES["fig10"] = ({"alignment": {"HIB": {0: 0.95, 1: 0.9}, "point": {0: 0.6, 1: 0.7}}},
                          {"alignment": {"HIB": {0: 0.5}, "point": {0: 0.6}}})
 
@@ -196,7 +198,7 @@ def test_the_table_declares_a_band_and_its_reason_for_every_counted_row():
     for r in COUNTED:
         low, high = r.declared_band()
         assert r.reason.strip() and low < high and r.noise in (SEEDS, EVALUATION)
-    assert {r.kind for r in CLAIMS} == {SIZE, LEVEL, SANITY}  # no condition, no ranking in HIB
+    assert {r.kind for r in CLAIMS} == {SIZE, LEVEL, SANITY, CONDITION}  # no ranking in HIB
     with pytest.raises(InputError, match="declares its band and the band's reason"):
         Row("x", "w", "p", SIZE, lambda m: None, paper=1.0, band=factor_band)
 
@@ -348,10 +350,23 @@ def test_table4_rows_follow_tables_1_and_2_only_when_given_and_read_only_their_s
     assert [c.row_id for c in both.claims[:len(without.claims)]] == [c.row_id for c in without.claims]
     added = [c.row_id for c in both.claims[len(without.claims):]]
     assert added == [c.row_id for c in table4_claims(Verdict("t"), _table4()).claims]
-    assert added == ["t4.N3D4.saturates.repeats"] + [f"t4.N3D4.{lab}.{m}.repeats" for lab in ("MoG-1", "MoG-2")
+    assert added == ["t4.N3D4.saturates"] + [f"t4.N3D4.{lab}.{m}.repeats" for lab in ("MoG-1", "MoG-2")
                                                      for m in ("ap_corrupt", "knn_corrupt")] + \
         ["table4.N3D4.MoG-1.tau.repeats", "table4.N3D4.MoG-2.tau.repeats", "table4.absolute.repeats"]
     assert table4_claims(Verdict("t"), {(2, 2, "MoG-1"): _res("MoG-1", 2, 2)}).claims == []  # other setting
+
+
+def test_table4_clean_saturation_is_a_condition_held_or_failed_never_counted():
+    """Every model, point included, sits above App. C.1's 0.99: a precondition of Table 4, not a result."""
+    high = _table4()
+    for r in high.values():
+        r.values["ap_clean"] = np.full(3, 0.995)
+    v = table4_claims(Verdict("t"), high)
+    held = _by_id(v)["t4.N3D4.saturates"]
+    high[(3, 4, "point")].values["ap_clean"] = np.full(3, 0.98)
+    failed = _by_id(table4_claims(Verdict("t"), high))["t4.N3D4.saturates"]
+    assert (held.outcome, failed.outcome) == ("condition held", "condition failed")
+    assert "0.9800" in failed.ours and held not in v.counted
 
 
 def test_a_gap_below_its_band_is_explained_by_a_collapse_or_by_which_model_moved():
@@ -387,7 +402,7 @@ def test_tau_rows_have_an_interval_and_a_collapsed_model_is_not_matched_on_seeds
     """The review's τ of 0.27 ± 0.18 is no longer a 'τ > 0' without noise: the mean of four τ gets an interval."""
     seeds = {(2, 2, "MoG-1"): _seeds(2, 2, "MoG-1", **{t: [-0.1, -0.08, -0.12] for t in HC.TAUS})}
     c = _by_id(known_unknowns_verdict({}, seeds=seeds))["table2.N2D2.MoG-1.tau.seeds"]
-    assert c.outcome == "not matched" and "lies below the band [+0.34125, +1.365]" in c.why
+    assert c.outcome == "not matched" and "lies below the band [+0.34125, +1.00]" in c.why
     res = {(3, 2, "MoG-1"): _ev("MoG-1", 3, 2, {t: [0.27 - 0.18, 0.27, 0.27 + 0.18] for t in HC.TAUS}, False)}
     c = _by_id(known_unknowns_verdict(res))["table2.N3D2.MoG-1.tau.repeats"]
     assert c.outcome == "inconclusive" and c.why.startswith("one trained model")

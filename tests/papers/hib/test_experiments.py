@@ -155,3 +155,23 @@ def test_recorded_seeds_list_as_missing_what_a_loader_does_not_find(tmp_path, mo
     wanted = X.table1_seed_specs(False)
     assert missing == [s.name for specs in wanted.values() for s in specs if s.seed]
     assert {key: len(evs) for key, evs in seeds.items()} == {key: 1 for key in wanted}
+
+
+def test_recorded_seeds_read_a_seed_without_a_checkpoint_from_the_ledger_and_say_where_each_came_from(
+        tmp_ledger, tmp_path, monkeypatch):
+    monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path / "data"))  # no cache: the shipped seed 0 and the ledger
+    s1, s2 = (X.table1_seed_specs(False)[(2, 2, "point")][s] for s in (1, 2))
+    tmp_ledger(s1, {"knn_corrupt": 0.69, "ap_clean": 0.99, "tau_ap_clean": None, "eval_images": 10_000})
+    tmp_ledger(s2, {"knn_corrupt": 0.70, "ap_clean": 0.99, "tau_ap_clean": None, "eval_images": 10_000},
+               device="cuda:0 (NVIDIA H200)")
+    seeds, missing = X.recorded_table1_seeds()
+    assert s1.name not in missing and s2.name not in missing
+    _, meta0 = zoo.load_checkpoint(zoo.SHIPPED_DIR / "point-n2-d2-paper-s0.pt")
+    assert [ev.mean("knn_corrupt") for ev in seeds[(2, 2, "point")]] == [meta0["metrics"]["knn_corrupt"], 0.69, 0.70]
+    assert seeds[(2, 2, "point")][1].n_images == 10_000
+    metas, _ = X.table1_seed_metas()
+    date = metas[(2, 2, "point")][1][1]["date"]
+    assert X.seed_sources(m for _, m in metas[(2, 2, "point")]) == (
+        f"3 seeds: 1 from a checkpoint on this machine, 2 from the ledger (1 trained on cpu, recorded {date}; "
+        f"1 trained on cuda:0 (NVIDIA H200), recorded {date})")
+    assert X.seed_sources([{"source": "trained now"}]) == "1 seed: 1 trained now"

@@ -13,7 +13,8 @@ import hedgekit.papers.spe.protocol as Z
 from hedgekit.errors import InputError
 from hedgekit.papers.spe import claims as P
 from hedgekit.papers.spe import numbers as N
-from hedgekit.papers.verdict import COUNTED, EVALUATION, LEVEL, SANITY, SEEDS, SIZE, training_context
+from hedgekit.papers.verdict import (COUNTED, EVALUATION, LEVEL, NARROW, SANITY, SEEDS, SIZE, factor_band,
+                                     training_context)
 
 CONDS = list(N.CONDITION_NAMES.values())
 ONE_MODEL = "one trained model"
@@ -49,10 +50,13 @@ def test_table2_gaps_are_sized_by_half_to_twice_the_papers():
     assert gap.noise == EVALUATION  # one trained model per setting
 
 
-def test_a_tie_in_the_papers_cells_gets_a_tolerance_band_around_zero():
+def test_a_tie_in_the_papers_cells_is_a_sanity_check_not_a_band_around_zero():
+    """A band around a tie would match a null result (the band policy): the tied cell is shown, not counted."""
     # unseen, corrupt S / clean Q at N2D3: SPE 86.3 vs PN 86.3
     (gap,) = [r for r in P.ndigit_table(((2, 3),)) if r.id == "gap pooled unseen corrupt S / clean Q"]
-    assert gap.paper == 0 and gap.declared_band() == (-1.0, 1.0)
+    assert gap.kind == "sanity" and "tie" in gap.reason
+    with pytest.raises(InputError, match="nonzero"):
+        factor_band(0.0)
 
 
 # ---------------------------------------------------------------------------- notebook 06
@@ -181,7 +185,7 @@ PN3 = [72.5, 73.0, 72.0]
     ([92.0, 92.5, 93.0], PN3, "matched", "lies inside"),  # +19.83 ± 4.303 x 0.41
     ([73.0, 72.0, 73.5], PN3, "not matched", "lies below"),  # a precise zero
     ([99.0, 99.5, 99.2], [52.0, 52.5, 51.8], "not matched", "lies above"),  # +47.1: over twice the paper's
-    ([95.0, 60.0, 80.0], PN3, "inconclusive", "seeds would decide"),  # +5.7, seeds too spread to decide
+    ([95.0, 60.0, 80.0], PN3, "inconclusive", "seeds per arm"),  # +5.7, seeds too spread to decide
 ])
 def test_the_seeded_table2_gap_is_decided_on_its_size_over_the_trained_seeds(spe, pn, outcome, where):
     c = _by(P.ndigit_verdict(dict(table=_rows(paper), settings=((2, 2),), seeds=_seeds(spe, pn))))[SEEDED_GAP]
@@ -199,7 +203,7 @@ def test_the_reviews_seeded_clean_gap_of_three_times_the_paper_is_inconclusive_n
     c = _by(P.ndigit_verdict(dict(table=_rows(paper), settings=((2, 2),), seeds=_seeds(spe, pn, cell))))
     c = c["gap seeds seen clean S / clean Q"]
     assert c.outcome == "inconclusive" and "[+2.70, +9.84]" in c.why and "[+0.95, +3.80]" in c.why
-    assert "about 4 seeds would decide at the observed spread (ours: 3)" in c.why  # 6.27 - 3.8 = 2.47 > t x sd / 2
+    assert "about 4 seeds per arm would decide at the observed spread (ours: 3)" in c.why  # 6.27 - 3.8 > t x sd / 2
 
 
 @pytest.mark.parametrize("spe, outcome", [([92.0, 92.5, 93.0], "matched"), ([80.0, 80.5, 81.0], "not matched"),
@@ -219,12 +223,14 @@ def test_each_table2_comparison_is_counted_once_seeded_at_n2d2_and_the_other_set
     settings = ((2, 2), (3, 3))
     stats = dict(table=_rows(paper, settings=settings), settings=settings)
     v = P.ndigit_verdict(stats)
-    assert len(v.counted) == 12 and _by(v)[GAP].claim.startswith("Table 2 (N2D2, N3D3): ")
+    # seen clean S / clean Q pooled over N2D2, N3D3 ties in the paper (91.0 vs 90.8): a sanity check, not counted
+    assert len(v.counted) == 11 and _by(v)[GAP].claim.startswith("Table 2 (N2D2, N3D3): ")
+    assert _by(v)["gap pooled seen clean S / clean Q"].kind == "sanity"
     assert _by(v)[GAP].paper == "SPE 90.1 vs PN 77.7 (+12.4)"  # (92.4 + 87.8) / 2 vs (72.7 + 82.7) / 2
     v = P.ndigit_verdict(dict(stats, seeds=_seeds([92.0, 92.5, 93.0], PN3)))
     by = _by(v)
-    assert len(v.counted) == 14 and by[GAP].claim.startswith("Table 2 (N3D3): ") and SEEDED_GAP in by
-    assert by[GAP].paper == "SPE 87.8 vs PN 82.7 (+5.1)" and v.noise_counts == (2, 12)
+    assert len(v.counted) == 13 and by[GAP].claim.startswith("Table 2 (N3D3): ") and SEEDED_GAP in by
+    assert by[GAP].paper == "SPE 87.8 vs PN 82.7 (+5.1)" and v.noise_counts == (2, 11)
     unseeded = by["gap pooled unseen corrupt S / clean Q"]  # no seeds for this cell: N2D2 stays pooled
     assert unseeded.claim.startswith("Table 2 (N2D2, N3D3): ")
     only = P.ndigit_verdict(dict(table=_rows(paper), settings=((2, 2),), seeds=_seeds([92.0, 92.5, 93.0], PN3)))

@@ -1,6 +1,7 @@
 """Tests of hedgekit.papers.url.leaderboard: mean and sample std against numpy, which runs count as trained (the
-thresholds, NaN metrics, diverged runs), the ranking of trained methods only, and Kendall's tau between seeds'
-rankings on hand-made orders."""
+thresholds, NaN metrics, diverged runs), the ranking of trained methods only, rank sets (their coverage simulated,
+a hand-made case against a pair-by-pair Holm procedure, independence of the rows' order), and Kendall's tau between
+seeds' rankings on hand-made orders."""
 import math
 from pathlib import Path
 
@@ -87,7 +88,7 @@ def test_nan_metrics_never_count_as_trained():
     assert list(leaderboard.run_status(runs)) == ["trained", "did not train", "did not train", "did not train"]
 
 
-# ---------------------------------------------------------------- u(x) above chance, rank intervals, tied groups
+# -------------------------------------------------------------------- u(x) above chance, rank sets, tied groups
 def _up(table):
     """Runs from {method: [upstream R-AUROC per seed]}, every run trained."""
     return pd.DataFrame([{"method": m, "seed": s, "up_r1": 0.9, "up_acc": 0.9, "up_rauroc": u, "down_rauroc": 0.6,
@@ -138,22 +139,121 @@ def test_equal_methods_are_one_tied_group_and_groups_join_through_a_third():
     assert leaderboard.tied_groups(r) == [["a", "b"], ["c"]]
 
 
-def test_rank_intervals_are_a_seeded_bootstrap_over_seeds():
-    runs = _down({"a": [0.60, 0.64, 0.58], "b": [0.61, 0.59, 0.65], "c": [0.2, 0.3, 0.25], "one": [0.62]})
-    r = leaderboard.rank_intervals(runs, n_boot=500, seed=3)
-    pd.testing.assert_frame_equal(r, leaderboard.rank_intervals(runs, n_boot=500, seed=3))  # deterministic
-    methods, means, n, ranks = leaderboard.bootstrap_ranks(runs, n_boot=500, seed=3)
-    # each resample's ranks by hand, from the same generator stream
-    rng = np.random.default_rng(3)
-    values = {m: runs.loc[runs["method"] == m, "down_rauroc"].to_numpy() for m in methods}
-    draws = np.stack([rng.choice(values[m], (500, len(values[m]))).mean(1) for m in methods], axis=1)
-    by_hand = np.array([[1 + (row > row[j]).sum() + 0.5 * ((row == row[j]).sum() - 1) for j in range(4)]
-                        for row in draws])
-    np.testing.assert_array_equal(ranks, by_hand)
-    assert r.loc["c", "rank lo"] == r.loc["c", "rank hi"] == 4  # always last
-    assert (r.loc["one", "rank lo"], r.loc["one", "rank hi"]) == (1, 4)  # one seed cannot place it
-    with pytest.raises(InputError, match="no column"):
+def naive_rank_sets(runs, metric="down_rauroc", alpha=0.05):
+    """Rank sets pair by pair: pooled variance, Student's t for each pair, Holm's step-down by hand (Holm 1979)."""
+    from itertools import combinations
+
+    from scipy import stats
+
+    values = {m: v.dropna().to_numpy(float) for m, v in runs.groupby("method")[metric]}
+    df = sum(len(v) - 1 for v in values.values())
+    sp = math.sqrt(sum(((v - v.mean()) ** 2).sum() for v in values.values()) / df)
+    p = {}
+    for a, b in combinations(values, 2):
+        t = (values[a].mean() - values[b].mean()) / (sp * math.sqrt(1 / len(values[a]) + 1 / len(values[b])))
+        p[a, b] = 2 * stats.t.sf(abs(t), df)
+    separable, k = set(), len(p)
+    for step, pair in enumerate(sorted(p, key=p.get)):
+        if p[pair] > alpha / (k - step):  # Holm: stop at the first pair that fails its threshold
+            break
+        separable.add(pair)
+    sets = {}
+    for m, v in values.items():
+        better = sum(values[o].mean() > v.mean() for pair in separable for o in pair if m in pair and o != m)
+        worse = sum(values[o].mean() < v.mean() for pair in separable for o in pair if m in pair and o != m)
+        sets[m] = (1 + better, len(values) - worse)
+    return sets, p
+
+
+def test_rank_sets_of_a_hand_made_case_match_a_pair_by_pair_holm_procedure():
+    # means 0.82, 0.775, 0.73, seed spread 0.02 (s_p = 0.02, 6 df): a vs c (t = 5.5) is separable after Holm; a vs b
+    # (t = 2.76, p = 0.033) would be at 5% on its own but not after Holm's factor 2; b vs c likewise
+    runs = _down({"a": [0.80, 0.82, 0.84], "b": [0.755, 0.775, 0.795], "c": [0.71, 0.73, 0.75]})
+    sets, p = naive_rank_sets(runs)
+    assert p["a", "b"] < 0.05 and p["b", "c"] < 0.05 and 2 * p["a", "b"] > 0.05
+    assert sets == {"a": (1, 2), "b": (1, 3), "c": (2, 3)}
+    r = leaderboard.rank_intervals(runs)
+    assert {m: (x["rank lo"], x["rank hi"]) for m, x in r.iterrows()} == sets
+    assert r["rank lo"].dtype.kind == r["rank hi"].dtype.kind == "i"
+    assert leaderboard.tied_groups(r) == [["a", "b", "c"]]
+    # unequal runs: a method with one run and one with a NaN run (dropped) are placed with the pooled variance
+    rng = np.random.default_rng(5)
+    runs = _down({m: list(mu + 0.03 * rng.standard_normal(k)) for m, mu, k in
+                  (("p", 0.9, 3), ("q", 0.85, 4), ("r", 0.7, 3), ("s", 0.62, 1), ("t", 0.6, 2), ("u", 0.3, 3))})
+    runs.loc[runs.index[4], "down_rauroc"] = math.nan
+    r = leaderboard.rank_intervals(runs)
+    assert r.loc["q", "runs"] == 3 and r.loc["s", "runs"] == 1
+    assert {m: (x["rank lo"], x["rank hi"]) for m, x in r.iterrows()} == naive_rank_sets(runs)[0]
+
+
+def test_rank_sets_do_not_depend_on_the_order_of_the_rows():
+    rng = np.random.default_rng(0)
+    runs = _down({f"m{k}": list(0.5 + 0.02 * (k // 2) + 0.02 * rng.standard_normal(3)) for k in range(9)})
+    runs = pd.concat([runs, _down({"tie_a": [0.55, 0.56, 0.57], "tie_b": [0.57, 0.55, 0.56]})], ignore_index=True)
+    runs.loc[3, "down_rauroc"] = math.nan
+    ref = leaderboard.rank_intervals(runs)
+    assert ref.loc["tie_a", "rank"] == ref.loc["tie_b", "rank"]  # equal means share their average rank
+    for seed in range(5):
+        pd.testing.assert_frame_equal(leaderboard.rank_intervals(runs.sample(frac=1, random_state=seed)), ref)
+        pd.testing.assert_frame_equal(leaderboard.ranking(runs.sample(frac=1, random_state=seed).assign(
+            up_r1=0.9, up_rauroc=0.8)), leaderboard.ranking(runs.assign(up_r1=0.9, up_rauroc=0.8)))
+
+
+def test_identical_distributions_get_the_full_range_and_clear_gaps_singletons():
+    equal = _down({m: [0.6, 0.7, 0.5] for m in "abcd"})
+    r = leaderboard.rank_intervals(equal)
+    assert list(r.index) == ["a", "b", "c", "d"]  # equal means: in order of name
+    assert set(r["rank lo"]) == {1} and set(r["rank hi"]) == {4}
+    apart = _down({m: [v - 0.01, v, v + 0.01] for m, v in zip("abcd", (0.2, 0.4, 0.6, 0.8))})
+    r = leaderboard.rank_intervals(apart)
+    assert list(r.index) == ["d", "c", "b", "a"] and list(r["rank lo"]) == [1, 2, 3, 4] == list(r["rank hi"])
+    # no seed noise at all: every gap separates, equal means stay tied
+    flat = leaderboard.rank_intervals(_down({"a": [0.5, 0.5], "b": [0.5, 0.5], "c": [0.4, 0.4]}))
+    assert [tuple(x) for x in flat[["rank lo", "rank hi"]].to_numpy()] == [(1, 2), (1, 2), (3, 3)]
+
+
+def test_rank_sets_refuse_what_they_cannot_rank():
+    runs = _down({"a": [0.60, 0.64, 0.58], "b": [0.61]})
+    with pytest.raises(InputError, match="no column 'nope'"):
         leaderboard.rank_intervals(runs, "nope")
+    with pytest.raises(InputError, match="no run has a value"):
+        leaderboard.rank_intervals(runs.iloc[:0])
+    with pytest.raises(InputError, match="no run has a value"):
+        leaderboard.rank_intervals(runs.assign(down_rauroc=math.nan))
+    with pytest.raises(InputError, match="at least 2 runs"):
+        leaderboard.rank_intervals(_down({"a": [0.6], "b": [0.7], "c": [0.5]}))
+    with pytest.raises(InputError, match="at least 2 runs"):  # a second run that is NaN does not count
+        leaderboard.rank_intervals(_down({"a": [0.6, math.nan], "b": [0.7]}))
+
+
+# 8 methods' true means: two tied blocks among clear gaps, and a staircase of gaps smaller than the seed noise
+# (SD 0.03), where a bootstrap over 3 seeds covers the true ranks in about 0.8 of the leaderboards
+TRUE_MEANS = {"tied blocks": np.array([0.70, 0.60, 0.60, 0.60, 0.55, 0.50, 0.50, 0.30]),
+              "staircase": np.linspace(0.70, 0.56, 8)}
+
+
+@pytest.mark.parametrize("design", TRUE_MEANS)
+@pytest.mark.parametrize("seeds", [3, 5])
+def test_rank_sets_cover_the_true_ranks_with_few_seeds(design, seeds, boards=2000, sd=0.03):
+    true = TRUE_MEANS[design]
+    rng = np.random.default_rng(seeds)
+    k = len(true)
+    x = true[:, None] + sd * rng.standard_normal((boards, k, seeds))
+    means, df = x.mean(-1), k * (seeds - 1)
+    pooled = ((x - means[..., None]) ** 2).sum((-2, -1)) / df
+    lo, hi = leaderboard.rank_sets(means, np.full(k, seeds), pooled, df)
+    # a method's true ranks: its tied block, from 1 + (truly better) to k - (truly worse)
+    first = 1 + (true[None, :] > true[:, None]).sum(1)
+    last = k - (true[None, :] < true[:, None]).sum(1)
+    coverage = ((lo <= last) & (hi >= first)).all(-1).mean()  # every set holds a rank of its block
+    whole = ((lo <= first) & (hi >= last)).all(-1).mean()  # every set holds its whole block: no wrong separation
+    assert coverage >= 0.93 and whole >= 0.93, (coverage, whole)
+    assert (hi - lo).mean() < k - 1  # and the sets say something
+    # the frame path gives the same sets
+    for b in range(3):
+        runs = pd.DataFrame({"method": np.repeat([f"m{i}" for i in range(k)], seeds), "down_rauroc": x[b].ravel()})
+        r = leaderboard.rank_intervals(runs).loc[[f"m{i}" for i in range(k)]]
+        assert list(r["rank lo"]) == list(lo[b]) and list(r["rank hi"]) == list(hi[b])
 
 
 def test_ranking_has_tied_groups_of_the_ranked_methods_only():
