@@ -248,7 +248,8 @@ def test_a_verdicts_forest_plot_in_the_report_is_embedded_under_its_notebook(tmp
 
     monkeypatch.setattr(ipd, "display", lambda *a, **k: None)  # outside a kernel: nothing to show
     v = V.Verdict("t").decide([V.Row("r", "A beats B", "Table 1", V.SIZE, lambda m: m, paper=2.0,
-                                     band=V.factor_band, reason="half to twice")], [1.5, 2.0, 2.5])
+                                     band=V.factor_band, reason="half to twice", compares="A − B: metric")],
+                                    [1.5, 2.0, 2.5])
     report_dir = tmp_path / "report"
     v.show(Report(report_dir / "assets" / "07_x"))
     nb = nbformat.v4.new_notebook()

@@ -111,7 +111,7 @@ class RepeatedEvaluation:
         single repetition, so the table builders below serve them too."""
         res = cls(label, n_digits, dim, 1, n_images,
                   values={k: np.array([v], dtype=float) for k, v in metrics.items()
-                          if k.startswith(("ap_", "knn_", "tau_"))})
+                          if k.startswith(("ap_", "knn_", "knnp_", "tau_"))})
         for k in ("var_clean", "var_corrupt", "eta_clean", "eta_corrupt"):
             setattr(res, k, float(metrics.get(k, math.nan)))
         return res

@@ -252,24 +252,27 @@ def _ours(rows: Sequence[Mapping], method: str, split: str, cond: str, settings)
     return sum(a for a, _ in vals) / len(vals), math.sqrt(sum(s**2 for _, s in vals)) / len(vals)
 
 
-def _pooled(m: Mapping, split: str, cond: str, settings, gap: bool) -> Effect | None:
-    """SPE − PN (``gap``) or SPE's accuracy over ``settings`` with the episodes' standard errors; None if not run
-    (a NaN accuracy gives no interval, and the engine says so)."""
-    spe, pn = (_ours(m["table"], method, split, cond, settings) for method in ("SPE", "PN"))
+def _pooled(m: Mapping, split: str, cond: str, settings, gap: bool, method: str = "SPE") -> Effect | None:
+    """SPE − PN (``gap``) or ``method``'s accuracy over ``settings`` with the episodes' standard errors; None if not
+    run (a NaN accuracy gives no interval, and the engine says so)."""
+    spe, pn = (_ours(m["table"], name, split, cond, settings) for name in ((method, "PN") if not gap else
+                                                                          ("SPE", "PN")))
     if spe is None or (gap and pn is None):
         return None
     (s, s_se), (p, p_se) = spe, pn if gap else (0.0, 0.0)
     return Effect(s - p, math.hypot(s_se, p_se), 0, "unpaired" if gap else "episodes", EPISODES)
 
 
-def _seeded(m: Mapping, split: str, cond: str, gap: bool):
-    """SPE − PN (``gap``, `unpaired_effect`) or SPE's accuracy per seed at `SEEDED_SETTING` over the trained seeds
-    (``stats["seeds"]``, `seed_accuracies`); None where none were given. One seed gives no interval."""
+def _seeded(m: Mapping, split: str, cond: str, gap: bool, method: str = "SPE"):
+    """SPE − PN (``gap``, `unpaired_effect`) or ``method``'s accuracy per seed at `SEEDED_SETTING` over the trained
+    seeds (``stats["seeds"]``, `seed_accuracies`); None where none were given. One seed gives no interval."""
     accs = (m.get("seeds") or {}).get((split, cond), {})
+    if not gap:
+        return list(accs[method]) if accs.get(method) else None
     spe, pn = accs.get("SPE", []), accs.get("PN", [])
-    if not spe or (gap and not pn):
+    if not spe or not pn:
         return None
-    return unpaired_effect(spe, pn, noise=SEEDS_NOTE) if gap else list(spe)
+    return unpaired_effect(spe, pn, noise=SEEDS_NOTE)
 
 
 # % accuracy with no skill: an episode ranks every class of its split (App. A.3), 20 or more, so chance is <= 5%
@@ -316,7 +319,13 @@ def _table2_rows(split: str, cond: str, settings: tuple, seeded: bool) -> list[R
                  Row(f"level {tag} {split} {cond}", f"SPE accuracy, {cell}", place, LEVEL, partial(measure, gap=False),
                      paper=round(ps, 6), band=partial(tolerance_band, tol=LEVEL_TOL_TABLE2), reason=LEVEL_REASON,
                      noise=noise, unit="%", digits=1, compares=f"SPE at {_where(over)}: accuracy, {cell} (Table 2)",
-                     null=TABLE2_CHANCE, bounds=(0.0, 100.0))]
+                     null=TABLE2_CHANCE, bounds=(0.0, 100.0)),
+                 Row(f"pn level {tag} {split} {cond}", f"PN accuracy, {cell}", place, LEVEL,
+                     partial(measure, gap=False, method="PN"), paper=round(pp, 6),
+                     band=partial(tolerance_band, tol=LEVEL_TOL_TABLE2), reason=LEVEL_REASON + " (the baseline's level: "
+                     "the SPE − PN gaps above rest on it)", noise=noise, unit="%", digits=1,
+                     compares=f"PN at {_where(over)}: accuracy, {cell} (Table 2)", null=TABLE2_CHANCE,
+                     bounds=(0.0, 100.0))]
     return rows
 
 

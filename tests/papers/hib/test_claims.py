@@ -18,7 +18,7 @@ from hedgekit.papers.verdict import (CONDITION, EVALUATION, LEVEL, NARROW, SANIT
                                      factor_band)
 
 ACC = ("ap_clean", "ap_corrupt", "knn_clean", "knn_corrupt")
-SOURCES = {"t1": ("results", "seeds"), "table1": ("results", "seeds"), "table2": ("results", "seeds"),
+SOURCES = {"t1": ("results", "seeds"), "t6": ("results", "seeds"), "table1": ("results", "seeds"), "table2": ("results", "seeds"),
            "t7": ("results", "seeds"), "t4": ("table4", "seeds"), "table4": ("table4", "seeds"),
            "t5": ("table5", "table5_seeds")}
 COUNTED = [r for r in CLAIMS if r.kind in (SIZE, LEVEL)]
@@ -437,7 +437,9 @@ def test_notebook_05_decides_table5_and_lists_figures_12_and_6_apart():
     assert by["fig12.unit"].outcome == "sanity check failed" and "mean KL to N(0, I) 4.56 nats" in by["fig12.unit"].ours
     assert by["fig6"].ours == ("soft ≥ hard in 1 of 2 (metric, margin) pairs; hard wins at knn_clean M=0.5 (0.792 vs "
                                "0.787); 1 of these KNN gaps within 2 binomial standard errors (10000 test images)")
-    assert [c.row_id for c in v.counted] == ["t5.N3D3.knn_corrupt.repeats", "t5.N3D3.tau_knn_clean.repeats"]
+    # every Table 5 column whose paper cells do not tie (N3D3's AP corrupt: 0.932 both) is a row
+    assert [c.row_id for c in v.counted] == [f"t5.N3D3.{m}.repeats" for m in (
+        "ap_clean", "knn_clean", "knn_corrupt", "tau_ap_clean", "tau_ap_corrupt", "tau_knn_clean", "tau_knn_corrupt")]
     assert any("variance collapse" in n for n in v.notes)  # -0.022 lies below [+0.0225, +0.09]
 
 

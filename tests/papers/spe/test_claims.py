@@ -223,18 +223,19 @@ def test_each_table2_comparison_is_counted_once_seeded_at_n2d2_and_the_other_set
     settings = ((2, 2), (3, 3))
     stats = dict(table=_rows(paper, settings=settings), settings=settings)
     v = P.ndigit_verdict(stats)
-    # seen clean S / clean Q pooled over N2D2, N3D3 ties in the paper (91.0 vs 90.8): a sanity check, not counted
-    assert len(v.counted) == 11 and _by(v)[GAP].claim.startswith("Table 2 (N2D2, N3D3): ")
+    # seen clean S / clean Q pooled over N2D2, N3D3 ties in the paper (91.0 vs 90.8): a sanity check, not counted;
+    # each of the 6 cells has its SPE and its PN level
+    assert len(v.counted) == 17 and _by(v)[GAP].claim.startswith("Table 2 (N2D2, N3D3): ")
     assert _by(v)["gap pooled seen clean S / clean Q"].kind == "sanity"
     assert _by(v)[GAP].paper == "SPE 90.1 vs PN 77.7 (+12.4)"  # (92.4 + 87.8) / 2 vs (72.7 + 82.7) / 2
     v = P.ndigit_verdict(dict(stats, seeds=_seeds([92.0, 92.5, 93.0], PN3)))
     by = _by(v)
-    assert len(v.counted) == 13 and by[GAP].claim.startswith("Table 2 (N3D3): ") and SEEDED_GAP in by
-    assert by[GAP].paper == "SPE 87.8 vs PN 82.7 (+5.1)" and v.noise_counts == (2, 11)
+    assert len(v.counted) == 20 and by[GAP].claim.startswith("Table 2 (N3D3): ") and SEEDED_GAP in by
+    assert by[GAP].paper == "SPE 87.8 vs PN 82.7 (+5.1)" and v.noise_counts == (3, 17)
     unseeded = by["gap pooled unseen corrupt S / clean Q"]  # no seeds for this cell: N2D2 stays pooled
     assert unseeded.claim.startswith("Table 2 (N2D2, N3D3): ")
     only = P.ndigit_verdict(dict(table=_rows(paper), settings=((2, 2),), seeds=_seeds([92.0, 92.5, 93.0], PN3)))
-    assert GAP not in _by(only) and SEEDED_GAP in _by(only) and len(only.counted) == 12
+    assert GAP not in _by(only) and SEEDED_GAP in _by(only) and len(only.counted) == 18
 
 
 def test_a_pooled_row_needs_every_setting_it_pools_and_a_nan_accuracy_reads_as_no_interval():
@@ -287,7 +288,7 @@ def test_figure_4_reads_the_replications_with_a_t_interval_over_the_runs():
 def test_figure_rows_are_left_out_when_not_measured_and_the_tally_counts_no_sanity_check():
     v = P.ndigit_verdict(dict(table=_rows(paper), settings=((2, 2),), fig4=_f4(), fig7=_fig7()))
     assert [c.row_id for c in v.checks] == ["fig6-hib", "fig7-axes", "fig7-place", "fig4-s1", "fig4-efficiency"]
-    assert v.counts == (0, 0, 12) and "Omniglot" in v.markdown()
+    assert v.counts == (0, 0, 18) and "Omniglot" in v.markdown()  # 6 cells x (gap, SPE level, PN level)
     bare = P.ndigit_verdict(dict(table=_rows(paper), settings=((2, 2),)))
     assert [c.row_id for c in bare.checks] == ["fig6-hib"]
 
