@@ -25,7 +25,9 @@ HIB, MOG2, POINT = DEFAULT_MODEL, "MoG-2, D=2", POINT_MODEL
 NO_CUDA = "needs a CUDA GPU: torch.cuda.is_available() is False here (tests/gpu_check.sh runs the gpu tests on one)"
 REPO_DATA = REPO_DIR / "data"  # `hedgekit.paths.data_dir()` without HEDGEKIT_DATA: a run must leave it as found
 _DATA_LISTING = pytest.StashKey[dict]()
-_PREVIOUS_DATA = pytest.StashKey["str | None"]()
+_PREVIOUS_ENV = pytest.StashKey[dict]()
+# environment variable -> name of the empty folder `pytest_configure` points it at for the session
+_SESSION_FOLDERS = {"HEDGEKIT_DATA": "hedgekit-data", "HEDGEKIT_LEDGER": "hedgekit-ledger"}
 collect_ignore_glob = ["fixtures/*.ipynb"]  # the lesson machinery's fixture is not a notebook of the kit
 
 
@@ -103,26 +105,28 @@ def pytest_report_header(config):
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config):
     """``HEDGEKIT_DATA`` for the whole session: an empty folder under pytest's base temporary folder, outside the
-    repository, so no test reads what an earlier run left behind and none writes into `REPO_DATA`. Under
+    repository, so no test reads what an earlier run left behind and none writes into `REPO_DATA`; likewise
+    ``HEDGEKIT_LEDGER`` (`hedgekit.zoo.ledger`), so that no test decides on or writes into the committed ledger. Under
     pytest-xdist each worker has its own base folder, hence its own cache: no two processes write the same cache
     file, at the price of models both workers need being trained twice. Set here, before any test or notebook
     runs, so the notebooks' kernels (nbmake, `pytest_collection_modifyitems`) and every subprocess inherit it; a
     test that sets its own (``monkeypatch.setenv``) gets this one back afterwards."""
     if config.getoption("numprocesses", None) and not _is_xdist_worker(config):
         return  # the pytest-xdist controller runs no test: its workers make their own
-    config.stash[_PREVIOUS_DATA] = os.environ.get("HEDGEKIT_DATA")
-    os.environ["HEDGEKIT_DATA"] = str(config._tmp_path_factory.mktemp("hedgekit-data"))
+    config.stash[_PREVIOUS_ENV] = {name: os.environ.get(name) for name in _SESSION_FOLDERS}
+    for name, folder in _SESSION_FOLDERS.items():
+        os.environ[name] = str(config._tmp_path_factory.mktemp(folder))
 
 
 def pytest_unconfigure(config):
-    """``HEDGEKIT_DATA`` back to what it was before the session."""
-    if _PREVIOUS_DATA not in config.stash:
+    """``HEDGEKIT_DATA`` and ``HEDGEKIT_LEDGER`` back to what they were before the session."""
+    if _PREVIOUS_ENV not in config.stash:
         return
-    previous = config.stash[_PREVIOUS_DATA]
-    if previous is None:
-        os.environ.pop("HEDGEKIT_DATA", None)
-    else:
-        os.environ["HEDGEKIT_DATA"] = previous
+    for name, previous in config.stash[_PREVIOUS_ENV].items():
+        if previous is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = previous
 
 
 def _is_notebook_run(item) -> bool:
@@ -203,6 +207,30 @@ def tiny_ndigit():
 
 
     return tiny_ndigit
+
+
+@pytest.fixture
+def tmp_ledger(tmp_path, monkeypatch):
+    """A ledger of the test's own (``HEDGEKIT_LEDGER`` = tmp_path/ledger) and ``add(spec, measures, device="cpu",
+    group=None)``, which records ``measures`` of the model ``spec`` there as its checkpoint's group (``table1`` for
+    point / hib, `hedgekit.zoo.ledger.CHECKPOINT_GROUPS`) unless ``group`` says another, from a stand-in checkpoint
+    file (its bytes name the model and the measures), and returns the record; ``add.folder`` is the ledger's folder."""
+    from hedgekit.zoo import ledger
+
+    folder = tmp_path / "ledger"
+    monkeypatch.setenv("HEDGEKIT_LEDGER", str(folder))
+
+    def add(spec, measures, device="cpu", group=None):
+        checkpoint = tmp_path / "recorded" / f"{spec.name}.pt"  # not in a cache: HEDGEKIT_DATA may be tmp_path
+        checkpoint.parent.mkdir(exist_ok=True)
+        checkpoint.write_bytes(repr((spec.name, sorted(measures.items()))).encode())
+        meta = {"device": device, "train_seconds": 12.5, "versions": {"torch": "2.13.0+cpu", "hedgekit": "0.1.0"},
+                "data": {"fingerprint": "20f6a746239647d1"}, "train_config": {"precision": "float32"}}
+        return ledger.record_measures(spec, group or ledger.CHECKPOINT_GROUPS[spec.family], measures, meta,
+                                      checkpoint)
+
+    add.folder = folder
+    return add
 
 
 @pytest.fixture(scope="session")

@@ -33,15 +33,23 @@ DEFAULT_MODEL = "MoG-1 (HIB), D=2"
 POINT_MODEL = "point, D=2"
 DEFAULT_BETA = BETA  # the paper's KL weight (sec. 4.1), written once in `hedgekit.methods.hib`
 BETAS = (0.0, DEFAULT_BETA, 1e-2)  # HIB App. E's range
-# Seconds to train one model of a kind at its preset's own steps, one torch thread, N = 2 digits, with the
-# current training code on a 2-core AMD EPYC, two models side by side (`reproduce --train-missing --jobs 2`),
-# 26 Nov 2026: hib 368-405 s (9,000 steps; N = 3: 522-564 s), point 118-125 s for 3,000 steps (so ~480 s for the
-# preset's 12,000), pn / spe 139-216 s (3,000 steps), triplet / het 19-41 s (1,500 steps); SPE on L-shapes 2,575 s
-# (2,000 steps, busy core); fast preset hib 15-41 s, point 18-22 s, spe 8-23 s, triplet / het 2-5 s. The shipped
-# checkpoints record 1.3-4.8x longer times: older, slower training code trained them.
+# Seconds to train one model of a kind (or of a kind and recipe, "spe-lshapes", "spe-ndigit_fig4") at its preset's own
+# steps and K, N = 2 digits, one torch thread, two models side by side on the 2-core AMD EPYC (`reproduce
+# --train-missing --jobs 2`). `paper` rows from the CPU times docs/speed.md records ("Training notebooks 07's and
+# 04's missing checkpoints on the 2-core CPU", session 31): HIB 18,000 steps at K = 8 2,127-2,173 s (N = 2, three
+# processes on the two cores) and 2,850-3,387 s (N = 3, three to four), and the shipped K = 8 models 994 s (N = 2)
+# and 1,258 s (N = 3) for 9,000 steps: ~0.0133 s per step and sample K at N = 2, so 480 s for the preset's 9,000
+# steps at K = 4 (a step's cost grows with K: `expected_train_seconds`); PN 135-137 s for 3,000 steps (785-788 s for
+# 12,000 at N = 3); SPE 291-299 s for 3,000 steps; SPE's Figure 4 recipe (1,500 steps of 20 classes x 6 images)
+# 29-33 s. Point 118-125 s per 3,000 steps (26 Nov 2026), triplet / het 19-41 s for 1,500 steps, SPE on L-shapes
+# 2,575 s (2,000 steps, busy core). `fast`: hib 15-41 s, point 18-22 s, spe 8-23 s (Figure 4 recipe: 6-8 s,
+# `hedgekit.zoo.specs.PRESETS`), triplet / het 2-5 s. Most shipped checkpoints record longer times (up to 4.8x):
+# older, slower training code trained them.
 TRAIN_SECONDS = {
-    "fast": {"hib": 30, "point": 20, "pn": 20, "spe": 20, "spe-lshapes": 30, "triplet": 5, "het": 5},
-    "paper": {"hib": 400, "point": 480, "pn": 200, "spe": 200, "spe-lshapes": 2600, "triplet": 30, "het": 30},
+    "fast": {"hib": 30, "point": 20, "pn": 20, "spe": 20, "spe-lshapes": 30, "spe-ndigit_fig4": 8, "triplet": 5,
+             "het": 5},
+    "paper": {"hib": 480, "point": 480, "pn": 135, "spe": 290, "spe-lshapes": 2600, "spe-ndigit_fig4": 30,
+              "triplet": 30, "het": 30},
 }
 
 
@@ -105,13 +113,17 @@ def load_model(spec, progress: bool = False, **kwargs):
 
 def expected_train_seconds(spec) -> int:
     """Rough wall time to train ``spec`` with one torch thread (the app's progress message, ``reproduce
-    --list-models``): `TRAIN_SECONDS` of its preset and kind (SPE on L-shapes apart), times N / 2 for N-digit
-    images (28 x 28N: the cost grows with the image), times steps / the preset's steps for a steps override.
-    An unknown preset counts as ``paper``."""
+    --list-models``, ``--plan`` and ``--budget``): `TRAIN_SECONDS` of its preset and kind (or kind and recipe,
+    e.g. SPE on L-shapes), times N / 2 for N-digit images (28 x 28N: the cost grows with the image), times K / the
+    preset's K for a HIB model that draws its own samples per input, times steps / the preset's steps for a steps
+    override. An unknown preset counts as ``paper``."""
     table = TRAIN_SECONDS.get(spec.preset, TRAIN_SECONDS["paper"])
-    base = table.get(f"{spec.kind}-{spec.data}", table.get(spec.kind, max(table.values())))
+    recipe = getattr(spec, "recipe_key", spec.kind)
+    base = table.get(f"{spec.kind}-{recipe}", table.get(spec.kind, max(table.values())))
     if spec.data == "ndigit":
         base *= spec.n_digits / 2
+    if spec.kind == "hib" and spec.samples is not None:
+        base *= spec.samples / spec.preset_k
     if spec.steps is not None:
         from hedgekit.zoo import PRESETS
 

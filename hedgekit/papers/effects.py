@@ -106,7 +106,7 @@ def _run_values(x) -> tuple[float, ...]:
     (a, b) could be two seeds or a (mean, SD) pair, and a summary without its run count cannot give an interval."""
     if isinstance(x, Spread):
         return x.values
-    if isinstance(x, tuple) and not hasattr(x, "_fields"):
+    if isinstance(x, tuple):
         raise InputError(f"seeds are a list or 1-D array of run values (their count is its length); got the bare "
                          f"tuple {x!r}: pass a list of the runs, or an Effect(mean, se, n) for a summary with its n")
     if isinstance(x, (str, bytes, dict)) or not hasattr(x, "__len__"):

@@ -5,7 +5,10 @@ issue 50 items 3-4).
 processes of one torch thread each, sized by `job_limit` (cores and memory). Where a step is paid for by its kernel
 launches (`hedgekit.hardware.launch_bound`: CUDA, MPS), the seeds of one spec train together as one stacked model
 (`hedgekit.zoo.seed_sets`); on the CPU each model trains alone, as every recorded result was trained. Every model's
-seconds and device are recorded (``result["models"]``) for the kit's time table (`hedgekit.repro.times`).
+seconds and device are recorded (``result["models"]``) for the kit's time table (`hedgekit.repro.times`), and the
+measures its checkpoint holds go into the ledger (`hedgekit.zoo.ledger`) as soon as it is trained, so an interrupted
+run keeps the evidence of what it finished. With a budget (``reproduce --budget``) a model starts only if its
+estimate (`hedgekit.interactive.models.expected_train_seconds`) ends within it.
 """
 from __future__ import annotations
 
@@ -24,6 +27,8 @@ if TYPE_CHECKING:
     from hedgekit.zoo import Spec
 
 __all__ = ["WORKER_MEMORY", "job_limit", "train_missing"]
+
+clock = time.monotonic  # the wall clock a budget is spent on (`train_missing`; tests replace it)
 
 WORKER_MEMORY = 3 * 2**30  # bytes one `train_missing` worker needs at its peak: measured, see `job_limit`
 MEMINFO = "/proc/meminfo"  # MemAvailable: what the kernel can give new processes without swapping
@@ -115,8 +120,11 @@ def _train_job(specs: Sequence[Spec], device: str = "cpu", index: int = 0) -> li
     """Train (and cache) one job on ``device``: one spec with `hedgekit.zoo.load_or_train`, or a seed set (several
     seeds of one spec) stacked with `hedgekit.zoo.seed_sets.train_seed_set`; runs in a worker (where it sets flag
     ``index`` of `_STARTED` first) or in this process. Returns one record per model: name, seconds (of the job, for a
-    seed set), source, device and ``stacked`` (how many seeds trained together: 1 alone)."""
+    seed set), source, device, ``stacked`` (how many seeds trained together: 1 alone) and ``record``, the ledger
+    record of the measures its checkpoint holds (`hedgekit.zoo.ledger.build_record`; None if it holds none), which
+    the parent process writes (`_Tally.done`)."""
     from hedgekit import zoo
+    from hedgekit.zoo import ledger
     from hedgekit.zoo.seed_sets import train_seed_set
 
     if _STARTED is not None:
@@ -127,8 +135,13 @@ def _train_job(specs: Sequence[Spec], device: str = "cpu", index: int = 0) -> li
     else:
         trained = [zoo.load_or_train(specs[0], progress=False, device=device)]
     seconds = time.perf_counter() - t0
-    return [{"name": spec.name, "seconds": seconds, "source": meta.get("source", ""),
-             "device": meta.get("device", device), "stacked": len(specs)} for spec, (_m, meta) in zip(specs, trained)]
+    out = []
+    for spec, (_m, meta) in zip(specs, trained):
+        measured = ledger.checkpoint_measures(spec, meta)
+        record = ledger.build_record(spec, *measured, meta, meta["path"]) if measured and meta.get("path") else None
+        out.append({"name": spec.name, "seconds": seconds, "source": meta.get("source", ""),
+                    "device": meta.get("device", device), "stacked": len(specs), "record": record})
+    return out
 
 
 class _Tally:
@@ -137,7 +150,8 @@ class _Tally:
 
     def __init__(self, missing: int, cached: list[str], echo):
         self.missing, self.echo, self.ended = missing, echo, []
-        self.result: dict = {"trained": [], "cached": cached, "failed": {}, "models": [], "seconds": 0.0}
+        self.result: dict = {"trained": [], "cached": cached, "failed": {}, "unrecorded": {}, "over_budget": [],
+                             "models": [], "seconds": 0.0}
 
     def failed(self, name: str, exc: BaseException) -> None:
         self.ended.append(name)
@@ -149,6 +163,13 @@ class _Tally:
         self.echo(f"[train] {name}: FAILED ({len(self.ended)}/{self.missing}) — {message.splitlines()[0][:300]}")
 
     def done(self, rec: dict) -> None:
+        """A model ended: counted, and the measures of one trained now written into the ledger
+        (`hedgekit.zoo.ledger.append`; a conflict or an unwritable ledger is reported, under ``unrecorded``)."""
+        from hedgekit.errors import StorageError
+        from hedgekit.zoo import ledger
+
+        rec = dict(rec)
+        record = rec.pop("record", None)
         self.ended.append(rec["name"])
         trained = rec["source"] == "trained now"  # else cached meanwhile (e.g. by another run)
         self.result["trained" if trained else "cached"].append(rec["name"])
@@ -157,6 +178,12 @@ class _Tally:
         stacked = f", {rec['stacked']} seeds stacked" if rec["stacked"] > 1 else ""
         self.echo(f"[train] {rec['name']}: {rec['seconds']:.0f} s, {rec['source']}{stacked} "
                   f"({len(self.ended)}/{self.missing})")
+        if trained and record is not None:
+            try:
+                ledger.append(record)
+            except (ledger.LedgerConflict, StorageError) as exc:
+                self.result["unrecorded"][rec["name"]] = str(exc)
+                self.echo(f"[train] {rec['name']}: NOT RECORDED in the ledger — {exc}")
 
     def job(self, specs, recs: list[dict] | None, exc: BaseException | None) -> None:
         for rec in recs or ():
@@ -183,29 +210,54 @@ def _jobs(todo: Sequence[Spec], device: str, stack: bool) -> list[list[Spec]]:
     return seed_sets(todo) if stack and launch_bound(device) else [[spec] for spec in todo]
 
 
-def _run_pool(jobs: list[list[Spec]], device: str, workers: int, tally: _Tally) -> None:
+def _estimate(specs: Sequence[Spec]) -> float:
+    """Seconds a job is expected to take: its models' estimates together
+    (`hedgekit.interactive.models.expected_train_seconds`)."""
+    from hedgekit.interactive import models
+
+    return float(sum(models.expected_train_seconds(spec) for spec in specs))
+
+
+def _take(pending: list[tuple[int, list[Spec]]], deadline: float | None) -> tuple[int, list[Spec]] | None:
+    """The next job to start, removed from ``pending``: its first; with a ``deadline`` (a `clock` time), its first
+    whose estimate (`_estimate`) ends by then; None when none does."""
+    for i, (_, specs) in enumerate(pending):
+        if deadline is None or clock() + _estimate(specs) <= deadline:
+            return pending.pop(i)
+    return None
+
+
+def _run_pool(jobs: list[list[Spec]], device: str, workers: int, tally: _Tally, deadline: float | None) -> None:
     """The jobs in ``workers`` worker processes: forked on the CPU, spawned on CUDA (CUDA cannot be used in a forked
-    child), each GPU worker with a CUDA context of its own. Ctrl-C or SIGTERM ends every worker first."""
+    child), each GPU worker with a CUDA context of its own. A job is handed to the pool when a worker is free
+    (`_take`, so a budget's ``deadline`` is judged when the job can start). Ctrl-C or SIGTERM ends every worker
+    first."""
     spawn = multiprocessing.get_context("spawn") if device.startswith("cuda") else None
     started = (spawn or multiprocessing).RawArray("b", len(jobs))  # `_init_worker`: set as each job starts
     pool = ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(started,), mp_context=spawn)
-    futures = {}
+    pending, futures = list(enumerate(jobs)), {}
     try:
-        for index, specs in enumerate(jobs):
-            futures[pool.submit(_train_job, specs, device, index)] = specs
-        for future in as_completed(futures):
+        while True:
+            while len(futures) < workers and (job := _take(pending, deadline)) is not None:
+                futures[pool.submit(_train_job, job[1], device, job[0])] = job[1]
+            if not futures:
+                break
+            future = next(as_completed(futures))
             exc = future.exception()
-            tally.job(futures[future], None if exc else future.result(), exc)
+            tally.job(futures.pop(future), None if exc else future.result(), exc)
     except KeyboardInterrupt as interrupt:  # Ctrl-C or SIGTERM: end the workers before anything else
         _end_workers(pool)
         training = [s.name for specs, flag in zip(jobs, started) if flag for s in specs if s.name not in tally.ended]
         interrupt.kept, interrupt.again = tally.kept(training), AGAIN
         raise
     pool.shutdown()
+    tally.result["over_budget"] = [s.name for _, specs in pending for s in specs]
 
 
-def _run_here(jobs: list[list[Spec]], device: str, tally: _Tally) -> None:
-    for specs in jobs:
+def _run_here(jobs: list[list[Spec]], device: str, tally: _Tally, deadline: float | None) -> None:
+    pending = list(enumerate(jobs))
+    while (job := _take(pending, deadline)) is not None:
+        specs = job[1]
         try:
             recs = _train_job(specs, device)
         except KeyboardInterrupt as interrupt:
@@ -215,10 +267,11 @@ def _run_here(jobs: list[list[Spec]], device: str, tally: _Tally) -> None:
             tally.job(specs, None, exc)
         else:
             tally.job(specs, recs, None)
+    tally.result["over_budget"] = [s.name for _, specs in pending for s in specs]
 
 
 def train_missing(pairs: Sequence[tuple[str, Spec]], jobs: int = 1, echo=print, device: str = "auto",
-                  stack: bool = True) -> dict:
+                  stack: bool = True, budget_minutes: float | None = None) -> dict:
     """Train every checkpoint of ``pairs`` (from `hedgekit.repro.reproduce.notebook_models`) that `find_checkpoint`
     does not find, on ``device`` ("auto": `hedgekit.checks.resolve_device`, resolved once here).
 
@@ -227,9 +280,13 @@ def train_missing(pairs: Sequence[tuple[str, Spec]], jobs: int = 1, echo=print, 
     compare the two on a GPU, where the one-by-one path captures each step as a CUDA graph). With ``jobs`` > 1 (and
     more than one job) the jobs run in ``min(jobs, jobs to run)`` worker processes (`_run_pool`); otherwise in this
     process. More workers than `job_limit` allows (cores, memory) are lowered to it with a one-line note (issue 45,
-    item 3). A model that fails is reported and the others still train. Returns ``{"trained": [...], "cached":
-    [...], "failed": {name: message}, "models": [record of each model trained, `_train_job`], "seconds": wall
-    time}``.
+    item 3). A model that fails is reported and the others still train. Each model trained is recorded in the ledger
+    as soon as it ends (`_Tally.done`). With ``budget_minutes`` the jobs start in the order given (``reproduce
+    --budget`` gives `hedgekit.repro.plan.plan`'s), each only if the wall time spent so far plus its estimate
+    (`hedgekit.interactive.models.expected_train_seconds`) fits in the budget; a job that does not fit is passed
+    over for a later one that does, and none starts once none fits. Returns ``{"trained": [...], "cached": [...],
+    "failed": {name: message}, "unrecorded": {name: why the ledger refused it}, "over_budget": [names not started],
+    "models": [record of each model trained, `_train_job`], "seconds": wall time}``.
 
     Ctrl-C or SIGTERM (`hedgekit.commands.Terminated`) ends every worker before the interrupt goes on
     (`_end_workers`: no orphan keeps training into the cache) and sets its ``kept``: the models trained, those
@@ -250,18 +307,26 @@ def train_missing(pairs: Sequence[tuple[str, Spec]], jobs: int = 1, echo=print, 
         echo(f"[train] --jobs {jobs} lowered to {limit}: {why}")
         workers = limit
     tally, t0 = _Tally(len(todo), cached, echo), time.perf_counter()
+    deadline = None if budget_minutes is None else clock() + 60 * float(budget_minutes)
     if todo:
         sets = sum(len(b) > 1 for b in batches)
         echo(f"[train] {len(todo)} of {len(distinct)} checkpoints missing; training "
              + (f"in {workers} worker processes" if workers > 1 else "in this process") + f", on {dev}"
-             + (f"; {sets} seed set{'s' if sets > 1 else ''} stacked" if sets else ""))
+             + (f"; {sets} seed set{'s' if sets > 1 else ''} stacked" if sets else "")
+             + (f"; budget {budget_minutes:g} min: a model starts only if its estimate ends within it"
+                if budget_minutes is not None else ""))
     if workers > 1:
-        _run_pool(batches, dev, workers, tally)
+        _run_pool(batches, dev, workers, tally, deadline)
     else:
-        _run_here(batches, dev, tally)
+        _run_here(batches, dev, tally, deadline)
     result = tally.result
     result["seconds"] = time.perf_counter() - t0
+    if result["over_budget"]:
+        echo(f"[train] not started, their estimates do not fit the {budget_minutes:g}-minute budget: "
+             f"{', '.join(result['over_budget'])}")
     echo(f"[train] {len(result['trained'])} trained, {len(result['cached'])} already cached"
          + (f", {len(result['failed'])} FAILED ({', '.join(result['failed'])})" if result["failed"] else "")
+         + (f", {len(result['unrecorded'])} NOT RECORDED in the ledger" if result["unrecorded"] else "")
+         + (f", {len(result['over_budget'])} over budget" if result["over_budget"] else "")
          + f"; wall time {result['seconds']:.0f} s")
     return result

@@ -20,12 +20,17 @@ Usage::
     python -m hedgekit reproduce --only hib --inplace   # ... and write outputs back into notebooks/
     python -m hedgekit reproduce --list-models       # the checkpoints a full run needs
     python -m hedgekit reproduce --only 08 --train-missing --jobs 2   # train them, two at a time, and exit
+    python -m hedgekit reproduce --only 04 --plan                     # the missing seed models, cheapest seeds first
+    python -m hedgekit reproduce --train-missing --budget 120         # ... trained in that order within 2 hours
+    python -m hedgekit reproduce --audit 2                            # retrain 2 ledger models, judge their measures
     python -m hedgekit reproduce --device cuda --train-missing        # every full-mode checkpoint on the GPU
     python -m hedgekit reproduce --device cuda                        # then the notebooks, DEVICE = "cuda"
     python -m hedgekit reproduce --device cuda --times-to docs/speed.md   # ... and their time table there
 
 Each call writes ``<out>/times.md``, the time table of the models `--train-missing` trained and the notebooks
-that ran (`hedgekit.repro.times`).
+that ran (`hedgekit.repro.times`). Every model `--train-missing` trains leaves its measures in the ledger
+(`hedgekit.zoo.ledger`); ``--plan`` orders the missing models (`hedgekit.repro.plan`) and ``--audit`` retrains
+ledger models to check their records (`hedgekit.repro.audit`).
 
 Notebooks register by group in `NOTEBOOKS` (or with `register`); ``--only`` takes
 group names or notebook names.
@@ -43,7 +48,7 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from hedgekit.checks import count_arg, device_arg, resolve_device
+from hedgekit.checks import count_arg, device_arg, number_arg, resolve_device
 from hedgekit.errors import InputError
 from hedgekit.paths import REPO_DIR
 from hedgekit.repro import times
@@ -371,6 +376,20 @@ def add_subcommand(subparsers) -> argparse.ArgumentParser:
                         "each with a CUDA context of its own. More than the usable cores, or than the available "
                         f"memory holds at {WORKER_MEMORY / 2**30:.0f} GiB per worker, is lowered to that, with a "
                         "one-line note")
+    p.add_argument("--plan", action="store_true",
+                   help="list the models the selected notebooks need that neither this machine's cache nor the "
+                        "ledger holds, in training order: first those that bring a spec to 3 seeds, then to 5, the "
+                        "cheapest estimated first within each (model, tier, estimated and cumulative minutes); then "
+                        "exit, unless --train-missing is given too")
+    p.add_argument("--budget", type=number_arg(0.0), default=None, metavar="MINUTES",
+                   help="with --train-missing: train in --plan order, starting a model only if the minutes spent so "
+                        "far plus its estimate fit in MINUTES; stop starting new ones when none fits")
+    p.add_argument("--audit", type=count_arg(1), default=None, metavar="K",
+                   help="retrain K models drawn at random from the ledger from scratch (in memory; on --device), "
+                        "and check each measure against the 95%% prediction interval of the ledger's other seeds of "
+                        "its spec; exit 1 if one lies outside")
+    p.add_argument("--audit-seed", type=count_arg(0), default=None, metavar="S",
+                   help="with --audit: the seed of the draw (default: a fresh one, printed)")
     p.add_argument("--one-by-one", action="store_true",
                    help="with --train-missing: train every model alone, seeds of one spec included, also where a "
                         "step is launch-bound (to compare the times of the two paths)")
@@ -392,18 +411,35 @@ def _cmd(a) -> int:
         return 0
     if a.lessons_only:
         return _refresh_lessons(a)
+    if a.budget is not None and not a.train_missing:
+        raise InputError("--budget applies to --train-missing: add it to train within the budget, or use --plan to "
+                         "see the order and the minutes")
+    if a.audit_seed is not None and a.audit is None:
+        raise InputError("--audit-seed applies to --audit K")
+    if a.audit is not None:
+        from hedgekit.repro.audit import audit
+
+        return audit(a.audit, a.audit_seed, device=str(resolve_device(a.device)))
     if a.times_to is not None:
         times.check_marked(a.times_to)  # before anything runs: a long run must not fail at its end
-    if a.list_models or a.train_missing:
-        pairs = notebook_models(a.only, a.fast)
+    if a.list_models or a.train_missing or a.plan:
+        pairs = todo = notebook_models(a.only, a.fast)
+    if a.plan or a.budget is not None:
+        from hedgekit.repro.plan import plan, plan_lines
+
+        rows = plan(pairs)
+        if a.plan:
+            print("\n".join(plan_lines(rows)))
+        if a.budget is not None:  # the plan's models, in its order
+            todo = [("plan", row.spec) for row in rows]
     if a.list_models:
         _list_models(pairs)
     if a.train_missing:
-        result = train_missing(pairs, a.jobs, device=a.device, stack=not a.one_by_one)
+        result = train_missing(todo, a.jobs, device=a.device, stack=not a.one_by_one, budget_minutes=a.budget)
         times.record_training(a.out, result)
         print(f"[train] time table: {times.write_times(a.out, a.times_to)}")
-        return 1 if result["failed"] else 0
-    if a.list_models:
+        return 1 if result["failed"] or result["unrecorded"] else 0
+    if a.list_models or a.plan:
         return 0
     summary = reproduce(fast=a.fast, only=a.only, out_dir=a.out, inplace=a.inplace, kernel=a.kernel,
                         timeout=a.timeout, device=a.device)

@@ -80,7 +80,7 @@ class CheckpointRecord:
     """Where one model of a notebook came from."""
 
     name: str
-    source: str  # "shipped", "cache" or "trained now" (meta["source"] of `hedgekit.zoo.load_or_train`)
+    source: str  # "shipped", "cache" or "trained now" (meta["source"] of `hedgekit.zoo.load_or_train`), or "ledger"
     path: str
     sha256: str
     preset: str
@@ -176,6 +176,7 @@ class Session:
         self.report = Report("", notebook)
         self.runtime: float | None = None
         self._models: dict = {}
+        self._ledger: dict = {}  # name -> metadata of a model the ledger stood in for (`cached_meta`)
         self._display_id = f"hedgekit-session-{notebook}-{id(self)}"
         self._shown = False
         self._show()
@@ -261,22 +262,30 @@ class Session:
     def model(self, spec, progress: bool = True):
         """Load or train the zoo model ``spec`` (`hedgekit.zoo.load_or_train`, cached per session) and record
         where its checkpoint came from in the header. A missing model trains on `device`; the model is returned
-        on the CPU, where the notebooks' cells evaluate it."""
+        on the CPU, where the notebooks' cells evaluate it. The measures its checkpoint recorded must agree with
+        the ledger's record of it, where there is one (`hedgekit.zoo.ledger.check_checkpoint`: else
+        `hedgekit.zoo.ledger.LedgerConflict`)."""
         if spec.name in self._models:
             return self._models[spec.name][0]
         from hedgekit.interactive.models import load_model
+        from hedgekit.zoo import ledger
 
         model, meta = load_model(spec, progress=progress, device=self.device)
+        ledger.check_checkpoint(spec, meta)
         model = model.cpu()
         path = meta.get("path") or ""
-        self.checkpoints.append(CheckpointRecord(
-            spec.name, meta["source"], _short_path(path or None), file_hash(path) if path else "—", spec.preset,
-            int(meta.get("train_config", {}).get("steps", spec.steps or 0)), float(meta.get("train_seconds", 0.0)),
-            meta.get("train_config", {}).get("k") if spec.kind == "hib" else None,
-            meta.get("train_config", {}).get("precision", "float32"), meta.get("device", "")))
+        self._record(spec, meta, _short_path(path or None), file_hash(path) if path else "—")
         self._models[spec.name] = (model, meta)
         self._show()
         return model
+
+    def _record(self, spec, meta: dict, path: str, sha256: str) -> None:
+        """List where ``spec``'s measures came from in the header (`CheckpointRecord`)."""
+        config = meta.get("train_config", {})
+        self.checkpoints.append(CheckpointRecord(
+            spec.name, meta["source"], path, sha256, spec.preset, int(config.get("steps", spec.steps or 0)),
+            float(meta.get("train_seconds", 0.0)), config.get("k") if spec.kind == "hib" else None,
+            config.get("precision", "float32"), meta.get("device", "")))
 
     def meta(self, spec) -> dict:
         """The checkpoint metadata of ``spec`` (training history, recipe, head parameters), loaded via `model`."""
@@ -285,13 +294,22 @@ class Session:
 
     def cached_meta(self, spec) -> dict | None:
         """`meta` of ``spec`` where its checkpoint is shipped or cached (recorded in the header as `model` records
-        it), else None: nothing trains. For optional models a notebook decides on only if they exist, e.g. notebook
-        04's extra seeds (`hedgekit.papers.hib.experiments.recorded_table1_seeds`)."""
-        from hedgekit.zoo import find_checkpoint
+        it); else the ledger's record of its measures as a checkpoint's metadata (`hedgekit.zoo.ledger.ledger_meta`,
+        source "ledger", listed in the header as such); else None. Nothing trains. For models a notebook decides on
+        only if they were trained, e.g. notebook 04's extra seeds
+        (`hedgekit.papers.hib.experiments.recorded_table1_seeds`)."""
+        from hedgekit.zoo import find_checkpoint, ledger
 
-        if spec.name not in self._models and find_checkpoint(spec) is None:
-            return None
-        return self.meta(spec)
+        if spec.name in self._models or find_checkpoint(spec) is not None:
+            return self.meta(spec)
+        if spec.name not in self._ledger:
+            meta = ledger.ledger_meta(spec)
+            if meta is None:
+                return None
+            self._ledger[spec.name] = meta
+            self._record(spec, meta, _short_path(meta["path"]), meta["sha256"][:12])
+            self._show()
+        return self._ledger[spec.name]
 
     def head(self, spec):
         """The PN / SPE head of the prototype model ``spec`` (`hedgekit.zoo.prototype_head`), loaded via `model`."""

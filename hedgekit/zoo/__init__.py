@@ -7,7 +7,9 @@ One job per module (issue 47 item 1):
   spec and never read back into one (a checkpoint records its spec whole: `hedgekit.zoo.store.recorded_spec`);
 * `hedgekit.zoo.store`: checkpoint I/O, provenance and staleness, and `load_or_train`;
 * `hedgekit.zoo.recipes`: which data and which trainer each spec uses;
-* `hedgekit.zoo.url_runs`: the runs of the URL benchmark as models of the store.
+* `hedgekit.zoo.url_runs`: the runs of the URL benchmark as models of the store;
+* `hedgekit.zoo.ledger`: the committed record (spec, seed, provenance, measures) of every trained model a claim
+  uses, read and written as ``from hedgekit.zoo import ledger``; checkpoints are only a cache.
 
 This package re-exports their public names, so ``from hedgekit.zoo import Spec, load_or_train`` is the way in.
 A test that replaces a function replaces it in the module that calls it (e.g. ``hedgekit.zoo.store.train_spec``).

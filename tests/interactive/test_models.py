@@ -38,6 +38,40 @@ def test_expected_train_seconds_is_at_most_what_each_shipped_checkpoint_took():
         assert 0.2 < ratio < 1.25, (path.name, ratio)
 
 
+# Seconds measured on the 2-core CPU with `reproduce --train-missing --jobs 2`, one torch thread each (docs/speed.md,
+# "Training notebooks 07's and 04's missing checkpoints on the 2-core CPU"): (spec fields, seconds).
+MEASURED_CPU = [
+    (dict(kind="pn", n_digits=3, dim=3, steps=12_000), 785), (dict(kind="pn", n_digits=3, dim=2, steps=12_000), 788),
+    (dict(kind="spe", recipe="fig4", samples=27, seed=4), 29), (dict(kind="spe", recipe="fig4", samples=81, seed=4), 33),
+    (dict(kind="pn", seed=1), 135), (dict(kind="pn", seed=2), 137),
+    (dict(kind="spe", seed=1), 291), (dict(kind="spe", seed=2), 299),
+    (dict(kind="hib", components=2, samples=8, steps=18_000), 2127),
+    (dict(kind="hib", dim=3, components=2, samples=8, steps=18_000), 2173),
+    (dict(kind="hib", n_digits=3, dim=2, components=2), 960),
+    (dict(kind="point", n_digits=3, dim=3, steps=18_000), 1429),
+    (dict(kind="hib", n_digits=3, dim=3, components=1, samples=8, steps=18_000), 2850),
+    (dict(kind="hib", n_digits=3, dim=3, components=2, samples=8, steps=18_000), 3387),
+    (dict(kind="hib", n_digits=3, dim=4, components=1, samples=8), 1474),
+    (dict(kind="hib", n_digits=3, dim=4, components=2, samples=8), 1883),
+    (dict(kind="point", n_digits=3, dim=4), 1530)]
+
+
+def test_expected_train_seconds_lies_between_0_4_and_1_25_times_each_measured_cpu_time():
+    """Oracle: the CPU times docs/speed.md records, some with three or four processes on the two cores. The
+    estimate follows K and the recipe (SPE's Figure 4 episodes), so long K = 8 HIB models are not 2-3x under and PN
+    / SPE not 1.5-6x over what they took."""
+    from hedgekit.zoo import Spec
+
+    for fields, seconds in MEASURED_CPU:
+        spec = Spec(preset="paper", **fields)
+        ratio = models.expected_train_seconds(spec) / seconds
+        assert 0.4 < ratio < 1.25, (spec.name, seconds, ratio)
+    k8 = Spec(kind="hib", preset="paper", samples=8)
+    assert models.expected_train_seconds(k8) == 2 * models.TRAIN_SECONDS["paper"]["hib"]  # the preset's K is 4
+    assert models.expected_train_seconds(Spec(kind="spe", recipe="fig4", preset="paper")) == \
+        models.TRAIN_SECONDS["paper"]["spe-ndigit_fig4"]
+
+
 def test_preset_from_env(monkeypatch):
     monkeypatch.delenv("HEDGEKIT_PRESET", raising=False)
     assert models.app_preset() == "paper"

@@ -606,6 +606,41 @@ def test_ctrl_c_during_parallel_training_stops_the_workers_and_propagates(monkey
                                     f"{specs[0][1].name}; 1 not started")
 
 
+def test_each_model_trained_is_recorded_in_the_ledger_as_it_ends_and_an_interrupt_keeps_those(fake_zoo, tmp_ledger,
+                                                                                              monkeypatch, capsys):
+    """A stand-in trainer that writes a checkpoint file and returns the measures a pair-trained checkpoint holds
+    (knn_corrupt = seed / 1000); seed 903 is interrupted (Ctrl-C) after 901 and 902 ended."""
+    from hedgekit import zoo
+    from hedgekit.paths import cache_path
+    from hedgekit.zoo import Spec, ledger
+
+    def fake_load_or_train(spec, progress=True, device="cpu", **_):
+        if spec.seed == 903:
+            raise KeyboardInterrupt
+        path = cache_path("checkpoints", f"{spec.name}.pt")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(spec.name.encode())
+        return None, {"source": "trained now", "path": str(path), "device": "cpu", "train_seconds": 3.0,
+                      "metrics": {"knn_corrupt": spec.seed / 1000}, "eval_images": 2000}
+
+    fake_zoo({"01_a.ipynb": [901, 902, 903]})
+    monkeypatch.setattr(zoo, "load_or_train", fake_load_or_train)
+    with pytest.raises(KeyboardInterrupt) as interrupt:
+        P.train_missing(R.notebook_models("01", fast=True), echo=lambda line: None)
+    assert interrupt.value.kept.startswith("models: 2 of the 3 missing trained and cached")
+    assert [(r["model"], r["measures"]) for r in ledger.records("hib")] == [
+        (f"point-n2-d2-fast-s{s}", {"knn_corrupt": s / 1000, "eval_images": 2000.0}) for s in (901, 902)]
+    assert ledger.seeds_of(Spec(kind="point", preset="fast")) == [901, 902]
+    # a model retrained under a recorded name that measures otherwise: trained and cached, not recorded, exit 1
+    tmp_ledger(Spec(kind="point", preset="fast", seed=904), {"knn_corrupt": 0.5, "eval_images": 2000})
+    fake_zoo({"01_a.ipynb": [904]})
+    monkeypatch.setattr(zoo, "load_or_train", fake_load_or_train)
+    assert cli.main(["reproduce", "--train-missing", "--fast"]) == 1
+    out = capsys.readouterr().out
+    assert "point-n2-d2-fast-s904: NOT RECORDED in the ledger — The ledger" in out
+    assert "knn_corrupt 0.5 (ledger) against 0.904 (new)" in out and "1 trained, 0 already cached, 1 NOT RECORDED" in out
+
+
 # ----------------------------------------------------------- --device
 class _RecordingPool:
     """ProcessPoolExecutor stand-in that records its start method and runs each task at once, in this process."""

@@ -121,6 +121,52 @@ def test_cached_meta_trains_nothing_and_records_only_what_it_found(monkeypatch, 
     assert s.cached_meta(found)["metrics"] == {"seed": 1} and loaded == [found.name]  # loaded once per session
 
 
+
+def test_cached_meta_stands_the_ledgers_record_in_for_a_checkpoint_not_on_this_machine(tmp_ledger, monkeypatch,
+                                                                                      tmp_path):
+    """No checkpoint (an empty HEDGEKIT_DATA) but a ledger record: its measures as a checkpoint's metadata, listed in
+    the header with source "ledger"; nothing is loaded or trained."""
+    from hedgekit.interactive import models
+    from hedgekit.zoo import Spec
+
+    monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path / "data"))
+    monkeypatch.setattr(models, "load_model", lambda *a, **k: pytest.fail("nothing is loaded or trained"))
+    spec, absent = Spec(kind="point", preset="paper", seed=7), Spec(kind="point", preset="paper", seed=8)
+    rec = tmp_ledger(spec, {"knn_corrupt": 0.71, "tau_ap_clean": None, "eval_images": 10_000}, device="cpu")
+    s = Session("04_known_unknowns")
+    s.configure(fast=False, report_dir=str(tmp_path))
+    meta = s.cached_meta(spec)
+    assert meta["source"] == "ledger" and meta["metrics"]["knn_corrupt"] == 0.71 and meta["eval_images"] == 10_000
+    assert s.cached_meta(absent) is None and s.cached_meta(spec) is meta  # listed once
+    [c] = s.checkpoints
+    assert (c.name, c.source, c.sha256, c.steps, c.device) == (spec.name, "ledger", rec["checkpoint_sha256"][:12],
+                                                               12000, "cpu")
+    assert f"- `{spec.name}` — ledger, 12000 steps" in s.markdown()
+
+
+def test_a_loaded_checkpoint_that_disagrees_with_the_ledger_is_refused(tmp_ledger, monkeypatch, tmp_path):
+    import torch
+
+    from hedgekit.interactive import models
+    from hedgekit.zoo import Spec, ledger
+
+    spec = Spec(kind="point", preset="fast", seed=1)
+    tmp_ledger(spec, {"knn_corrupt": 0.71, "eval_images": 2000})
+    knn = {"value": 0.71}
+
+    def fake_load_model(spec, progress=False, **kwargs):
+        return torch.nn.Linear(1, 1), {"source": "cache", "path": "", "train_config": {"steps": 3},
+                                       "metrics": {"knn_corrupt": knn["value"]}, "eval_images": 2000}
+
+    monkeypatch.setattr(models, "load_model", fake_load_model)
+    s = Session("04_known_unknowns")
+    s.configure(fast=True, report_dir=str(tmp_path))
+    s.model(spec)  # agrees with the ledger
+    knn["value"] = 0.72
+    with pytest.raises(ledger.LedgerConflict, match=r"knn_corrupt 0.71 \(ledger\) against 0.72 \(new\)"):
+        Session("04_known_unknowns").model(spec)
+
+
 VERSIONED = ("matplotlib", "pandas", "seaborn", "plotly", "sklearn", "scipy", "papermill")  # in the header
 LATER = VERSIONED + ("nbformat", "IPython")
 FIRST_CELL = """

@@ -62,6 +62,7 @@ training. Sweeps and the D = 1 number line keep `fast` models: none of theirs is
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
 from hedgekit.zoo import PRESETS, Spec, shipped_or_fast
@@ -71,7 +72,7 @@ __all__ = ["SWEEP_DIVISOR", "FIG12_BETAS", "FAST_BETAS", "TABLE5_BETAS", "FIG6_M
            "table1_training", "sweep", "table1_settings",
            "table1_specs", "table4_specs", "SEEDED_SETTINGS", "HEADLINE_SEEDS", "table1_seed_specs", "embedding_specs",
            "number_line_specs", "beta_specs", "table5_specs", "margin_specs", "notebook_specs", "all_specs",
-           "recorded_table1", "recorded_table1_seeds"]
+           "recorded_table1", "recorded_meta", "table1_seed_metas", "recorded_table1_seeds", "seed_sources"]
 
 FIG12_BETAS = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2)  # HIB App. E, Figure 12
 FAST_BETAS = (0.0, 1e-4, 1e-2)  # same values as the Streamlit app (shared fast checkpoints)
@@ -313,31 +314,69 @@ def recorded_table1(preset_name: str = "paper", seed: int = 0,
     return results, missing
 
 
+def recorded_meta(spec: Spec) -> dict | None:
+    """The metadata of ``spec``'s checkpoint where it is shipped or cached (its measures must agree with the
+    ledger's record of it, `hedgekit.zoo.ledger.check_checkpoint`), else the ledger's record of its measures in that
+    form (`hedgekit.zoo.ledger.ledger_meta`, ``source`` "ledger"), else None. Nothing trains."""
+    from hedgekit.zoo import find_checkpoint, ledger, load_checkpoint
+
+    path = find_checkpoint(spec)
+    if path is None:
+        return ledger.ledger_meta(spec)
+    meta = dict(load_checkpoint(path)[1], path=str(path))
+    ledger.check_checkpoint(spec, meta)
+    return meta
+
+
+def table1_seed_metas(seeds: int = HEADLINE_SEEDS, meta=None) -> tuple[dict, list[str]]:
+    """The seeds of `table1_seed_specs` that have measures: ``(metas, missing)``, (N, D, label) -> [(spec,
+    metadata)] in seed order, and the names of the seeds' models that have none. ``meta``: spec -> that model's
+    metadata or None (default `recorded_meta`: its checkpoint, else the ledger), e.g. a notebook's
+    `hedgekit.repro.session.Session.meta` or `~hedgekit.repro.session.Session.cached_meta`."""
+    out, missing = {}, []
+    for key, specs in table1_seed_specs(False, seeds).items():
+        for spec in specs:
+            m = (meta or recorded_meta)(spec)
+            if m is None:
+                missing.append(spec.name)
+            else:
+                out.setdefault(key, []).append((spec, m))
+    return out, missing
+
+
 def recorded_table1_seeds(seeds: int = HEADLINE_SEEDS, meta=None) -> tuple[dict, list[str]]:
-    """The seeds of `table1_seed_specs` as recorded in their checkpoints (no re-evaluation), in the form
+    """The seeds of `table1_seed_specs` as recorded at training time (no re-evaluation), in the form
     `hedgekit.papers.hib.claims.known_unknowns_verdict` takes as ``seeds=``.
 
     Returns ``(seeds, missing)``: (N, D, label) -> one `hedgekit.papers.hib.protocol.RepeatedEvaluation` per
-    seed that has a checkpoint, in seed order, and the names of the seeds' models that have none (``reproduce
+    seed that has measures, in seed order, and the names of the seeds' models that have none (``reproduce
     --train-missing --only 04`` trains them). A claim uses the seeds only where both of its rows have two or more.
-    ``meta`` (optional): spec -> that checkpoint's metadata or None where it has none, e.g. a notebook's
-    `hedgekit.repro.session.Session.meta`, which trains a missing seed and lists its checkpoint in the run's header
-    (then ``missing`` is empty), or `~hedgekit.repro.session.Session.cached_meta`, which lists the cached ones and
-    trains none (notebook 04's ``TRAIN_SEEDS = False``)."""
+    ``meta`` (optional; `table1_seed_metas`): spec -> that model's metadata or None where it has none. By default a
+    seed's checkpoint where it is on this machine, else the ledger's record of it (`recorded_meta`); a notebook's
+    `hedgekit.repro.session.Session.meta` trains a missing seed and lists its checkpoint in the run's header (then
+    ``missing`` is empty); `~hedgekit.repro.session.Session.cached_meta` lists the cached ones and the ledger's and
+    trains none (notebook 04's ``TRAIN_SEEDS = False``). `seed_sources` says where a row's seeds came from."""
     from hedgekit.papers.hib.protocol import RepeatedEvaluation
-    from hedgekit.zoo import find_checkpoint, load_checkpoint
 
-    def cached(spec):
-        path = find_checkpoint(spec)
-        return None if path is None else load_checkpoint(path)[1]
+    metas, missing = table1_seed_metas(seeds, meta)
+    return {(n, d, label): [RepeatedEvaluation.from_metrics(label, n, d, m["metrics"], int(m.get("eval_images", 0)))
+                            for _, m in pairs]
+            for (n, d, label), pairs in metas.items()}, missing
 
-    out, missing = {}, []
-    for (n, d, label), specs in table1_seed_specs(False, seeds).items():
-        for spec in specs:
-            m = (meta or cached)(spec)
-            if m is None:
-                missing.append(spec.name)
-                continue
-            out.setdefault((n, d, label), []).append(RepeatedEvaluation.from_metrics(
-                label, n, d, m["metrics"], int(m.get("eval_images", 0))))
-    return out, missing
+
+def seed_sources(metas) -> str:
+    """Where the measures of a row's seeds came from, e.g. "3 seeds: 1 from a checkpoint on this machine, 2 from the
+    ledger (trained on cpu, recorded 2026-11-28)"; ``metas``: the seeds' metadata (`table1_seed_metas`), whose
+    ``source`` says "trained now", "ledger", or else that a checkpoint was loaded."""
+    metas = list(metas)
+    now = sum(m.get("source") == "trained now" for m in metas)
+    ledger = [m for m in metas if m.get("source") == "ledger"]
+    loaded = len(metas) - now - len(ledger)
+    parts = ([f"{now} trained now"] if now else []) \
+        + ([f"{loaded} from {'a checkpoint' if loaded == 1 else 'checkpoints'} on this machine"] if loaded else [])
+    if ledger:
+        groups = Counter((m.get("device", "?"), m.get("date", "?")) for m in ledger)
+        where = "; ".join(f"{'' if len(groups) == 1 else f'{count} '}trained on {device}, recorded {date}"
+                          for (device, date), count in sorted(groups.items()))
+        parts.append(f"{len(ledger)} from the ledger ({where})")
+    return f"{len(metas)} seed{'' if len(metas) == 1 else 's'}: " + (", ".join(parts) if parts else "none")

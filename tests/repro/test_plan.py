@@ -1,0 +1,114 @@
+"""``reproduce --plan`` (hedgekit.repro.plan) and ``--train-missing --budget`` (hedgekit.repro.pool), on stand-in
+specs: a stand-in estimator (minutes by spec) and a stand-in trainer that spends a stand-in clock; nothing trains."""
+from __future__ import annotations
+
+import pytest
+
+from hedgekit import cli
+from hedgekit.repro import plan as PL
+from hedgekit.repro import pool as P
+from hedgekit.repro import reproduce as R
+from hedgekit.zoo import Spec
+
+A = [Spec(kind="point", preset="fast", seed=s) for s in range(6)]  # A's seeds 0-5: s0 cached, s1 in the ledger
+B = [Spec(kind="point", preset="fast", dim=3, seed=s) for s in range(3)]  # B's seeds 0-2: none held
+C = Spec(kind="hib", preset="fast")  # one seed, cheaper than B
+MINUTES = {A[0].name.rsplit("-s", 1)[0]: 10, B[0].name.rsplit("-s", 1)[0]: 20, C.name.rsplit("-s", 1)[0]: 4}
+
+
+def minutes(spec) -> float:
+    return MINUTES[spec.name.rsplit("-s", 1)[0]]
+
+
+@pytest.fixture
+def stand_ins(tmp_ledger, tmp_path, monkeypatch):
+    """Notebook "01_a" lists A, B and C; A's seed 0 is cached and seed 1 in the ledger; the estimator says
+    `MINUTES`; the trainer records each model it is asked for, spends its estimate on the clock `P.clock`, writes a
+    stand-in checkpoint that `find_checkpoint` then finds, and returns no measures. Returns the trained names."""
+    from hedgekit import zoo
+    from hedgekit.interactive import models
+    from hedgekit.papers import hib, spe, taha
+
+    monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(R, "NOTEBOOKS", {"x": ["01_a.ipynb"]})
+    monkeypatch.setattr(hib.experiments, "notebook_specs", lambda nb, fast: [*A, *B, C])
+    for paper in (spe, taha):
+        monkeypatch.setattr(paper.experiments, "notebook_specs", lambda nb, fast: [])
+    monkeypatch.setattr(models, "expected_train_seconds", lambda spec: 60 * minutes(spec))
+    cached = {A[0].name}
+    monkeypatch.setattr(zoo, "find_checkpoint", lambda spec: tmp_path / "x.pt" if spec.name in cached else None)
+    tmp_ledger(A[1], {"knn_clean": 0.5})
+    now = [0.0]
+    monkeypatch.setattr(P, "clock", lambda: now[0])
+    trained = []
+
+    def fake_load_or_train(spec, progress=True, device="cpu", **_):
+        trained.append(spec.name)
+        now[0] += 60 * minutes(spec)
+        cached.add(spec.name)
+        return None, {"source": "trained now"}
+
+    monkeypatch.setattr(zoo, "load_or_train", fake_load_or_train)
+    return trained
+
+
+def test_the_plan_brings_every_spec_to_3_seeds_then_5_cheapest_first(stand_ins, capsys):
+    rows = PL.plan(R.notebook_models("01"))
+    assert [(r.spec.name, r.tier, r.minutes) for r in rows] == [
+        (C.name, "3", 4), (A[2].name, "3", 10),  # A holds 2 seeds: its seed 2 is its third
+        (B[0].name, "3", 20), (B[1].name, "3", 20), (B[2].name, "3", 20),
+        (A[3].name, "5", 10), (A[4].name, "5", 10), (A[5].name, "more", 10)]
+    assert [r.cumulative for r in rows] == [4, 14, 34, 54, 74, 84, 94, 104]
+    assert cli.main(["reproduce", "--plan", "--only", "01"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["model", "tier", "est.", "min", "cumulative", "min"]
+    assert out[1].split() == [C.name, "3", "4.0", "4.0"] and out[-2].split() == [A[5].name, "more", "10.0", "104.0"]
+    assert out[-1].startswith("8 missing models, ~104 min in all") and stand_ins == []  # --plan trains nothing
+
+
+def test_a_budget_trains_in_plan_order_only_what_fits_and_stops(stand_ins, capsys):
+    assert cli.main(["reproduce", "--train-missing", "--budget", "30"]) == 0
+    # plan order C 4, A2 10, B0 20 (34 > 30: passed over), B1, B2 (same), A3 10 (24), A4 10 (34 > 30), A5 (34)
+    assert stand_ins == [C.name, A[2].name, A[3].name]
+    assert P.clock() == 24 * 60 <= 30 * 60  # seconds spent: within the budget
+    out = capsys.readouterr().out
+    assert "budget 30 min: a model starts only if its estimate ends within it" in out
+    assert f"not started, their estimates do not fit the 30-minute budget: {B[0].name}, {B[1].name}" in out
+    assert "8 of 8 checkpoints missing" in out and "3 trained, 0 already cached, 5 over budget" in out
+    assert cli.main(["reproduce", "--train-missing", "--budget", "3"]) == 0  # nothing fits: nothing starts
+    assert len(stand_ins) == 3 and "0 trained" in capsys.readouterr().out
+
+
+def test_a_budget_holds_with_a_pool_of_workers_too(stand_ins, monkeypatch, capsys):
+    """The pool is handed a job only when a worker is free, so the budget is judged when the job can start."""
+    from concurrent.futures import Future
+
+    submitted = []
+
+    class InlinePool:
+        def __init__(self, max_workers=None, initializer=None, initargs=(), mp_context=None):
+            pass
+
+        def submit(self, fn, *args):
+            submitted.append(args[0][0].name)
+            future = Future()
+            future.set_result(fn(*args))
+            return future
+
+        def shutdown(self, wait=True, cancel_futures=False):
+            pass
+
+    monkeypatch.setattr(P, "ProcessPoolExecutor", InlinePool)
+    monkeypatch.setattr(P, "job_limit", lambda: (2, "2 usable cores"))
+    assert cli.main(["reproduce", "--train-missing", "--budget", "30", "--jobs", "2"]) == 0
+    assert submitted == stand_ins == [C.name, A[2].name, A[3].name]
+
+
+def test_budget_without_train_missing_and_a_bad_budget_are_refused(stand_ins, capsys):
+    assert cli.main(["reproduce", "--budget", "30"]) == 2
+    assert "--budget applies to --train-missing" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["reproduce", "--train-missing", "--budget", "-1"])
+    assert exc.value.code == 2 and "expected a finite number >= 0" in capsys.readouterr().err
+    assert stand_ins == []
