@@ -390,6 +390,10 @@ def add_subcommand(subparsers) -> argparse.ArgumentParser:
                         "its spec; exit 1 if one lies outside")
     p.add_argument("--audit-seed", type=count_arg(0), default=None, metavar="S",
                    help="with --audit: the seed of the draw (default: a fresh one, printed)")
+    p.add_argument("--record-cached", action="store_true",
+                   help="write into the ledger the measures of every model the selected notebooks use whose "
+                        "checkpoint this machine holds and the ledger does not (trained by 'train', in a notebook "
+                        "or on another machine), then exit")
     p.add_argument("--one-by-one", action="store_true",
                    help="with --train-missing: train every model alone, seeds of one spec included, also where a "
                         "step is launch-bound (to compare the times of the two paths)")
@@ -420,6 +424,16 @@ def _cmd(a) -> int:
         from hedgekit.repro.audit import audit
 
         return audit(a.audit, a.audit_seed, device=str(resolve_device(a.device)))
+    if a.record_cached:
+        from hedgekit.zoo.ledger import record_cached
+
+        written, passed = record_cached(spec for _, spec in notebook_models(a.only, a.fast))
+        for rec in written:
+            print(f"[ledger] recorded {rec['model']} ({rec['group']}, trained on {rec['device']})")
+        for line in passed:
+            print(f"[ledger] not recorded: {line}")
+        print(f"[ledger] {len(written)} record(s) written, {len(passed)} model(s) not recorded")
+        return 0
     if a.times_to is not None:
         times.check_marked(a.times_to)  # before anything runs: a long run must not fail at its end
     if a.list_models or a.train_missing or a.plan:

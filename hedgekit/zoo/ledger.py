@@ -72,7 +72,7 @@ from hedgekit.zoo.url_runs import URLSpec
 __all__ = ["PAPERS", "GPU_TOLERANCE", "RETIRED_CODE_KEYS", "CHECKPOINT_GROUPS", "FIELDS", "LedgerConflict",
            "ledger_dir", "paper_of", "ledger_path", "spec_fields", "spec_of", "code_key", "tolerance_for", "agree",
            "append", "build_record", "record_measures", "checkpoint_measures", "record_checkpoint", "record_table1",
-           "check_checkpoint", "records", "frame", "measures", "seeds_of", "held", "ledger_meta"]
+           "record_cached", "check_checkpoint", "records", "frame", "measures", "seeds_of", "held", "ledger_meta"]
 
 LEDGER_ENV = "HEDGEKIT_LEDGER"
 PAPERS = ("hib", "spe", "taha", "url")
@@ -253,6 +253,30 @@ def record_checkpoint(path_or_spec, folder: str | os.PathLike | None = None, gro
         raise InputError(f"{path} was trained with another recipe than {spec.name} names today; retrain it "
                          f"before recording it")
     return record_measures(spec, *measured, meta, path, folder)
+
+
+def record_cached(specs, folder: str | os.PathLike | None = None) -> tuple[list[dict], list[str]]:
+    """Bring home what this machine trained: `record_checkpoint` for each of ``specs`` whose checkpoint is shipped
+    or cached here, records measures and is not yet held (`held`), e.g. a model trained by ``python -m hedgekit
+    train``, inside a notebook, or on a lent GPU machine. Returns (records written, names passed over with the
+    reason: no checkpoint here, no measures in it, or another recipe than its spec names today)."""
+    from hedgekit.zoo.store import find_checkpoint
+
+    written, passed = [], []
+    for spec in {s.name: s for s in specs}.values():
+        group = CHECKPOINT_GROUPS.get(getattr(spec, "family", ""))
+        if group is None or held(spec, group, folder) is not None:
+            continue
+        if find_checkpoint(spec) is None:
+            passed.append(f"{spec.name}: no checkpoint on this machine")
+            continue
+        try:
+            written.append(record_checkpoint(spec, folder))
+        except LedgerConflict:
+            raise
+        except InputError as exc:
+            passed.append(f"{spec.name}: {exc}")
+    return written, passed
 
 
 def record_table1(path_or_spec, folder: str | os.PathLike | None = None) -> dict:

@@ -762,3 +762,19 @@ def test_on_a_launch_bound_device_a_specs_seeds_train_as_one_job_unless_one_by_o
     assert cli.main(["reproduce", "--train-missing", "--fast", "--one-by-one"]) == 0  # 903 and 904 alone
     assert len(sets) == 1 and calls()[2:] == ["point-n2-d2-fast-s903", "point-n2-d2-fast-s904"]
     assert "stacked" not in capsys.readouterr().out
+
+
+def test_record_cached_writes_the_held_checkpoints_measures_once_and_says_what_it_left(tmp_ledger, monkeypatch,
+                                                                                        capsys):
+    from hedgekit.zoo import Spec, ledger
+
+    specs = [Spec(kind="point", preset="paper"), Spec(kind="hib", preset="paper", seed=9)]  # shipped; absent
+    monkeypatch.setattr(R, "notebook_models", lambda only, fast: [("04_x.ipynb", s) for s in specs])
+    assert cli.main(["reproduce", "--record-cached", "--only", "04"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == [f"[ledger] recorded {specs[0].name} (table1, trained on cpu)",
+                   f"[ledger] not recorded: {specs[1].name}: no checkpoint on this machine",
+                   "[ledger] 1 record(s) written, 1 model(s) not recorded"]
+    assert [r["model"] for r in ledger.records("hib")] == [specs[0].name]
+    assert cli.main(["reproduce", "--record-cached", "--only", "04"]) == 0  # held: nothing written again
+    assert capsys.readouterr().out.splitlines()[-1] == "[ledger] 0 record(s) written, 1 model(s) not recorded"

@@ -162,6 +162,17 @@ def test_record_table1_reads_a_shipped_checkpoints_metadata(tmp_ledger):
         ledger.check_checkpoint(Spec(kind="hib", preset="paper"), changed)
 
 
+def test_record_cached_brings_home_the_checkpoints_held_here_once_and_names_the_rest(tmp_ledger):
+    shipped = [Spec(kind="point", preset="paper"), Spec(kind="hib", preset="paper"), Spec(kind="pn", preset="paper")]
+    missing = Spec(kind="hib", preset="paper", seed=9)
+    written, passed = ledger.record_cached([*shipped, shipped[0], missing])  # a spec named twice is recorded once
+    assert [r["model"] for r in written] == [s.name for s in shipped]
+    assert [r["group"] for r in written] == ["table1", "table1", "quick_check"]
+    assert passed == [f"{missing.name}: no checkpoint on this machine"]
+    again, _ = ledger.record_cached(shipped)
+    assert again == [] and len(ledger.records("hib")) == 2 and len(ledger.records("spe")) == 1
+
+
 REAL = PACKAGE_DIR / "ledger"
 
 
