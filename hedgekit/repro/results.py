@@ -403,11 +403,25 @@ def add_subcommand(subparsers) -> argparse.ArgumentParser:
                               description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default=None, help="output file (default: docs/results.md)")
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 if the file is out of date")
+    p.add_argument("--fewer-seeds-because", default=None, metavar="REASON",
+                   help="write even though a notebook decides claims on fewer trained seeds than its previous "
+                        "committed render did (without it: exit 2, naming the claims)")
     p.set_defaults(fn=_cmd)
     return p
 
 
 def _cmd(a) -> int:
+    from hedgekit.repro.render_seeds import fewer_seeds, fewer_seeds_paragraph
+    from hedgekit.repro.reproduce import notebook_dir, select
+
+    if a.fewer_seeds_because is not None and not a.fewer_seeds_because.strip():
+        raise InputError("--fewer-seeds-because needs the reason")
+    drops = {nb: rows for nb in select() if (rows := fewer_seeds(notebook_dir() / nb))}
+    if drops and not a.fewer_seeds_because:
+        print(fewer_seeds_paragraph(drops), file=sys.stderr)
+        return 2
+    if drops:
+        print(f"fewer seeds than the previous render in {', '.join(drops)}, because: {a.fewer_seeds_because}")
     path = Path(a.out) if a.out else results_path()
     text = generate()
     if a.check:

@@ -1,0 +1,93 @@
+"""How many trained seeds each committed verdict claim was decided on, and the rule that a render never decides a
+claim on fewer seeds than the notebook's previous committed render did (design notes sec. 6: evidence outlives the
+machine; `python -m hedgekit results` applies it).
+
+A counted claim of a verdict table (`hedgekit.papers.verdict.Verdict.markdown`) was decided on the trained seeds its
+"ours" cell counts ("…, 3 runs)") when its reason does not say *one trained model*, and on one trained model when it
+does (its runs are evaluation repeats of that model). A claim whose "ours" cell counts no runs (a given standard
+error, an interval computed elsewhere) has no seed count here and is not compared.
+
+The previous render is the notebook as the checked-out commit holds it (`previous_render`), when the working copy
+differs from it: a new render is judged before it is committed, against what a reader sees now. A notebook
+unchanged since its commit has nothing to judge.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import nbformat
+
+from hedgekit.repro.results import verdict_blocks
+
+__all__ = ["claim_seeds", "previous_render", "fewer_seeds", "fewer_seeds_paragraph"]
+
+_ROW = re.compile(r"^\|\s*(✅|❌|–)\s*\|")
+_CELL = re.compile(r"(?<!\\)\|")
+_RUNS = re.compile(r"(\d+) runs\)")
+ONE_MODEL = "one trained model"
+
+
+def claim_seeds(nb) -> dict[str, int]:
+    """Each counted claim of ``nb``'s committed verdicts (the claim's text, made unique by its verdict's heading)
+    -> the trained seeds it was decided on: 1 where its reason reads *one trained model*, else the runs its "ours"
+    cell counts; claims with no run count are left out."""
+    out = {}
+    for block in verdict_blocks(nb):
+        title = block.splitlines()[0]
+        for line in block.splitlines():
+            if not _ROW.match(line):
+                continue
+            cells = [c.strip() for c in _CELL.split(line)[1:-1]]
+            if len(cells) < 5:
+                continue
+            _, claim, _, ours, why = cells[:5]
+            runs = _RUNS.search(ours)
+            seeds = 1 if ONE_MODEL in why else int(runs.group(1)) if runs else None
+            if seeds is not None:
+                out[f"{title} :: {claim}"] = seeds
+    return out
+
+
+def _git(root: Path, *args: str) -> str | None:
+    try:
+        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def previous_render(path: str | Path):
+    """The notebook at ``path`` as the checked-out commit (HEAD) holds it, when the working copy differs from it;
+    None outside a git checkout, for a notebook HEAD does not hold, or when the working copy is HEAD's."""
+    path = Path(path).resolve()
+    root = _git(path.parent, "rev-parse", "--show-toplevel")
+    if root is None:
+        return None
+    text = _git(Path(root.strip()), "show", f"HEAD:{path.relative_to(Path(root.strip())).as_posix()}")
+    if text is None or text == path.read_text():
+        return None
+    return nbformat.reads(text, as_version=4)
+
+
+def fewer_seeds(path: str | Path) -> list[tuple[str, int, int]]:
+    """(claim, seeds before, seeds now) for every claim of the notebook at ``path`` decided on fewer trained seeds
+    than in its previous render (`previous_render`); [] when there is none to compare with."""
+    before = previous_render(path)
+    if before is None:
+        return []
+    was, now = claim_seeds(before), claim_seeds(nbformat.read(str(path), as_version=4))
+    return [(claim, was[claim], n) for claim, n in now.items() if claim in was and n < was[claim]]
+
+
+def fewer_seeds_paragraph(drops: dict[str, list[tuple[str, int, int]]]) -> str:
+    """The paragraph `results` refuses with: each notebook and the claims it now decides on fewer seeds."""
+    lines = ["These notebooks decide claims on fewer trained seeds than their previous committed render did (a "
+             "render never decides a claim on fewer seeds than before; the seeds' records are in the ledger, "
+             "hedgekit/ledger/, and `python -m hedgekit reproduce --only NN --plan` names what to train):"]
+    for nb, rows in drops.items():
+        lines += [f"  {nb}:"] + [f"    {claim}: {was} -> {now} seed(s)" for claim, was, now in rows]
+    lines.append("Re-render on the seeds the previous render had, or pass --fewer-seeds-because \"REASON\" to write "
+                 "docs/results.md anyway (say the reason in the commit).")
+    return "\n".join(lines)
