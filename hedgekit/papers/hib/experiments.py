@@ -359,9 +359,12 @@ def recorded_table1_seeds(seeds: int = HEADLINE_SEEDS, meta=None) -> tuple[dict,
     from hedgekit.papers.hib.protocol import RepeatedEvaluation
 
     metas, missing = table1_seed_metas(seeds, meta)
-    return {(n, d, label): [RepeatedEvaluation.from_metrics(label, n, d, m["metrics"], int(m.get("eval_images", 0)))
-                            for _, m in pairs]
-            for (n, d, label), pairs in metas.items()}, missing
+    out = {}
+    for (n, d, label), pairs in metas.items():
+        source = seed_sources(m for _, m in pairs)  # the verdict's rows say where their seeds came from
+        out[(n, d, label)] = [replace(RepeatedEvaluation.from_metrics(
+            label, n, d, m["metrics"], int(m.get("eval_images", 0))), source=source) for _, m in pairs]
+    return out, missing
 
 
 def seed_sources(metas) -> str:

@@ -77,6 +77,8 @@ class RepeatedEvaluation:
         ``tau_knnp_<gallery>_<probe>`` (Tables 6, 7).
     bins: ``ap_clean`` etc. -> (R, n_bins) per-eta-bin performance (Figure 5).
     pairs: split -> dict(p, same, pair_eta) of repetition 0 (Figure 9).
+    source: where the numbers came from, when they are one trained seed's among several (e.g. "3 seeds: 1 from a
+        checkpoint on this machine, 2 from the ledger (…)", `hedgekit.papers.hib.experiments.seed_sources`); "".
     """
 
     label: str
@@ -91,6 +93,7 @@ class RepeatedEvaluation:
     var_corrupt: float = math.nan
     eta_clean: float = math.nan
     eta_corrupt: float = math.nan
+    source: str = ""
 
     def mean(self, key: str) -> float:
         v = self.values.get(key)

@@ -41,7 +41,11 @@ class Runs:
 
     @property
     def noise(self) -> str:
-        return "seed-to-seed spread" if self.per_seed else "evaluation repeats of one trained model"
+        """What the runs' spread measures; per seed, with where the seeds came from when the evaluations say so."""
+        if not self.per_seed:
+            return "evaluation repeats of one trained model"
+        source = getattr(self.evals[0], "source", "") if self.evals else ""
+        return f"seed-to-seed spread ({source})" if source else "seed-to-seed spread"
 
 
 def seed_view(seeds) -> dict:
@@ -78,7 +82,10 @@ def gap(a, b, metric: str):
             se = binomial_se_diff(ra.mean(metric), ra.n_images, rb.mean(metric), rb.n_images)
             return Effect(float(np.mean(va) - np.mean(vb)), se, 0, "unpaired",
                           f"binomial standard error of {ra.n_images} test images, one trained model per row")
-        return unpaired_effect(va, vb, noise=view[a].noise)
+        noise = view[a].noise if view[a].noise == view[b].noise else (
+            f"seed-to-seed spread ({a[2]}: {getattr(view[a].evals[0], 'source', '') or 'seeds'}; {b[2]}: "
+            f"{getattr(view[b].evals[0], 'source', '') or 'seeds'})" if view[a].per_seed else view[a].noise)
+        return unpaired_effect(va, vb, noise=noise)
     return build
 
 

@@ -175,3 +175,22 @@ def test_recorded_seeds_read_a_seed_without_a_checkpoint_from_the_ledger_and_say
         f"3 seeds: 1 from a checkpoint on this machine, 2 from the ledger (1 trained on cpu, recorded {date}; "
         f"1 trained on cuda:0 (NVIDIA H200), recorded {date})")
     assert X.seed_sources([{"source": "trained now"}]) == "1 seed: 1 trained now"
+
+
+def test_a_verdict_on_ledger_seeds_says_in_each_row_where_its_seeds_came_from(tmp_ledger, tmp_path, monkeypatch):
+    """Table 1's N2D2 rows decided on the shipped seed 0 and two seeds only the ledger holds: nothing trains, and
+    each row's reason names the sources."""
+    from hedgekit.papers.hib.claims import known_unknowns_verdict
+
+    monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path / "data"))  # no cache: the shipped seed 0 and the ledger
+    monkeypatch.setattr(zoo, "load_or_train", lambda *a, **k: pytest.fail("a seed was trained"))
+    for label in ("point", "MoG-1"):
+        _, meta0 = zoo.load_checkpoint(zoo.SHIPPED_DIR / f"{X.table1_seed_specs(False)[(2, 2, label)][0].name}.pt")
+        for s in (1, 2):
+            spec = X.table1_seed_specs(False)[(2, 2, label)][s]
+            tmp_ledger(spec, {**meta0["metrics"], "knn_corrupt": meta0["metrics"]["knn_corrupt"] + 0.01 * s,
+                              "eval_images": 10_000})
+    seeds, _ = X.recorded_table1_seeds()
+    row = next(c for c in known_unknowns_verdict({}, seeds=seeds).claims
+               if c.row_id == "t1.N2D2.knn_corrupt.seeds")
+    assert "3 runs" in row.ours and "3 seeds: 1 from a checkpoint on this machine, 2 from the ledger" in row.ours
