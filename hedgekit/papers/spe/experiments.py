@@ -18,6 +18,9 @@ recover from 1.0 (docs/recipes.md, "SPE's variances collapse at N = 3, D = 3").
 
 FAST mode evaluates Table 2 on the shipped `paper` models of N = 2, D = 2 (`table2_specs`) and trains
 `fast` Figure 4 runs.
+
+`corrupt_support_geometry` measures, beside Table 2's rows, where corrupt support images put a PN's prototypes
+(docs/recipes.md, "Why our PN falls short under corrupt support (N2D2)").
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ from hedgekit.zoo import PRESETS, Spec, shipped_or_fast
 
 __all__ = ["TABLE2_STEP_FACTORS", "TABLE2_EPS_INIT", "table2_steps", "table2_settings", "table2_specs", "fig4_specs",
            "HEADLINE_SEEDS", "table2_seed_specs",
-           "notebook_specs", "FIG4_SAMPLES", "FAST_FIG4_SAMPLES", "FIG4_REPLICATIONS"]
+           "notebook_specs", "FIG4_SAMPLES", "FAST_FIG4_SAMPLES", "FIG4_REPLICATIONS", "corrupt_support_geometry"]
 
 FIG4_SAMPLES = (1, 3, 9, 27, 81)  # s of Figure 4
 FAST_FIG4_SAMPLES = (1, 9)
@@ -108,3 +111,95 @@ def notebook_specs(notebook: str, fast: bool, seed: int = 0) -> list:
     specs = [spec for four in table2_specs(fast, seed).values() for spec in four.values()] + fig4_specs(fast, seed)
     seeded = [spec for group in table2_seed_specs(fast).values() for spec in group]
     return specs + [s for s in seeded if s.name not in {t.name for t in specs}]
+
+
+def corrupt_support_geometry(entries, sets, n_episodes: int = 1000, k_support: int = 50, query_per_class: int = 5,
+                             seed: int = 0):
+    """Where corrupt support images put a PN's prototypes, and how much of the accuracy that costs is a
+    global distortion of the embedding (docs/recipes.md, "Why our PN falls short under corrupt support (N2D2)").
+
+    Table 2's corrupt-support condition (App. E: every digit of every support image occluded, sides
+    U(0, 28); clean queries) with App. A.3's episodes (all classes of the split, ``k_support`` = 50 support
+    per class) and the PN rule (Snell et al. eq. 1-2: prototype = mean of the support embeddings; for a
+    Gaussian embedding its mean), for every model in ``entries``. Per model and split it measures, from
+    the class means of all the split's images (clean: c_y; their corrupt twins: c'_y):
+
+    * ``contraction``: mean distance of the c'_y from their centroid over that of the c_y (1: the corrupt
+      prototypes spread as wide as the clean ones; < 1: they are drawn towards the centre);
+    * ``shift_over_spacing``: median over classes of |c'_y - c_y| over the distance from c_y to the nearest
+      other clean prototype;
+    * ``own_nearest``: fraction of classes whose c'_y is still nearer its own c_y than any other class's;
+    * ``clean``, ``corrupt``: accuracy (%) of clean / corrupt support with clean queries, ``*_se`` the
+      standard error over the ``n_episodes`` episodes (the same episodes for every column);
+    * ``corrected``: corrupt support after one affine map of the embedding plane, fitted by least squares
+      from the c'_y to the c_y of the *other* split(s) (``fit_split``) and applied to every corrupt
+      embedding of this split. What it recovers is the part of the loss due to a shift shared by all
+      classes (a contraction, a translation), not to classes scrambled one by one; it is a diagnostic,
+      not a classifier the paper uses (it needs clean and corrupt twins of other classes).
+
+    ``entries``: label -> model (or (model, head): the head is ignored, every model is read with the PN
+    rule). ``sets``: split -> a test set with ``images``, ``corrupt`` and ``labels`` (e.g.
+    `hedgekit.papers.spe.protocol.ndigit_test_sets`), embedded once per model, or an already embedded
+    `hedgekit.evaluation.embedded.EmbeddedSet` (used as it is, whatever the model). At least two splits,
+    each with more classes than the embedding has dimensions. Returns a pandas DataFrame, one row per
+    (method, split).
+    """
+    import numpy as np
+    import pandas as pd
+    import torch
+
+    from hedgekit.embedding import Embedding
+    from hedgekit.errors import InputError
+    from hedgekit.evaluation.embedded import EmbeddedSet, embed_set
+    from hedgekit.evaluation.episodes import evaluate_episodes
+    from hedgekit.methods.pn import PN
+
+    if len(sets) < 2:
+        raise InputError(f"corrupt_support_geometry fits its correction on another split: it needs two or more "
+                         f"splits, got {list(sets)}")
+    rows = []
+    for label, entry in entries.items():
+        model = entry[0] if isinstance(entry, tuple) else entry
+        points, means = {}, {}
+        for split, ds in sets.items():
+            es = ds if isinstance(ds, EmbeddedSet) else embed_set(model, ds, eta=False)
+            if es.corrupt is None:
+                raise InputError(f"split {split!r} has no corrupt twin to take the support from")
+            clean = es.clean.mixture_mean().detach().cpu().double().numpy()
+            corrupt = es.corrupt.mixture_mean().detach().cpu().double().numpy()
+            labels = np.asarray(es.labels)
+            ids, inv = np.unique(labels, return_inverse=True)
+            if len(ids) <= clean.shape[1]:
+                raise InputError(f"split {split!r} has {len(ids)} classes; the affine fit needs more than D = "
+                                 f"{clean.shape[1]}")
+            points[split] = (clean, corrupt, labels)
+            means[split] = (np.stack([clean[inv == i].mean(0) for i in range(len(ids))]),
+                            np.stack([corrupt[inv == i].mean(0) for i in range(len(ids))]))
+        for split, (clean, corrupt, labels) in points.items():
+            c, x = means[split]
+            others = [s for s in sets if s != split]
+            fit_c = np.concatenate([means[s][0] for s in others])
+            fit_x = np.concatenate([means[s][1] for s in others])
+            w, *_ = np.linalg.lstsq(np.c_[fit_x, np.ones(len(fit_x))], fit_c, rcond=None)  # c ~ [c', 1] w
+            mapped = np.c_[corrupt, np.ones(len(corrupt))] @ w
+            dist = np.linalg.norm(c[:, None] - c[None], axis=-1)
+            np.fill_diagonal(dist, np.inf)
+            spacing, shift = dist.min(1), np.linalg.norm(x - c, axis=1)
+            to_clean = np.linalg.norm(x[:, None] - c[None], axis=-1)
+            as_points = lambda z: Embedding.point(torch.as_tensor(z, dtype=torch.float32))  # noqa: E731
+            row = dict(method=label, split=split, classes=len(c), k_support=k_support, episodes=n_episodes,
+                       contraction=float(np.linalg.norm(x - x.mean(0), axis=1).mean()
+                                         / np.linalg.norm(c - c.mean(0), axis=1).mean()),
+                       shift_over_spacing=float(np.median(shift / spacing)),
+                       own_nearest=float((to_clean.argmin(1) == np.arange(len(c))).mean()), fit_split="+".join(others))
+            for name, sup, support_corrupt in (("clean", corrupt, False), ("corrupt", corrupt, True),
+                                               ("corrected", mapped, True)):
+                es = EmbeddedSet(as_points(clean), as_points(sup), labels)
+                mean, std, accs = evaluate_episodes(None, PN(), es, n_episodes=n_episodes, k_support=k_support,
+                                                    query_per_class=query_per_class, support_corrupt=support_corrupt,
+                                                    seed=seed)
+                row[name], row[f"{name}_se"] = 100 * mean, 100 * std / np.sqrt(len(accs))
+            rows.append(row)
+    cols = ["method", "split", "classes", "k_support", "episodes", "clean", "clean_se", "corrupt", "corrupt_se",
+            "corrected", "corrected_se", "contraction", "shift_over_spacing", "own_nearest", "fit_split"]
+    return pd.DataFrame(rows, columns=cols)

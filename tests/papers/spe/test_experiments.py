@@ -88,3 +88,78 @@ def test_headline_seeds_retrain_table2s_n2_d2_pn_and_spe_with_seeds_0_to_2_in_fu
     assert X.table2_seed_specs(True) == {}
     names = [s.name for s in X.notebook_specs("07", False)]
     assert {s.name for group in seeded.values() for s in group} <= set(names) and len(names) == len(set(names))
+
+
+def _contracted_splits(scale=0.6, seed=0):
+    """Two splits of 12 classes on a grid (spacing 1) in 2-D; each image's corrupt twin is its clean embedding
+    drawn towards the origin by ``scale``: a pure global contraction, which one affine map undoes exactly."""
+    import numpy as np
+    import torch
+
+    from hedgekit.embedding import Embedding
+    from hedgekit.evaluation.embedded import EmbeddedSet
+
+    rng = np.random.default_rng(seed)
+    out = {}
+    for split, offset in (("seen", 0.0), ("unseen", 0.5)):
+        centres = np.array([(i + offset, j) for i in range(-2, 2) for j in range(-1, 2)], float)  # 12 classes
+        labels = np.repeat(np.arange(len(centres)), 12)
+        clean = centres[labels] + 0.12 * rng.standard_normal((len(labels), 2))
+        pt = lambda z: Embedding.point(torch.as_tensor(z, dtype=torch.float32))  # noqa: E731
+        out[split] = EmbeddedSet(pt(clean), pt(scale * clean), labels)
+    return out
+
+
+def test_corrupt_support_geometry_finds_a_pure_contraction_and_undoes_it():
+    sets = _contracted_splits(0.6)
+    df = X.corrupt_support_geometry({"toy": None}, sets, n_episodes=40, k_support=5, query_per_class=5)
+    assert list(df.split) == ["seen", "unseen"] and list(df.fit_split) == ["unseen", "seen"]
+    for r in df.itertuples():
+        assert abs(r.contraction - 0.6) < 1e-6  # the class means contract exactly as the embeddings do
+        assert r.shift_over_spacing > 0.5 and r.own_nearest < 1  # the outer classes' prototypes land on neighbours
+        assert r.clean > 95 and r.corrupt < r.clean - 10  # contracted prototypes cost accuracy ...
+        assert abs(r.corrected - r.clean) < 1e-9  # ... and the affine map fitted on the other split restores it
+        assert 0 <= r.clean_se < 2 and r.episodes == 40
+
+
+def test_corrupt_support_geometry_without_distortion_changes_nothing_and_needs_two_splits():
+    import pytest
+
+    from hedgekit.errors import InputError
+
+    sets = _contracted_splits(1.0)
+    df = X.corrupt_support_geometry({"same": (None, None)}, sets, n_episodes=20, k_support=5)
+    assert (abs(df.contraction - 1) < 1e-9).all() and (df.shift_over_spacing < 1e-6).all()
+    assert (df.own_nearest == 1).all() and (abs(df.corrupt - df.clean) < 1e-9).all()
+    assert (abs(df.corrected - df.clean) < 1e-9).all()
+    with pytest.raises(InputError, match="two or more"):
+        X.corrupt_support_geometry({"same": None}, {"seen": sets["seen"]}, n_episodes=5, k_support=5)
+
+
+def test_corrupt_support_geometry_embeds_image_sets_with_the_model():
+    """A stand-in model: the mean brightness of each half of the image. Occlusion only darkens, so the corrupt
+    twins' embeddings move towards the origin (contraction < 1) and cost accuracy."""
+    import numpy as np
+    import torch
+
+    from hedgekit.data.occlusion import occlude, sample_digit_boxes
+    from hedgekit.embedding import Embedding
+
+    class Halves:
+        def embed(self, x, batch_size=None):
+            w = x.shape[-1] // 2
+            return Embedding.point(torch.stack([x[..., :w].mean((1, 2, 3)), x[..., w:].mean((1, 2, 3))], 1))
+
+    rng = np.random.default_rng(0)
+    sets = {}
+    for split, levels in (("seen", (60, 110, 160, 210)), ("unseen", (85, 135, 185, 235))):
+        pairs = [(a, b) for a in levels for b in levels]  # 16 classes: one brightness per half
+        labels = np.repeat(np.arange(len(pairs)), 10)
+        images = np.stack([np.concatenate([np.full((28, 28), pairs[y][0]), np.full((28, 28), pairs[y][1])], 1)
+                           for y in labels]) + rng.integers(-8, 9, (len(labels), 28, 56))
+        images = images.clip(0, 255).astype(np.uint8)
+        corrupt = occlude(images, sample_digit_boxes(rng, len(images), 2, 1.0))
+        sets[split] = type("Set", (), dict(images=images, corrupt=corrupt, labels=labels))()
+    df = X.corrupt_support_geometry({"halves": Halves()}, sets, n_episodes=20, k_support=4, query_per_class=4)
+    assert len(df) == 2 and (df.contraction < 0.95).all() and (df.corrupt < df.clean).all()
+    assert (df.clean > 95).all()
