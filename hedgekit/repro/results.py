@@ -411,11 +411,15 @@ def add_subcommand(subparsers) -> argparse.ArgumentParser:
 
 
 def _cmd(a) -> int:
-    from hedgekit.repro.render_seeds import fewer_seeds, fewer_seeds_paragraph
+    from hedgekit.repro.render_checks import damage, damage_paragraph, fewer_seeds, fewer_seeds_paragraph
     from hedgekit.repro.reproduce import notebook_dir, select
 
     if a.fewer_seeds_because is not None and not a.fewer_seeds_because.strip():
         raise InputError("--fewer-seeds-because needs the reason")
+    damaged = {nb: problems for nb in select() if (problems := damage(notebook_dir() / nb))}
+    if damaged:
+        print(damage_paragraph(damaged), file=sys.stderr)
+        return 2
     drops = {nb: rows for nb in select() if (rows := fewer_seeds(notebook_dir() / nb))}
     if drops and not a.fewer_seeds_because:
         print(fewer_seeds_paragraph(drops), file=sys.stderr)

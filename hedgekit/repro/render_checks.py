@@ -1,6 +1,9 @@
-"""How many trained seeds each committed verdict claim was decided on, and the rule that a render never decides a
-claim on fewer seeds than the notebook's previous committed render did (design notes sec. 6: evidence outlives the
-machine; `python -m hedgekit results` applies it).
+"""What a notebook's render must pass before `python -m hedgekit results` publishes it: it is whole, and it decides
+no claim on fewer trained seeds than the committed render (design notes sec. 6: evidence outlives the machine).
+
+Whole (`damage`): no cell holds an error, and no verdict holds fewer claims than the same verdict in the committed
+render (claims counted, sanity checks and conditions alike; a verdict whose output was emptied, by a crashed editor
+say, holds none). A run cut short, or outputs cleared with their execution counts, is `results.partial_run`'s case.
 
 A counted claim of a verdict table (`hedgekit.papers.verdict.Verdict.markdown`) was decided on the trained seeds its
 "ours" cell counts ("…, 3 runs)") when its reason does not say *one trained model*, and on one trained model when it
@@ -21,9 +24,11 @@ import nbformat
 
 from hedgekit.repro.results import verdict_blocks
 
-__all__ = ["claim_seeds", "previous_render", "fewer_seeds", "fewer_seeds_paragraph"]
+__all__ = ["claim_seeds", "claim_counts", "previous_render", "damage", "fewer_seeds", "fewer_seeds_paragraph",
+           "damage_paragraph"]
 
 _ROW = re.compile(r"^\|\s*(✅|❌|–)\s*\|")
+_ANY_ROW = re.compile(r"^\|\s*(✅|❌|–|✔|✘)\s*\|")
 _CELL = re.compile(r"(?<!\\)\|")
 _RUNS = re.compile(r"(\d+) runs\)")
 ONE_MODEL = "one trained model"
@@ -47,6 +52,29 @@ def claim_seeds(nb) -> dict[str, int]:
             seeds = 1 if ONE_MODEL in why else int(runs.group(1)) if runs else None
             if seeds is not None:
                 out[f"{title} :: {claim}"] = seeds
+    return out
+
+
+def claim_counts(nb) -> dict[str, int]:
+    """Each verdict of ``nb``'s committed outputs (its heading) -> the claims it lists: counted, sanity checks and
+    conditions."""
+    return {block.splitlines()[0]: sum(bool(_ANY_ROW.match(line)) for line in block.splitlines())
+            for block in verdict_blocks(nb)}
+
+
+def damage(path: str | Path) -> list[str]:
+    """What is missing from the render of the notebook at ``path`` (module docstring), as phrases; [] when whole."""
+    nb = nbformat.read(str(path), as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    out = []
+    errors = [i for i, c in enumerate(code, 1) if any(o.get("output_type") == "error" for o in c.get("outputs", []))]
+    if errors:
+        out.append(f"code cell(s) {', '.join(map(str, errors))} hold an error")
+    before = previous_render(path)
+    if before is not None:
+        now = claim_counts(nb)
+        out += [f"its verdict {title!r} lists {now.get(title, 0)} claims, {n} in the committed render"
+                for title, n in claim_counts(before).items() if now.get(title, 0) < n]
     return out
 
 
@@ -79,6 +107,15 @@ def fewer_seeds(path: str | Path) -> list[tuple[str, int, int]]:
         return []
     was, now = claim_seeds(before), claim_seeds(nbformat.read(str(path), as_version=4))
     return [(claim, was[claim], n) for claim, n in now.items() if claim in was and n < was[claim]]
+
+
+def damage_paragraph(damaged: dict[str, list[str]]) -> str:
+    """The paragraph `results` refuses with: each notebook and what is missing from its render."""
+    lines = ["These notebooks' renders are not whole, so docs/results.md was left as it is:"]
+    lines += [f"  {nb}: {'; '.join(problems)}" for nb, problems in damaged.items()]
+    lines.append("Restore them (`git checkout -- notebooks/NN_name.ipynb`) or re-render them "
+                 "(`python -m hedgekit reproduce --only NN --inplace`).")
+    return "\n".join(lines)
 
 
 def fewer_seeds_paragraph(drops: dict[str, list[tuple[str, int, int]]]) -> str:

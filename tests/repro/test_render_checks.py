@@ -1,5 +1,6 @@
-"""hedgekit.repro.render_seeds: the trained seeds behind each committed verdict claim, and `results` refusing a
-render that decides a claim on fewer seeds than the committed one, in a git repository of the test's own."""
+"""hedgekit.repro.render_checks: `results` refusing a render that is not whole (cells cleared or cut short, an error,
+claims missing) or that decides a claim on fewer trained seeds than the committed one, in a git repository of the
+test's own; docs are left as they were."""
 from __future__ import annotations
 
 import subprocess
@@ -9,7 +10,7 @@ import pytest
 
 from hedgekit import cli
 from hedgekit.papers import verdict as V
-from hedgekit.repro import render_seeds as RS
+from hedgekit.repro import render_checks as RS
 from hedgekit.repro import reproduce as R
 from hedgekit.repro import results
 
@@ -24,8 +25,9 @@ def _notebook(gap_runs: list[float]) -> nbformat.NotebookNode:
     evaluation repeats of one trained model."""
     v = V.Verdict("07 test").decide(ROWS, {"gap": gap_runs, "level": [2.9, 3.0, 3.1]})
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("v", outputs=[
-        nbformat.v4.new_output("display_data", data={"text/markdown": v.markdown()})])]
+    nb.cells = [nbformat.v4.new_code_cell(f"step_{i}", execution_count=i + 1) for i in range(3)]
+    nb.cells.append(nbformat.v4.new_code_cell("v", execution_count=4, outputs=[
+        nbformat.v4.new_output("display_data", data={"text/markdown": v.markdown()})]))
     return nb
 
 
@@ -80,3 +82,28 @@ def test_outside_a_git_checkout_there_is_no_previous_render(tmp_path):
     path = tmp_path / "07_test.ipynb"
     nbformat.write(_notebook([2.0, 2.1, 1.9]), str(path))
     assert RS.previous_render(path) is None and RS.fewer_seeds(path) == []
+
+
+def test_a_render_whose_verdict_output_was_emptied_is_refused_with_docs_untouched(repo, capsys):
+    out = repo.parent.parent / "results.md"
+    out.write_text("the published page\n")
+    assert RS.damage(repo) == []
+    nb = nbformat.read(str(repo), as_version=4)
+    nb.cells[3].outputs = []  # what a crashed editor leaves: the counts kept, the verdict's output gone
+    nbformat.write(nb, str(repo))
+    (why,) = RS.damage(repo)
+    assert why.endswith("lists 0 claims, 2 in the committed render")
+    assert cli.main(["results", "--out", str(out)]) == 2 and out.read_text() == "the published page\n"
+    assert "07_test.ipynb: its verdict" in capsys.readouterr().err
+
+
+def test_an_error_output_or_a_verdict_with_fewer_claims_than_the_committed_render_is_damage(repo):
+    nb = nbformat.read(str(repo), as_version=4)
+    nb.cells[1].outputs = [nbformat.v4.new_output("error", ename="KeyError", evalue="x", traceback=[])]
+    md = nb.cells[3].outputs[0]["data"]["text/markdown"]
+    nb.cells[3].outputs[0]["data"]["text/markdown"] = "\n".join(
+        line for line in md.splitlines() if "A beats B" not in line)  # a claim cut from the table
+    nbformat.write(nb, str(repo))
+    (error, fewer) = RS.damage(repo)
+    assert error == "code cell(s) 2 hold an error"
+    assert fewer.endswith("lists 1 claims, 2 in the committed render") and "07 test" in fewer
