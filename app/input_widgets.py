@@ -44,22 +44,26 @@ def _drawing(state: AppState) -> None:
         state.drawing = ("draw:" + hashlib.sha1(img.tobytes()).hexdigest()[:12], img)
 
 
-def _upload(state: AppState) -> None:
-    """The "upload" source: a file uploader; a file that is not a valid image is reported and ignored."""
+def _upload(state: AppState) -> bool:
+    """The "upload" source: a file uploader; a file that is not a valid image is reported and ignored, and the
+    report says what is shown instead: the last valid upload, or a test image where there was none. Returns
+    whether a file is uploaded (valid or not)."""
     up = st.file_uploader("Upload an image of two digits side by side (PNG/JPEG, 56 x 28 px or larger)",
                           key="hk_upload", help="A 56 x 28 image is used as is; a larger one (e.g. a photo of two "
                           "digits on paper) is cropped, scaled and centred per digit like MNIST.")
     if up is None:
-        return
+        return False
     data = up.getvalue()
     try:
         decoded = checked.decode_upload(data, SHAPE)
     except InputError as exc:
-        st.error(f"Cannot use **{up.name}**: {exc}. Showing the last valid image instead.")
+        shown = "the last valid image" if state.upload is not None else "a test image"
+        st.error(f"Cannot use **{up.name}**: {exc}. Showing {shown} instead.")
     else:
         for note in decoded.notes:  # e.g. which frame of a GIF, or that dark-on-white digits were inverted
             st.caption(f"**{up.name}**: {note}.")
         state.upload = ("upload:" + hashlib.sha1(data).hexdigest()[:12], decoded.image)
+    return True
 
 
 def _class_size(state: AppState) -> int:
@@ -98,10 +102,11 @@ def image_picker() -> tuple[str, np.ndarray, np.ndarray]:
             return current_image()
         st.info("Nothing drawn yet: showing a test image.")
     if state.source == "upload":
-        _upload(state)
+        uploaded = _upload(state)
         if state.upload is not None:
             return current_image()
-        st.info("No image uploaded yet: showing a test image.")
+        if not uploaded:  # a refused file's error already says a test image is shown
+            st.info("No image uploaded yet: showing a test image.")
     c1, c2 = st.columns([3, 2])
     with c1:
         state.widget(st.radio, "Classes", "split", list(SPLITS), format_func=SPLITS.get, horizontal=True,

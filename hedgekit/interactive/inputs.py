@@ -119,6 +119,7 @@ _BIT_DEPTHS = (8, 10, 12, 14, 16, 32)  # 2**k - 1 is the white of a k-bit intege
 MAX_UPLOAD_FRAMES = 100  # frames of an animated image (GIF, APNG, WebP, TIFF pages) searched for a non-blank one
 BLANK_CONTRAST = 24  # gray levels: an image whose pixels span fewer is blank (a JPEG of white paper spans a few)
 _ORIENTATION = 0x0112  # the EXIF tag; values 5-8 turn the stored image by 90 degrees (width and height swap)
+_INTEGER_MODES = ("I", "I;16", "I;16B", "I;16L", "I;16N", "F")  # PIL's 16/32-bit integer and float gray modes
 
 
 @dataclass(frozen=True, eq=False)
@@ -151,10 +152,11 @@ def decode_upload(data: bytes, shape: tuple[int, int] = (DIGIT_SIZE, 2 * DIGIT_S
     background, white behind dark ink and black behind light ink. An animated image (GIF, ...)
     gives its first frame that is not blank, and a note says which. A blank image (all its
     pixels within `BLANK_CONTRAST` gray levels: all black, all white, any flat gray), of any
-    size, is refused. MNIST digits are white on black: ``invert=None`` inverts images whose
-    border is mostly bright (dark digits on paper, `looks_inverted`), with a note; True/False
-    force it. An image of exactly ``shape`` is used as is; a larger one (e.g. a photo of two
-    digits) is cropped, scaled and centred per digit like MNIST (`image_from_drawing`).
+    size, is refused; a fully transparent one (every pixel's alpha 0) is refused as such.
+    MNIST digits are white on black: ``invert=None`` inverts images whose border is mostly
+    bright (dark digits on paper, `looks_inverted`), with a note; True/False force it. An
+    image of exactly ``shape`` is used as is; a larger one (e.g. a photo of two digits) is
+    cropped, scaled and centred per digit like MNIST (`image_from_drawing`).
     """
     import io
 
@@ -180,12 +182,15 @@ def decode_upload(data: bytes, shape: tuple[int, int] = (DIGIT_SIZE, 2 * DIGIT_S
                                  f"{h_min}: {w_min // DIGIT_SIZE} digits of 28 x 28 side by side (larger images "
                                  "are scaled down)")
             n_frames = getattr(im, "n_frames", 1)
+            transparent = True  # every frame looked at so far has alpha 0 everywhere
             for frame in range(min(n_frames, MAX_UPLOAD_FRAMES)):
                 im.seek(frame)
                 im.load()
-                gray = _gray_pixels(ImageOps.exif_transpose(im))
+                shown = ImageOps.exif_transpose(im)
+                gray = _gray_pixels(shown)
                 if not _is_blank(gray):
                     break
+                transparent = transparent and _fully_transparent(shown)
     except InputError:
         raise
     except Image.DecompressionBombError as exc:
@@ -197,8 +202,11 @@ def decode_upload(data: bytes, shape: tuple[int, int] = (DIGIT_SIZE, 2 * DIGIT_S
     if _is_blank(gray):
         frames = "" if n_frames == 1 else (f" (all {n_frames} frames)" if n_frames <= MAX_UPLOAD_FRAMES
                                            else f" (its first {MAX_UPLOAD_FRAMES} frames)")
+        why = "no digit to read (the model needs two digits side by side)"
+        if transparent:
+            raise InputError(f"the image is fully transparent (every pixel's alpha is 0){frames}, {why}")
         raise InputError(f"the image is blank{frames}: every pixel is gray level {gray.min():.0f} to "
-                         f"{gray.max():.0f}, no digit to read (the model needs two digits side by side)")
+                         f"{gray.max():.0f}, {why}")
     if n_frames > 1:
         skipped = f" (the first {frame} are blank)" if frame > 1 else " (the first is blank)" if frame else ""
         notes.append(f"an image of {n_frames} frames (an animated GIF, ...): frame {frame + 1} is used{skipped}")
@@ -207,6 +215,14 @@ def decode_upload(data: bytes, shape: tuple[int, int] = (DIGIT_SIZE, 2 * DIGIT_S
     if img.shape != tuple(shape):
         img = image_from_drawing(img, w_min // DIGIT_SIZE)
     return Upload(img, tuple(notes))
+
+
+def _fully_transparent(im) -> bool:
+    """Whether every pixel of a decoded PIL image is transparent (alpha 0), as `_gray_pixels` reads alpha: an alpha
+    band or a transparent colour, in any mode but the integer and float ones (which carry no alpha)."""
+    if im.mode in _INTEGER_MODES or ("A" not in im.getbands() and "transparency" not in im.info):
+        return False
+    return im.convert("RGBA").getchannel("A").getextrema()[1] == 0
 
 
 def _is_blank(gray: np.ndarray) -> bool:
@@ -234,7 +250,7 @@ def white_on_black(gray: np.ndarray, invert: bool | None = None) -> tuple[np.nda
 
 def _gray_pixels(im) -> np.ndarray:
     """(H, W) float luminance in [0, 255] of a decoded PIL image (see `image_from_bytes` for the rules)."""
-    if im.mode in ("I", "I;16", "I;16B", "I;16L", "I;16N", "F"):
+    if im.mode in _INTEGER_MODES:
         a = np.asarray(im, dtype=np.float64)
         if a.ndim != 2 or not np.isfinite(a).all() or a.min() < 0:
             raise InputError(f"the image has mode {im.mode} with negative or non-finite pixels")

@@ -24,6 +24,7 @@ Outside IPython the same calls print plain text.
 from __future__ import annotations
 
 import hashlib
+import os
 import platform
 import sys
 import time
@@ -33,7 +34,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from hedgekit.checks import resolve_device
+from hedgekit.checks import MAX_SEED, MAX_STEPS, MAX_THREADS, check_count, count_arg, resolve_device
+from hedgekit.errors import InputError
 from hedgekit.repro.report import Report, precision_note
 
 __all__ = ["Session", "CheckpointRecord", "versions_table", "file_hash", "measured_full_mode", "RUN_RECORD",
@@ -229,13 +231,16 @@ class Session:
 
     # ---------------------------------------------------------------- setup
     def configure(self, fast: bool, report_dir: str = "", threads: int = 1, device: str = "auto", **params) -> Report:
-        """Record the mode and parameters, set torch threads, the device and plot defaults; returns the `Report`.
+        """Check the parameters, record the mode and parameters, set torch threads, the device and plot defaults;
+        returns the `Report`.
 
-        ``device`` (the notebook's ``DEVICE``; "auto": `hedgekit.checks.resolve_device`, an InputError for "cuda"
-        without CUDA) is where `model` trains the models it does not find.
+        The values the notebooks' parameters cells pass are checked before anything is set, with the bounds of
+        the command line's flags (`_checked_device`): an InputError names the parameter, its value and what is
+        expected. ``device`` (the notebook's ``DEVICE``; "auto": `hedgekit.checks.resolve_device`, an InputError
+        for "cuda" without CUDA) is where `model` trains the models it does not find.
         """
-        torch.set_num_threads(int(threads))
-        self.device = str(resolve_device(device))
+        self.device = str(_checked_device(fast, report_dir, threads, device, params))
+        torch.set_num_threads(int(threads))  # an integer type: numpy's too
         self.fast = bool(fast)
         self.params = dict(params)
         self.report = Report(report_dir, self.notebook)
@@ -326,6 +331,55 @@ class Session:
                          runtime_s=round(self.runtime, 1),
                          checkpoints=[asdict(c) for c in self.checkpoints], versions=versions_table())
         return self.runtime
+
+
+def _checked_device(fast, report_dir, threads, device, params: dict) -> torch.device:
+    """The device `Session.configure` trains on, once its arguments hold what the notebooks' parameters cells and
+    the command line accept: ``fast`` True or False, ``report_dir`` a folder path, ``threads``, ``seed``, ``steps``
+    and ``seeds`` integers within the bounds of the flags ``--threads``, ``--seed``, ``--steps`` and
+    url-benchmark's ``--seeds`` (`hedgekit.checks.count_arg`), ``repeats`` and ``runs`` integers >= 1 (``runs``
+    also None, the mode's default), ``device`` "auto" or a device this machine has (``--device``). Other keywords
+    pass unchecked. Raises an InputError naming the first parameter that does not (`_refusal`)."""
+    if not isinstance(fast, (bool, np.bool_)):
+        raise InputError(_refusal("fast", fast, "True (the quick tour) or False (full mode)"))
+    if not isinstance(report_dir, (str, os.PathLike)):
+        raise InputError(_refusal("report_dir", report_dir, 'a folder path (a str; "" for no report files)'))
+    # keyword -> (minimum, maximum, what is expected); count_arg's name is its bounds in the command line's words
+    counts = {"threads": (1, MAX_THREADS, f"{count_arg(1, MAX_THREADS).__name__} (torch threads, as the command "
+                                          "line's --threads)"),
+              "seed": (0, MAX_SEED, f"{count_arg(0, MAX_SEED, ' = 2^63 - 1').__name__} (as the command line's "
+                                    "--seed)"),
+              "steps": (0, MAX_STEPS, f"0 (the preset's steps) or {count_arg(1, MAX_STEPS).__name__} (as the "
+                                      "command line's --steps)"),
+              "repeats": (1, None, f"{count_arg(1).__name__} (evaluations per model)"),
+              "runs": (1, None, f"None (the mode's default) or {count_arg(1).__name__} (training runs per row)")}
+    if "seeds" in params:
+        from hedgekit.papers.url.benchmark import MAX_SEEDS
+
+        counts["seeds"] = (1, MAX_SEEDS, f"{count_arg(1, MAX_SEEDS).__name__} (as python -m hedgekit "
+                                         "url-benchmark --seeds)")
+    for name, value in {"threads": threads, **params}.items():
+        if name in counts and not (name == "runs" and value is None):
+            minimum, maximum, expected = counts[name]
+            try:
+                check_count(value, name, minimum, maximum)
+            except InputError:
+                raise InputError(_refusal(name, value, expected)) from None
+    expected = ('"auto" or a device this machine has: "cpu", "cuda", "cuda:N" or "mps" (as the command line\'s '
+                "--device)")
+    if not isinstance(device, (str, torch.device)):
+        raise InputError(_refusal("device", device, expected))
+    try:
+        return resolve_device(device)
+    except InputError as exc:
+        raise InputError(f"{_refusal('device', device, expected)}; {exc}") from None
+
+
+def _refusal(name: str, value, expected: str) -> str:
+    """One paragraph: the parameter ``name`` of `Session.configure` as the parameters cell spells it (upper
+    case), its ``value`` and what is ``expected``."""
+    return (f"{name.upper()} = {value!r} in the notebook's parameters cell (Session.configure's {name}): "
+            f"expected {expected}")
 
 
 def _short_path(path) -> str:

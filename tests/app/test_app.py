@@ -220,6 +220,8 @@ class TestApp:
             assert any(name in e.value for e in app.error), name
             assert any(re.search(why, e.value) for e in app.error), (name, [e.value for e in app.error])
             assert _eta_shown(app) == eta and _state(app).trails[HIB_NAME] == trail  # the last valid image stays
+            assert any("Showing the last valid image instead." in e.value for e in app.error), name
+            assert not any("test image" in m.value for m in [*app.error, *app.info]), name
         app.file_uploader(key="hk_upload").set_value(("deep.png", png(img.astype(np.uint16) * 257), "image/png")).run()
         assert not app.exception and not app.error
         assert _eta_shown(app) == eta  # a 16-bit copy of the same image is the same image, not a black one
@@ -228,6 +230,23 @@ class TestApp:
         assert not app.exception and not app.error and _eta_shown(app) == eta  # dark on white: inverted
         assert _state(app).trails[HIB_NAME][-1] == trail[-1]
         assert any("paper.png" in c.value and "inverted" in c.value for c in app.caption)  # and the page says so
+
+    def test_a_refused_first_upload_says_a_test_image_is_shown(self, app):
+        """With no valid upload before it, a refused file (here a fully transparent PNG) says the one fallback that
+        happens, a test image, once; the info "No image uploaded yet" is not shown beside it."""
+        from PIL import Image
+
+        buf = io.BytesIO()
+        Image.fromarray(np.zeros((28, 56, 4), np.uint8), "RGBA").save(buf, format="PNG")
+        test_image = _state(app).image_key
+        app.radio(key="w_source").set_value("upload").run()
+        app.file_uploader(key="hk_upload").set_value(("clear.png", buf.getvalue(), "image/png")).run()
+        assert not app.exception and _state(app).image_key == test_image
+        assert [e.value for e in app.error] == [
+            "Cannot use **clear.png**: the image is fully transparent (every pixel's alpha is 0), no digit to read "
+            "(the model needs two digits side by side). Showing a test image instead."]
+        assert not any("last valid image" in e.value for e in app.error)
+        assert not any("test image" in i.value for i in app.info)
 
     def test_model_switching(self, app):
         hib_eta = _eta_shown(app)

@@ -19,7 +19,7 @@ from hedgekit.data import mnist as mnist_module
 from hedgekit.data.fashion import DEBIAN_DIR
 from hedgekit.data.mnist import IDX_FILES, mnist_source, read_idx
 from hedgekit.data.provenance import (CHECKS_VAR, FRAME_SPLIT, KNOWN, MAX_OTHER_SHARE, MIN_ACCURACY, identify,
-                                      label_accuracy, other_share)
+                                      label_accuracy, other_share, real_class_means, relabelled)
 from hedgekit.errors import InputError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -116,6 +116,27 @@ def test_label_accuracy_by_hand():
     assert label_accuracy(dark, [3, 3], probe, [3, 1]) == 0.5
 
 
+def test_relabelled_names_the_labels_whose_images_look_like_another_digit():
+    """Tiny sets made of the stored real means (two noisy copies each): as labelled, with 3 and 5 swapped, with
+    every label moved one up, and with a label missing."""
+    rng = np.random.default_rng(0)
+    digits = np.repeat(np.arange(10), 2)
+    images = np.clip(real_class_means()[digits] + rng.normal(0, 20, (20, 784)), 0, 255).astype(np.uint8)
+    images = images.reshape(20, 28, 28)
+    assert relabelled(images, digits) == {}
+    swap = np.arange(10)
+    swap[[3, 5]] = [5, 3]
+    assert relabelled(images, swap[digits]) == {3: 5, 5: 3}
+    assert relabelled(images, (digits + 1) % 10) == {(d + 1) % 10: d for d in range(10)}
+    assert relabelled(images[digits != 7], swap[digits[digits != 7]]) == {3: 5, 5: 3}  # no 7s: 7 is left out
+
+
+def test_the_stored_class_means_are_the_real_training_sets(real):
+    train_images, train_labels = real[0], real[1]
+    means = np.stack([train_images[train_labels == c].mean(axis=0).ravel() for c in range(10)])
+    assert np.abs(real_class_means() - means).max() <= 0.5  # rounded to whole gray levels
+
+
 def test_other_share_counts_images_by_their_own_frame_ink():
     images = np.zeros((4, 28, 28), np.uint8)
     need = int(np.ceil(FRAME_SPLIT * 208))  # 8 of the 208 frame pixels: 0.0385 >= 0.035
@@ -180,9 +201,24 @@ def test_a_re_encoded_copy_is_used_with_a_warning_and_recorded(real, variant, da
         source = mnist_source(folder)
     message = str(next(w.message for w in caught if "known release" in str(w.message)))
     assert "\n" not in message and "60,000 / 10,000 images, labels 77% right" in message
+    assert "permuted" not in message and " -> " not in message  # every label's images look like its own digit
     assert not source.real and source.fingerprint != KNOWN["mnist"] and source.fingerprint in message
     ds = load_ndigit(1, "test_seen", mnist_root=folder)
     assert (data_dir / "ndigit" / f"n1_test_seen_s0_mnist-{source.fingerprint}.npz").is_file() and len(ds)
+
+
+def test_labels_remapped_by_one_bijection_are_named_in_the_warning(real, variant, data_dir):
+    """Both label files with 3 and 5 swapped: train and test agree, so the label check passes (77%); the warning
+    names the swap."""
+    swap = np.arange(10)
+    swap[[3, 5]] = [5, 3]
+    folder = variant(train_labels_idx1_ubyte=swap[real[1]], t10k_labels_idx1_ubyte=swap[real[3]])
+    with pytest.warns(UserWarning, match="is not a known release; it passes the content checks") as caught:
+        source = mnist_source(folder)
+    message = str(next(w.message for w in caught if "known release" in str(w.message)))
+    assert "\n" not in message and "labels 77% right by nearest class mean" in message and not source.real
+    assert ("; labels permuted? 3 -> 5, 5 -> 3: the train images of each label on the left lie nearest the real "
+            "MNIST's mean image of the digit on the right); it is used") in message
 
 
 def test_checks_off_uses_wrong_data_with_a_warning(real, variant, data_dir, monkeypatch):

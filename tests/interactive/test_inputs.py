@@ -189,6 +189,39 @@ class TestInputs:
             got = inputs.image_from_bytes(buf.getvalue())
             assert got[10, 10] == 255 and got[0, 0] == 0 and got[10, 40] == 0, stroke
 
+    def test_a_fully_transparent_image_is_refused_as_transparent(self):
+        """Every pixel at alpha 0 (whatever colour hides behind it, a digit included), in RGBA, LA, a palette with a
+        transparent entry and every frame of an animated PNG: the message says transparent, not a gray level; an
+        opaque flat image is still "blank"."""
+        from PIL import Image
+
+        def png(frames, mode):
+            buf = io.BytesIO()
+            ims = [Image.fromarray(f, mode) for f in frames]
+            ims[0].save(buf, format="PNG", save_all=len(ims) > 1, append_images=ims[1:])
+            return buf.getvalue()
+
+        hidden = np.zeros((28, 56, 4), np.uint8)
+        hidden[4:24, 8:14, :3] = 255  # a digit, but alpha 0 everywhere
+        cases = {"RGBA": png([hidden], "RGBA"), "LA": png([np.zeros((28, 56, 2), np.uint8)], "LA"),
+                 "P+transparency": _encode(np.zeros((28, 56), np.uint8), "P+transparency")}
+        for mode, data in cases.items():
+            with pytest.raises(InputError) as err:
+                inputs.image_from_bytes(data)
+            assert str(err.value) == ("the image is fully transparent (every pixel's alpha is 0), no digit to read "
+                                      "(the model needs two digits side by side)"), mode
+        white = hidden.copy()
+        white[..., :3] = 255
+        with pytest.raises(InputError, match=r"^the image is fully transparent \(every pixel's alpha is 0\) "
+                                             r"\(all 2 frames\), no digit"):
+            inputs.image_from_bytes(png([hidden, white], "RGBA"))
+        opaque = np.full((28, 56, 4), 255, np.uint8)
+        with pytest.raises(InputError, match="^the image is blank: every pixel is gray level 255 to 255"):
+            inputs.image_from_bytes(png([opaque], "RGBA"))
+        opaque_then_clear = png([opaque, hidden], "RGBA")  # one opaque frame: blank, not transparent
+        with pytest.raises(InputError, match=r"^the image is blank \(all 2 frames\)"):
+            inputs.image_from_bytes(opaque_then_clear)
+
     def test_larger_images_are_scaled_like_mnist(self, test_seen):
         """A 10x enlarged test image, dark on white, decodes exactly as the drawing of its white-on-black twin."""
         big = np.kron(test_seen.images[5], np.ones((10, 10))).astype(np.uint8)

@@ -231,3 +231,63 @@ def test_a_notebook_run_records_the_load_beside_its_time(tmp_path):
     rec = run_notebook(tmp_path / "tiny.ipynb", tmp_path / "out.ipynb", {})
     assert rec["status"] == "ok" and rec["seconds"] > 0
     assert len(rec["load"]) == 2 and all(isinstance(x, float) and x >= 0 for x in rec["load"])
+
+
+@pytest.mark.parametrize("name, value, expected", [
+    ("threads", 0, "an integer >= 1 and <= 1024 (torch threads, as the command line's --threads)"),
+    ("threads", 2.7, "an integer >= 1 and <= 1024 (torch threads, as the command line's --threads)"),
+    ("threads", None, "an integer >= 1 and <= 1024 (torch threads, as the command line's --threads)"),
+    ("threads", True, "an integer >= 1 and <= 1024 (torch threads, as the command line's --threads)"),
+    ("threads", 1025, "an integer >= 1 and <= 1024 (torch threads, as the command line's --threads)"),
+    ("seed", -1, "an integer >= 0 and <= 9223372036854775807 = 2^63 - 1 (as the command line's --seed)"),
+    ("seed", "0", "an integer >= 0 and <= 9223372036854775807 = 2^63 - 1 (as the command line's --seed)"),
+    ("steps", -1, "0 (the preset's steps) or an integer >= 1 and <= 10000000 (as the command line's --steps)"),
+    ("steps", 10_000_001, "0 (the preset's steps) or an integer >= 1 and <= 10000000 (as the command line's --steps)"),
+    ("seeds", 0, "an integer >= 1 and <= 1000 (as python -m hedgekit url-benchmark --seeds)"),
+    ("repeats", 2.5, "an integer >= 1 (evaluations per model)"),
+    ("runs", 0, "None (the mode's default) or an integer >= 1 (training runs per row)"),
+    ("fast", "False", "True (the quick tour) or False (full mode)"),
+    ("report_dir", None, 'a folder path (a str; "" for no report files)'),
+    ("device", None, '"auto" or a device this machine has: "cpu", "cuda", "cuda:N" or "mps" (as the command '
+                     "line's --device)"),
+])
+def test_a_parameter_out_of_the_command_lines_bounds_is_refused_by_name(capsys, name, value, expected):
+    """Each parameter the notebooks' parameters cells pass is checked with the command line's bounds before anything
+    is set: one paragraph names it as the cell spells it, its value and what is expected."""
+    import torch
+
+    from hedgekit.errors import InputError
+
+    s = Session("08_het_triplet_retrieval")
+    threads = torch.get_num_threads()
+    with pytest.raises(InputError) as err:
+        s.configure(**{"fast": True, name: value})
+    assert str(err.value) == (f"{name.upper()} = {value!r} in the notebook's parameters cell (Session.configure's "
+                              f"{name}): expected {expected}")
+    assert s.fast is None and s.params == {} and torch.get_num_threads() == threads  # nothing was set
+
+
+def test_an_unknown_device_is_refused_with_what_the_command_line_accepts(capsys):
+    from hedgekit.errors import InputError
+
+    with pytest.raises(InputError, match=r"^DEVICE = 'gpu' in the notebook's parameters cell \(Session.configure's "
+                                         r"device\): expected \"auto\" or a device this machine has: .*; 'gpu' is not "
+                                         r"a device; use cpu, cuda, cuda:N, mps or auto$"):
+        Session("08_het_triplet_retrieval").configure(fast=True, device="gpu")
+
+
+def test_parameters_within_the_bounds_are_taken_as_given(capsys):
+    """The notebooks' defaults and the bounds' ends pass: numpy integers, STEPS = 0 (the preset's), RUNS = None (the
+    mode's default), and keywords no check knows."""
+    import numpy as np
+    import torch
+
+    s = Session("08_het_triplet_retrieval")
+    threads = torch.get_num_threads()
+    try:
+        s.configure(fast=np.bool_(False), seed=2**63 - 1, report_dir="", threads=np.int64(2), device="cpu", steps=0,
+                    runs=None, seeds=1000, repeats=1, train_seeds=True)
+        assert torch.get_num_threads() == 2 and s.device == "cpu" and s.fast is False
+    finally:
+        torch.set_num_threads(threads)
+    assert s.params == {"seed": 2**63 - 1, "steps": 0, "runs": None, "seeds": 1000, "repeats": 1, "train_seeds": True}
