@@ -31,13 +31,15 @@ from hedgekit.checks import write_bytes_atomic
 from hedgekit.errors import InputError
 
 __all__ = ["BEGIN", "END", "STUB", "ANSWER_STUB", "stub_lines", "EXERCISE_TAG", "CHECK_TAG", "strip_solutions", "has_solution",
-           "student_notebook", "notebook_paths", "write_students", "CellRun", "run_exercises", "add_subcommand"]
+           "student_notebook", "notebook_paths", "write_students", "CellRun", "run_exercises", "add_subcommand",
+           "LESSON_KEY"]
 
 BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
 STUB = "raise NotImplementedError()"
 EXERCISE_TAG = "exercise"
 CHECK_TAG = "check"
+LESSON_KEY = "lesson"  # metadata["hedgekit"]["lesson"]: the lesson a copy was made from (`hedgekit.repro.grade`)
 
 
 def _marker(line: str) -> str | None:
@@ -131,14 +133,17 @@ def notebook_paths(folder: Path | None = None) -> list[Path]:
 
 def write_students(out_dir: Path | str, sources: list[Path] | None = None) -> list[Path]:
     """Write the student version of every notebook of ``sources`` (default: `notebook_paths`) into
-    ``out_dir``, same file names; returns the paths written. Nothing is written if one notebook has
-    malformed markers. Each file is written whole or not at all (`hedgekit.checks.write_bytes_atomic`): a
-    read-only ``out_dir``, a file in its place or a full disk is a `hedgekit.errors.StorageError`, and no
-    half-written notebook is left."""
+    ``out_dir``, same file names, each carrying its lesson's id in its metadata (``hedgekit.lesson``: the
+    source's own if it has one, else its file stem), by which `hedgekit.repro.grade` finds the lesson of a
+    renamed copy; returns the paths written. Nothing is written if one notebook has malformed markers. Each
+    file is written whole or not at all (`hedgekit.checks.write_bytes_atomic`): a read-only ``out_dir``, a
+    file in its place or a full disk is a `hedgekit.errors.StorageError`, and no half-written notebook is left."""
     import nbformat
 
     sources = notebook_paths() if sources is None else [Path(p) for p in sources]
     versions = [(src.name, student_notebook(nbformat.read(src, as_version=4), src.name)) for src in sources]
+    for src, (_, nb) in zip(sources, versions):
+        nb.metadata.setdefault("hedgekit", {}).setdefault(LESSON_KEY, src.stem)
     out = Path(out_dir)
     written = []
     for name, nb in versions:
