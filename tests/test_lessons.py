@@ -7,9 +7,12 @@ method notebook's lesson parts.
   solution cannot fail). The machinery is tested on ``tests/fixtures/lesson_fixture.ipynb``; the
   notebooks' own exercises run in the slow tier (<= 20 s each by the convention, twice).
 * Any order (issue 48, item 2): each method notebook's cells run in the orders a learner uses
-  (`hedgekit.repro.orders.ORDERS`: the exercises before the steps, the steps re-run after the exercises), each in a
-  fresh kernel with the default parameters, and every cell succeeds; top to bottom with every widget moved after
-  is the nbmake run of the README's test command (tests/test_notebooks.py).
+  (`hedgekit.repro.orders.ORDERS`: the exercises before the steps, the steps re-run after the exercises, each step
+  re-run alone after the lesson and its exercises), each in a fresh kernel with the default parameters, and every
+  cell succeeds; top to bottom with every widget moved after is the nbmake run of the README's test command
+  (tests/test_notebooks.py). The quick tier scans each lesson statically for the same risk: no exercise cell binds a
+  name that the set-up or a step binds (`hedgekit.repro.orders.rebound_names`), so going back to a step after the
+  exercises finds the step's own names.
 * Exercises that need thought (issue 48, item 3): an exercise is *original* when its answer is nowhere above it: fewer
   than half of its solution's code lines appear in an earlier cell (compared by shape: comments, spacing and
   assignment targets dropped, names replaced, lines of >= 12 characters), no predicted answer of two words or more (a
@@ -29,7 +32,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from hedgekit.repro.orders import ORDERS, run_order
+from hedgekit.repro.orders import ORDERS, rebound_names, run_order
 from hedgekit.repro.reproduce import notebook_dir, select
 from hedgekit.repro.students import (BEGIN, END, EXERCISE_TAG, has_solution, notebook_paths, run_exercises,
                                      student_notebook)
@@ -203,9 +206,17 @@ RUN_ALL_ORDER = next(iter(ORDERS))
 @pytest.mark.parametrize("order", [o for o in ORDERS if o != RUN_ALL_ORDER])
 @pytest.mark.parametrize("name", [_pending(nb) for nb in METHOD_NOTEBOOKS])
 def test_lesson_cells_run_in_any_order(name, order):
-    failed = [f"cell {r.index if r.index >= 0 else '(widgets moved)'}:\n{r.error[-1500:]}"
-              for r in run_order(notebook_dir() / name, order) if r.error]
+    failed = [f"cell {r.index if r.index >= 0 else '(widgets moved)'}{' (re-run alone)' if r.alone else ''}:\n"
+              f"{r.error[-1500:]}" for r in run_order(notebook_dir() / name, order) if r.error]
     assert not failed, f"{name}, {order}: " + "\n".join(failed)
+
+
+@pytest.mark.parametrize("name", [_pending(nb) for nb in METHOD_NOTEBOOKS])
+def test_exercises_keep_their_own_names(name):
+    """The static side of re-running a step after the exercises: an exercise's names are its own (a prefix such as
+    ``ex2_``, or a function's locals), never a name the set-up or a step binds."""
+    problems = rebound_names(_read(notebook_dir() / name), name)
+    assert not problems, "\n".join(problems)
 
 
 # ---------------------------------------------------------------- the lessons' structure

@@ -1,12 +1,14 @@
-"""hedgekit.repro.orders: a lesson's cells found from its headings and tags, the orders built from them, and a run
-in a real kernel that keeps every cell's error and catches a widget callback broken by a later cell."""
+"""hedgekit.repro.orders: a lesson's cells found from its headings and tags, the orders built from them, a run in a
+real kernel that keeps every cell's error, catches a widget callback broken by a later cell and re-runs each step
+alone after the exercises, and the static scan for exercise cells that rebind a step's names."""
 from __future__ import annotations
 
 import nbformat
 import pytest
 
 from hedgekit.errors import InputError
-from hedgekit.repro.orders import ORDERS, lesson_cells, order_cells, refresh_lesson, run_order
+from hedgekit.repro.orders import (ALONE_ORDER, ORDERS, OrderCells, lesson_cells, module_bindings, order_cells,
+                                   rebound_names, refresh_lesson, run_order)
 
 new_code, new_md = nbformat.v4.new_code_cell, nbformat.v4.new_markdown_cell
 
@@ -31,10 +33,12 @@ def test_cells_are_found_by_heading_and_tag():
 
 def test_the_orders_of_the_issue():
     nb = _lesson()
-    assert order_cells(nb, "top to bottom (Run All), then the widgets moved") == ([0, 1, 3, 5, 6, 7, 9], True)
-    assert order_cells(nb, "the exercises (twice) before the steps") == ([0, 1, 6, 7, 6, 7, 3, 5], False)
-    assert order_cells(nb, "the steps re-run after the exercises") == ([0, 1, 3, 5, 6, 7, 3, 5], False)
-    assert len(ORDERS) == 3
+    assert order_cells(nb, "top to bottom (Run All), then the widgets moved") == OrderCells([0, 1, 3, 5, 6, 7, 9], True,
+                                                                                            [])
+    assert order_cells(nb, "the exercises (twice) before the steps") == OrderCells([0, 1, 6, 7, 6, 7, 3, 5], False, [])
+    assert order_cells(nb, "the steps re-run after the exercises") == OrderCells([0, 1, 3, 5, 6, 7, 3, 5], False, [])
+    assert order_cells(nb, ALONE_ORDER) == OrderCells([0, 1, 3, 5, 6, 7], False, [3, 5])  # Run All's lesson, then each
+    assert len(ORDERS) == 4                                                                 # step on its own
 
 
 @pytest.mark.parametrize("drop, message", [("# Lesson", "no '# Lesson' heading"),
@@ -67,6 +71,24 @@ def test_a_run_keeps_every_error_and_catches_a_broken_widget(tmp_path):
 
 
 @pytest.mark.slow  # starts real kernels (a few seconds each)
+def test_each_step_re_runs_alone_after_the_exercises(tmp_path):
+    nb = _lesson()
+    nb.cells[6].source = "ANSWER = 2\nx = 'an exercise reuses the name x'"  # cell 5 (y = x + 1) reads step 3's x
+    path = tmp_path / "lesson.ipynb"
+    nbformat.write(nb, path)
+    assert not any(r.error for r in run_order(path, "the steps re-run after the exercises", timeout=60))  # 3 re-binds x
+    runs = run_order(path, ALONE_ORDER, timeout=60)
+    assert [(r.index, r.alone) for r in runs] == [(0, False), (1, False), (3, False), (5, False), (6, False),
+                                                  (7, False), (3, True), (5, True)]
+    assert [r.index for r in runs if r.error] == [5] and runs[-1].alone  # step 3's re-run does not rescue step 5
+    assert "TypeError" in runs[-1].error
+
+    nb.cells[6].source = "ANSWER = 2\nex1_x = 'its own name'"
+    nbformat.write(nb, path)
+    assert not any(r.error for r in run_order(path, ALONE_ORDER, timeout=60))
+
+
+@pytest.mark.slow  # starts real kernels (a few seconds each)
 def test_refresh_lesson_rewrites_the_lesson_and_keeps_the_rest(tmp_path):
     nb = _lesson(step_source="x = 1\nprint('mode', 'FAST' if FAST else 'full', x)")
     nb.cells[0].outputs = [nbformat.v4.new_output("stream", text="header of the full run\n")]
@@ -87,3 +109,33 @@ def test_refresh_lesson_rewrites_the_lesson_and_keeps_the_rest(tmp_path):
     with pytest.raises(InputError, match="cell 5 failed while its lesson was re-run; nothing was written"):
         refresh_lesson(path, timeout=60)
     assert path.read_bytes() == before
+
+
+# ---------------------------------------------------------------- the static scan
+@pytest.mark.parametrize("source, names", [
+    ("a = b = 1\nc, (d, *e) = f\ng += 1\nh: int = 2\ndel i", {"a", "b", "c", "d", "e", "g", "h", "i"}),
+    ("for j, k in pairs:\n    m = j\nwith open(p) as n:\n    pass\ntry:\n    pass\nexcept OSError as o:\n    pass",
+     {"j", "k", "m", "n", "o"}),
+    ("def f(x, y=1):\n    local = x\n    return local\nclass C:\n    attr = 1\nsq = lambda t: t * t", {"f", "C", "sq"}),
+    ("def f():\n    global G\n    G = 1\n    other = 2", {"f", "G"}),
+    ("squares = [q * q for q in range(3)]\nlast = [(w := q) for q in range(3)]", {"squares", "last", "w"}),
+    ("import os.path\nimport numpy as np\nfrom math import pi, tau as t", {"os", "np", "pi", "t"}),
+    ("%matplotlib inline\nshown = 1", {"shown"}),
+])
+def test_module_bindings(source, names):
+    assert set(module_bindings(source)) == names
+
+
+def test_an_exercise_that_rebinds_a_step_name_is_found():
+    nb = _lesson()
+    assert rebound_names(nb, "t.ipynb") == []
+    nb.cells[7].source = "import math\nfrom math import sqrt\nassert ANSWER == 2"  # set-up's math: the same object
+    nb.cells[3].source = "import math as math\nfrom math import sqrt\nx = 1"
+    assert rebound_names(nb, "t.ipynb") == []
+    nb.cells[7].source = "import cmath as math\nx, ANSWER = 0, 2\nfor y in range(2):\n    pass"
+    assert rebound_names(nb, "t.ipynb") == ["t.ipynb: exercise cell 7 rebinds names the lesson's set-up or steps bind: "
+                                            "math (cells 0, 3), x (cell 3), y (cell 5)"]
+    nb.cells[7].source = "def check():\n    x, y = 0, 1\n    assert ANSWER == 2\ncheck()"  # a function's own names
+    assert rebound_names(nb, "t.ipynb") == []
+    nb.cells[3].source, nb.cells[7].source = "for _ in range(2):\n    x = 1", "for _ in range(2):\n    ANSWER = 2"
+    assert rebound_names(nb, "t.ipynb") == []  # the throwaway name: no cell reads it
