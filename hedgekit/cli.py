@@ -17,10 +17,10 @@
 * ``results``   — docs/results.md from the notebooks' recorded verdicts and tables (`hedgekit.repro.results`).
 * ``site``      — the notebooks with their committed outputs as a static HTML site (`hedgekit.repro.site`).
 
-Every command answers bad input with one ``error:`` line and exit status 2, and Ctrl-C (SIGTERM) with one line saying
-what was kept and how to resume, exit status 130 (143) (`run_command`). A model flag that does not apply to the kind is
-refused (`KIND_FLAGS`); sizes and seeds are bounded (`hedgekit.checks.MAX_SEED`, `hedgekit.nets.embedder.MAX_DIM`,
-...) before anything is built.
+Every command answers bad input with one ``error:`` line and exit status 2, and Ctrl-C (SIGTERM, SIGHUP) with one line
+saying what was kept and how to resume, exit status 130 (143, 129) (`run_command`). A model flag that does not apply to
+the kind is refused (`KIND_FLAGS`); sizes and seeds are bounded (`hedgekit.checks.MAX_SEED`,
+`hedgekit.nets.embedder.MAX_DIM`, ...) before anything is built.
 """
 from __future__ import annotations
 

@@ -1,19 +1,23 @@
-"""`hedgekit.commands.run_command`: how every command ends on SIGTERM (issue 45, item 3), with a real signal."""
+"""`hedgekit.commands.run_command`: how every command ends on SIGTERM and SIGHUP, with a real signal."""
 from __future__ import annotations
 
 import os
 import signal
 
+import pytest
+
 from hedgekit.commands import Terminated, run_command
 
 
-def test_sigterm_ends_a_command_like_ctrl_c_with_exit_143_and_the_handler_is_restored(capsys):
-    before = signal.getsignal(signal.SIGTERM)
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)], ids=["SIGTERM", "SIGHUP"])
+def test_sigterm_and_sighup_end_a_command_like_ctrl_c_and_the_handler_is_restored(capsys, signum, code):
+    """SIGTERM (kill) and SIGHUP (a closed terminal) each end a command as Ctrl-C does, with exit 128 + its number."""
+    before = signal.getsignal(signum)
     cleaned = []
 
     def command(args):
         try:
-            os.kill(os.getpid(), signal.SIGTERM)  # a real signal, delivered to this (main) thread
+            os.kill(os.getpid(), signum)  # a real signal, delivered to this (main) thread
             signal.sigtimedwait([], 1)  # never reached: the handler raised at the next bytecode
             return 0
         except KeyboardInterrupt as exc:  # what the commands' cleanup (worker pools, temp files) catches
@@ -21,12 +25,22 @@ def test_sigterm_ends_a_command_like_ctrl_c_with_exit_143_and_the_handler_is_res
             exc.kept, exc.again = "the 2 models trained before are cached", "to train the rest"
             raise
 
-    assert run_command(command, None, ["reproduce", "--train-missing"]) == 143
+    assert run_command(command, None, ["reproduce", "--train-missing"]) == code
     assert cleaned == [Terminated]
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["terminated (SIGTERM): the 2 models trained before are cached; run `python -m hedgekit reproduce "
-                   "--train-missing` again to train the rest"]
-    assert signal.getsignal(signal.SIGTERM) == before  # the command's handler is not left behind
+    assert err == [f"terminated ({signal.Signals(signum).name}): the 2 models trained before are cached; run "
+                   "`python -m hedgekit reproduce --train-missing` again to train the rest"]
+    assert signal.getsignal(signum) == before  # the command's handler is not left behind
+
+
+def test_a_hang_up_that_nohup_ignores_stays_ignored():
+    before = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # what `nohup python -m hedgekit ...` starts with
+    try:
+        assert run_command(lambda args: 0 if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN else 1, None,
+                           ["bench"]) == 0
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, before)
 
 
 def test_ctrl_c_is_still_130_and_names_the_interrupt(capsys):

@@ -94,8 +94,8 @@ __all__ = ["Claim", "Verdict", "PAPER_STEPS", "OUTCOMES", "MATCHED", "NOT_MATCHE
            "binomial_se_diff", "Effect", "Spread", "spread", "paired_effect", "unpaired_effect", "factor_band",
            "tolerance_band", "band_verdict", "seeds_to_decide", "shown_decimals", "SEEDS_CAP", "SIZE", "LEVEL",
            "RANKING", "SANITY", "CONDITION", "KINDS", "COUNTED", "SEEDS", "EVALUATION", "BORROWED", "NOISES",
-           "borrowed", "Check", "Interval", "Row", "check_table", "decide_row", "decide", "WORDS_OF_OUTCOME", "centre_seeds", "POLICY_SEEDS", "NARROW",
-           "MIN_SD0_RUNS"]
+           "borrowed", "Check", "Interval", "Row", "check_table", "decide_row", "decide", "WORDS_OF_OUTCOME",
+           "centre_seeds", "POLICY_SEEDS", "NARROW", "MIN_SD0_RUNS"]
 
 MATCHED, NOT_MATCHED, INCONCLUSIVE = "matched", "not matched", "inconclusive"
 OUTCOMES = {True: MATCHED, False: NOT_MATCHED, None: INCONCLUSIVE}

@@ -1,5 +1,4 @@
-"""``reproduce --train-missing``: the checkpoints the selected notebooks need, trained side by side (issue 45 item 3,
-issue 50 items 3-4).
+"""``reproduce --train-missing``: the checkpoints the selected notebooks need, trained side by side.
 
 `train_missing` trains what `hedgekit.zoo.find_checkpoint` does not find: in this process, or in a pool of worker
 processes of one torch thread each, sized by `job_limit` (cores and memory). Where a step is paid for by its kernel
@@ -7,17 +6,19 @@ launches (`hedgekit.hardware.launch_bound`: CUDA, MPS), the seeds of one spec tr
 (`hedgekit.zoo.seed_sets`); on the CPU each model trains alone, as every recorded result was trained. Every model's
 seconds and device are recorded (``result["models"]``) for the kit's time table (`hedgekit.repro.times`), and the
 measures its checkpoint holds go into the ledger (`hedgekit.zoo.ledger`) as soon as it is trained, so an interrupted
-run keeps the evidence of what it finished. With a budget (``reproduce --budget``) a model starts only if its
-estimate (`hedgekit.interactive.models.expected_train_seconds`) ends within it.
+run keeps the evidence of what it finished, and so does one whose worker process dies: that worker's model is
+reported lost (with the signal or exit code that ended it) and the others go on. With a budget (``reproduce
+--budget``) a model starts only if its estimate (`hedgekit.interactive.models.expected_train_seconds`) ends within
+it.
 """
 from __future__ import annotations
 
 import multiprocessing
 import os
+import pickle
 import signal
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
+from multiprocessing import connection
 from typing import TYPE_CHECKING, Sequence
 
 from hedgekit.checks import check_count, resolve_device
@@ -57,8 +58,8 @@ def available_memory() -> int | None:
 
 def job_limit() -> tuple[int, str]:
     """(the most `train_missing` workers this machine takes now, why): one per usable core (`usable_cores`) and
-    one per `WORKER_MEMORY` of available memory (`available_memory`), at least 1 (issue 45, item 3: with
-    ``--jobs 1000`` and no cap, 165 workers held ~20 GB and the out-of-memory killer broke the pool).
+    one per `WORKER_MEMORY` of available memory (`available_memory`), at least 1 (with ``--jobs 1000`` and no
+    cap, 165 workers held ~20 GB and the out-of-memory killer broke the pool).
 
     `WORKER_MEMORY` = 3 GiB is the largest peak resident set measured, once (2026-11-27, torch 2.13 CPU, 2 cores),
     in a worker forked from a parent that had imported hedgekit, as `train_missing`'s pool does, training one spec
@@ -77,58 +78,167 @@ def job_limit() -> tuple[int, str]:
     return limit, why
 
 
-_STARTED = None  # in a `train_missing` worker: one flag per job, set when the job's training starts
+VMSTAT = "/proc/vmstat"  # oom_kill: how many processes the kernel's out-of-memory killer has ended since boot
 
 
-def _init_worker(started=None) -> None:
-    """Start of a `train_missing` worker process: one torch thread, so N workers share N cores; Ctrl-C is the
-    parent's to handle (it stops the workers and prints the one line of `hedgekit.commands.run_command`), so a
-    worker ignores SIGINT instead of printing a traceback of its own. SIGTERM (the parent's ``terminate``) ends it
-    at once: a forked worker would otherwise inherit the parent's handler (`hedgekit.commands.Terminated`), whose
-    interrupt the pool's worker loop catches before taking the next job. ``started``: shared flags, one per job,
-    that `_train_job` sets (a pool does not tell a job in training from one queued for the next worker)."""
+def _init_worker() -> None:
+    """Start of a `train_missing` worker process: one torch thread, so N workers share N cores. Ctrl-C and SIGHUP
+    are the parent's to handle (it ends the workers and prints the one line of `hedgekit.commands.run_command`): a
+    terminal's Ctrl-C or hang-up reaches every process of its foreground group, so a worker ignores both instead of
+    printing a traceback of its own or dying before the parent can say which model it held. SIGTERM (the parent's
+    ``terminate``) ends it at once: a forked worker would otherwise inherit the parent's handler
+    (`hedgekit.commands.Terminated`)."""
     import torch
 
-    global _STARTED
-    _STARTED = started
+    from hedgekit.commands import TERMINATING
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    for signum in TERMINATING:
+        signal.signal(signum, signal.SIG_DFL if signum == signal.SIGTERM else signal.SIG_IGN)
     torch.set_num_threads(1)
 
 
-def _end_workers(pool) -> None:
-    """End ``pool``'s worker processes now and wait for them (SIGTERM, SIGKILL after 10 s), cancel the jobs still
-    queued, and remove the temporary files a worker stopped in the middle of a write left in the cache
+def _serve(conn) -> None:
+    """A worker process's life (`_Worker`): `_init_worker`, then every job the parent sends through ``conn``, trained
+    (`_train_job`) and answered with ("done", its records) or ("failed", the exception), until the parent sends None
+    or is gone."""
+    _init_worker()
+    while True:
+        try:
+            job = conn.recv()
+        except EOFError:
+            return
+        if job is None:
+            return
+        try:
+            answer = ("done", _train_job(*job))
+        except Exception as exc:
+            answer = ("failed", _portable(exc))
+        try:
+            conn.send(answer)
+        except OSError:  # the parent is gone
+            return
+
+
+def _portable(exc: Exception) -> Exception:
+    """``exc`` if it survives the pipe to the parent (pickled and read back), else a RuntimeError with its words."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+
+
+def _oom_kills() -> int | None:
+    """The kernel's count of out-of-memory kills (``oom_kill`` of `VMSTAT`); None where it keeps none (macOS,
+    Windows, kernels before 4.13)."""
+    try:
+        with open(VMSTAT) as f:
+            for line in f:
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _death(exitcode: int, kills_before: int | None) -> str:
+    """How a worker process ended, in words that follow "its worker process": "was killed by signal 9 (SIGKILL)",
+    "exited with code 1". A SIGKILL is said to be the out-of-memory killer's only when the kernel's count of such
+    kills (`_oom_kills`) rose since ``kills_before``, taken when the worker's job started."""
+    if exitcode >= 0:
+        return f"exited with code {exitcode}"
+    try:
+        name = f" ({signal.Signals(-exitcode).name})"
+    except ValueError:
+        name = ""
+    how = f"was killed by signal {-exitcode}{name}"
+    kills = _oom_kills()
+    if -exitcode == signal.SIGKILL and kills is not None and kills_before is not None and kills > kills_before:
+        how += (f": out of memory (the kernel's out-of-memory killer; each worker needs up to "
+                f"{WORKER_MEMORY / 2**30:.0f} GiB, try a smaller --jobs)")
+    return how
+
+
+class _Worker:
+    """One worker process of `_run_pool` (`_serve`) and the pipe to it: `give` sends it a job, `answer` says what
+    became of it. The parent hands a job only to a worker that has none, so a job is either in a worker (``job``)
+    or not started."""
+
+    def __init__(self, context):
+        self.conn, child = context.Pipe()
+        self.process = context.Process(target=_serve, args=(child,), name="hedgekit-train-worker")
+        self.process.start()
+        child.close()
+        self.pid, self.job, self._kills = self.process.pid, None, None
+
+    def give(self, specs: Sequence[Spec], device: str) -> None:
+        self.job, self._kills = list(specs), _oom_kills()
+        self.conn.send((self.job, device))
+
+    def handles(self) -> list:
+        """What `_run_pool` waits on: its answer and its end."""
+        return [self.conn, self.process.sentinel]
+
+    def answer(self) -> tuple[str, object] | None:
+        """("done", records) or ("failed", exception) for its job; ("died", how it ended, `_death`) once its process
+        ended without answering (``job`` still names what it held; None: it died between jobs); None while
+        neither."""
+        if self.job is not None and self.conn.poll():
+            try:
+                return self.conn.recv()
+            except (EOFError, OSError):  # the process ended before it answered
+                self.process.join(10)
+        if self.process.is_alive():
+            return None
+        self.process.join()
+        return "died", _death(self.process.exitcode, self._kills)
+
+    def stop(self) -> None:
+        """Tell an idle worker to end, and wait for it (`end` if it does not within 10 s)."""
+        try:
+            self.conn.send(None)
+        except OSError:  # already gone
+            pass
+        self.process.join(10)
+        self.end()
+
+    def terminate(self) -> None:
+        """Send the process SIGTERM (which ends it: `_init_worker`), without waiting."""
+        if self.process.is_alive():
+            self.process.terminate()
+
+    def end(self) -> None:
+        """End the process now (SIGTERM, SIGKILL after 10 s) and wait for it."""
+        if self.process.is_alive():
+            self.process.terminate()
+            self.process.join(10)
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join()
+        self.conn.close()
+
+
+def _remove_temporary_files(pids: Sequence[int]) -> None:
+    """Remove the temporary files that worker processes ``pids``, stopped in the middle of a write, left in the cache
     (`hedgekit.checks.atomic_write` names them ``<file>.<pid>.tmp``; the file itself is written whole or not at
     all)."""
-    processes = list((getattr(pool, "_processes", None) or {}).values())
-    for process in processes:
-        process.terminate()
-    for process in processes:
-        process.join(10)
-        if process.is_alive():
-            process.kill()
-            process.join()
-    pool.shutdown(wait=False, cancel_futures=True)
     root = data_dir()
-    for process in processes:
-        for tmp in root.rglob(f"*.{process.pid}.tmp") if root.is_dir() else ():
+    for pid in pids:
+        for tmp in root.rglob(f"*.{pid}.tmp") if root.is_dir() else ():
             tmp.unlink(missing_ok=True)
 
 
-def _train_job(specs: Sequence[Spec], device: str = "cpu", index: int = 0) -> list[dict]:
+def _train_job(specs: Sequence[Spec], device: str = "cpu") -> list[dict]:
     """Train (and cache) one job on ``device``: one spec with `hedgekit.zoo.load_or_train`, or a seed set (several
-    seeds of one spec) stacked with `hedgekit.zoo.seed_sets.train_seed_set`; runs in a worker (where it sets flag
-    ``index`` of `_STARTED` first) or in this process. Returns one record per model: name, seconds (of the job, for a
-    seed set), source, device, ``stacked`` (how many seeds trained together: 1 alone) and ``record``, the ledger
-    record of the measures its checkpoint holds (`hedgekit.zoo.ledger.build_record`; None if it holds none), which
-    the parent process writes (`_Tally.done`)."""
+    seeds of one spec) stacked with `hedgekit.zoo.seed_sets.train_seed_set`; runs in a worker or in this process.
+    Returns one record per model: name, seconds (of the job, for a seed set), source, device, ``stacked`` (how many
+    seeds trained together: 1 alone) and ``record``, the ledger record of the measures its checkpoint holds
+    (`hedgekit.zoo.ledger.build_record`; None if it holds none), which the parent process writes (`_Tally.done`)."""
     from hedgekit import zoo
     from hedgekit.zoo import ledger
     from hedgekit.zoo.seed_sets import train_seed_set
 
-    if _STARTED is not None:
-        _STARTED[index] = 1
     t0 = time.perf_counter()
     if len(specs) > 1:
         trained = train_seed_set(specs, device)
@@ -145,22 +255,32 @@ def _train_job(specs: Sequence[Spec], device: str = "cpu", index: int = 0) -> li
 
 
 class _Tally:
-    """What `train_missing` has finished: ``result`` (trained, cached, failed, the models' records), the names
-    ended, and the progress lines."""
+    """What `train_missing` has finished: ``result`` (trained, cached, failed, lost with a worker that died, the
+    models' records), the names ended, and the progress lines."""
 
     def __init__(self, missing: int, cached: list[str], echo):
         self.missing, self.echo, self.ended = missing, echo, []
-        self.result: dict = {"trained": [], "cached": cached, "failed": {}, "unrecorded": {}, "over_budget": [],
-                             "models": [], "seconds": 0.0}
+        self.result: dict = {"trained": [], "cached": cached, "failed": {}, "lost": {}, "unrecorded": {},
+                             "over_budget": [], "models": [], "seconds": 0.0}
 
     def failed(self, name: str, exc: BaseException) -> None:
         self.ended.append(name)
         message = f"{type(exc).__name__}: {exc}".strip()
-        if isinstance(exc, BrokenProcessPool):  # a worker was killed, most often by the out-of-memory killer
-            message += (f" (a worker process died: out of memory? each needs up to {WORKER_MEMORY / 2**30:.0f} GiB; "
-                        f"try a smaller --jobs)")
         self.result["failed"][name] = message
         self.echo(f"[train] {name}: FAILED ({len(self.ended)}/{self.missing}) — {message.splitlines()[0][:300]}")
+
+    def lost(self, specs: Sequence[Spec], pid: int, how: str, beside: Sequence[str], waiting: int) -> None:
+        """The models of a job whose worker process ``pid`` died in training (``how``: `_death`), not saved; the line
+        names them, the models ``beside`` them in the other workers (they train on) and how many are ``waiting``
+        (they go on in the workers left and a new one)."""
+        names = [spec.name for spec in specs]
+        self.ended += names
+        for name in names:
+            self.result["lost"][name] = f"its worker process (pid {pid}) {how}"
+        self.echo(f"[train] {', '.join(names)}: LOST ({len(self.ended)}/{self.missing}) — its worker process (pid "
+                  f"{pid}) {how} in the middle of training; not saved"
+                  + (f". Training on beside it: {', '.join(beside)}" if beside else "")
+                  + (f". {waiting} not started yet: they go on, a new worker taking its place" if waiting else ""))
 
     def done(self, rec: dict) -> None:
         """A model ended: counted, and the measures of one trained now written into the ledger
@@ -197,6 +317,7 @@ class _Tally:
         r, left = self.result, self.missing - len(self.ended) - len(training)
         return (f"models: {len(r['trained'])} of the {self.missing} missing trained and cached"
                 + (f", {len(r['failed'])} failed" if r["failed"] else "")
+                + (f", {len(r['lost'])} lost with a worker process that died" if r["lost"] else "")
                 + (f"; stopped in training, not saved: {', '.join(training)}" if training else "")
                 + (f"; {left} not started" if left > 0 else ""))
 
@@ -228,30 +349,64 @@ def _take(pending: list[tuple[int, list[Spec]]], deadline: float | None) -> tupl
 
 
 def _run_pool(jobs: list[list[Spec]], device: str, workers: int, tally: _Tally, deadline: float | None) -> None:
-    """The jobs in ``workers`` worker processes: forked on the CPU, spawned on CUDA (CUDA cannot be used in a forked
-    child), each GPU worker with a CUDA context of its own. A job is handed to the pool when a worker is free
-    (`_take`, so a budget's ``deadline`` is judged when the job can start). Ctrl-C or SIGTERM ends every worker
-    first."""
-    spawn = multiprocessing.get_context("spawn") if device.startswith("cuda") else None
-    started = (spawn or multiprocessing).RawArray("b", len(jobs))  # `_init_worker`: set as each job starts
-    pool = ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(started,), mp_context=spawn)
-    pending, futures = list(enumerate(jobs)), {}
+    """The jobs in up to ``workers`` worker processes (`_Worker`): forked on the CPU, spawned on CUDA (CUDA cannot
+    be used in a forked child), each GPU worker with a CUDA context of its own. A job is handed to a worker when it
+    is free (`_take`, so a budget's ``deadline`` is judged when the job can start).
+
+    A worker that dies (the out-of-memory killer, a ``kill -9``) takes only its own job with it (`_Tally.lost`,
+    with the signal or exit code); the other workers train on, and the jobs not started go on in a new worker.
+    Ctrl-C, SIGTERM or SIGHUP ends every worker first and names the models they held (``kept``)."""
+    context = multiprocessing.get_context("spawn" if device.startswith("cuda") else None)
+    pending, crew = list(enumerate(jobs)), []
     try:
         while True:
-            while len(futures) < workers and (job := _take(pending, deadline)) is not None:
-                futures[pool.submit(_train_job, job[1], device, job[0])] = job[1]
-            if not futures:
+            for worker in [w for w in crew if w.job is None] + [None] * (workers - len(crew)):
+                if (job := _take(pending, deadline)) is None:
+                    break
+                if worker is None:
+                    worker = _Worker(context)
+                    crew.append(worker)
+                worker.give(job[1], device)
+            if all(w.job is None for w in crew):
                 break
-            future = next(as_completed(futures))
-            exc = future.exception()
-            tally.job(futures.pop(future), None if exc else future.result(), exc)
-    except KeyboardInterrupt as interrupt:  # Ctrl-C or SIGTERM: end the workers before anything else
-        _end_workers(pool)
-        training = [s.name for specs, flag in zip(jobs, started) if flag for s in specs if s.name not in tally.ended]
+            answers = [(w, answer) for w in list(crew) if (answer := w.answer()) is not None]
+            if not answers:
+                connection.wait([handle for w in crew for handle in w.handles()])
+                continue
+            for worker, (kind, value) in answers:
+                specs, worker.job = worker.job, None
+                if kind == "died":
+                    crew.remove(worker)
+                    worker.end()
+                    _remove_temporary_files([worker.pid])
+                    beside = [s.name for w in crew if w.job for s in w.job]
+                    if specs:
+                        tally.lost(specs, worker.pid, value, beside, sum(len(job) for _, job in pending))
+                    else:
+                        tally.echo(f"[train] a worker process (pid {worker.pid}) that held no model {value}")
+                else:
+                    tally.job(specs, value if kind == "done" else None, value if kind == "failed" else None)
+    except KeyboardInterrupt as interrupt:  # Ctrl-C, SIGTERM or SIGHUP: end the workers before anything else
+        training = [s.name for w in crew if w.job for s in w.job]
+        _end_workers(crew)
         interrupt.kept, interrupt.again = tally.kept(training), AGAIN
         raise
-    pool.shutdown()
+    except BaseException:
+        _end_workers(crew)
+        raise
+    for worker in crew:
+        worker.stop()
     tally.result["over_budget"] = [s.name for _, specs in pending for s in specs]
+
+
+def _end_workers(crew: Sequence[_Worker]) -> None:
+    """End every worker process of ``crew`` now and wait for them (`_Worker.end`), then remove the temporary files
+    one stopped in the middle of a write left in the cache (`_remove_temporary_files`)."""
+    for worker in crew:  # all at once, then each waited for
+        worker.terminate()
+    for worker in crew:
+        worker.end()
+    _remove_temporary_files([worker.pid for worker in crew])
 
 
 def _run_here(jobs: list[list[Spec]], device: str, tally: _Tally, deadline: float | None) -> None:
@@ -279,18 +434,20 @@ def train_missing(pairs: Sequence[tuple[str, Spec]], jobs: int = 1, echo=print, 
     launch-bound device the seeds of one spec form one job (`_jobs`; ``stack=False``: every model alone, e.g. to
     compare the two on a GPU, where the one-by-one path captures each step as a CUDA graph). With ``jobs`` > 1 (and
     more than one job) the jobs run in ``min(jobs, jobs to run)`` worker processes (`_run_pool`); otherwise in this
-    process. More workers than `job_limit` allows (cores, memory) are lowered to it with a one-line note (issue 45,
-    item 3). A model that fails is reported and the others still train. Each model trained is recorded in the ledger
-    as soon as it ends (`_Tally.done`). With ``budget_minutes`` the jobs start in the order given (``reproduce
+    process. More workers than `job_limit` allows (cores, memory) are lowered to it with a one-line note. A model
+    that fails is reported and the others still train; so do they when a worker process dies (`_run_pool`: its model
+    is reported lost, with the signal or exit code). Each model trained is recorded in the ledger as soon as it ends
+    (`_Tally.done`). With ``budget_minutes`` the jobs start in the order given (``reproduce
     --budget`` gives `hedgekit.repro.plan.plan`'s), each only if the wall time spent so far plus its estimate
     (`hedgekit.interactive.models.expected_train_seconds`) fits in the budget; a job that does not fit is passed
     over for a later one that does, and none starts once none fits. Returns ``{"trained": [...], "cached": [...],
-    "failed": {name: message}, "unrecorded": {name: why the ledger refused it}, "over_budget": [names not started],
-    "models": [record of each model trained, `_train_job`], "seconds": wall time}``.
+    "failed": {name: message}, "lost": {name: how its worker process died}, "unrecorded": {name: why the ledger
+    refused it}, "over_budget": [names not started], "models": [record of each model trained, `_train_job`],
+    "seconds": wall time}``.
 
-    Ctrl-C or SIGTERM (`hedgekit.commands.Terminated`) ends every worker before the interrupt goes on
+    Ctrl-C, SIGTERM or SIGHUP (`hedgekit.commands.Terminated`) ends every worker before the interrupt goes on
     (`_end_workers`: no orphan keeps training into the cache) and sets its ``kept``: the models trained, those
-    stopped in training (not saved; the workers flag each job they start), those not started.
+    stopped in training (not saved), those not started.
     """
     from hedgekit.zoo import find_checkpoint
 
@@ -326,6 +483,8 @@ def train_missing(pairs: Sequence[tuple[str, Spec]], jobs: int = 1, echo=print, 
              f"{', '.join(result['over_budget'])}")
     echo(f"[train] {len(result['trained'])} trained, {len(result['cached'])} already cached"
          + (f", {len(result['failed'])} FAILED ({', '.join(result['failed'])})" if result["failed"] else "")
+         + (f", {len(result['lost'])} LOST with a worker process that died ("
+            + "; ".join(f"{name}: {how}" for name, how in result["lost"].items()) + ")" if result["lost"] else "")
          + (f", {len(result['unrecorded'])} NOT RECORDED in the ledger" if result["unrecorded"] else "")
          + (f", {len(result['over_budget'])} over budget" if result["over_budget"] else "")
          + f"; wall time {result['seconds']:.0f} s")

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import nbformat
 
-from hedgekit.repro.results import verdict_blocks
+from hedgekit.repro.results import partial_run, verdict_blocks
 
 __all__ = ["claim_seeds", "claim_counts", "previous_render", "damage", "fewer_seeds", "fewer_seeds_paragraph",
            "damage_paragraph"]
@@ -65,6 +65,8 @@ def claim_counts(nb) -> dict[str, int]:
 def damage(path: str | Path) -> list[str]:
     """What is missing from the render of the notebook at ``path`` (module docstring), as phrases; [] when whole."""
     nb = nbformat.read(str(path), as_version=4)
+    if partial_run(nb) is not None:  # a run cut short: `results` names it as such
+        return []
     code = [c for c in nb.cells if c.cell_type == "code"]
     out = []
     errors = [i for i, c in enumerate(code, 1) if any(o.get("output_type") == "error" for o in c.get("outputs", []))]

@@ -10,7 +10,7 @@ notebook). The notebook opens a :class:`Report` on that folder and calls
     report.meta(mode="fast", checkpoints=[...])
 
 Each call writes a file into the folder and appends an entry to its
-``manifest.json`` (in call order) and returns None (so a call ending a notebook
+``manifest.json`` (in call order, with the size of every file it wrote) and returns None (so a call ending a notebook
 cell displays nothing), from which `hedgekit.repro.summary.write_summary`
 builds ``reports/summary.md``. With ``REPORT_DIR = ""`` (the default when a
 notebook is opened by hand) every call is a no-op that returns None, so the
@@ -34,7 +34,8 @@ from hedgekit.checks import atomic_write
 from hedgekit.errors import InputError
 
 MANIFEST = "manifest.json"
-__all__ = ["Report", "MANIFEST", "slug", "dataframe_markdown", "read_manifest"]
+PLOTLY_JS = "plotly.min.js"  # the plotly library the HTML figures of a folder share
+__all__ = ["Report", "MANIFEST", "slug", "dataframe_markdown", "read_manifest", "not_whole"]
 
 
 def slug(name: str) -> str:
@@ -79,6 +80,32 @@ def read_manifest(folder: str | Path) -> list[dict]:
     return json.loads(path.read_text())["entries"]
 
 
+def not_whole(folder: str | Path) -> str | None:
+    """Why the report folder ``folder`` is not whole, in words, or None when it is (or does not exist): its manifest
+    must be valid JSON, and every other file in it must be listed there with the size it was written at (`Report`
+    records each file's size once it is written, so a write that failed part-way, e.g. on a full disk, leaves a file
+    that is unlisted or of another size)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return None
+    try:
+        entries = read_manifest(folder)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return f"its {MANIFEST} cannot be read ({type(exc).__name__}: {exc})"
+    sizes = {name: size for e in entries for name, size in e.get("bytes", {}).items()}
+    for path in sorted(folder.iterdir()):
+        if path.name == MANIFEST:
+            continue
+        size = path.stat().st_size if path.is_file() else None
+        if path.name not in sizes:
+            return (f"{path.name} ({size} bytes) is not in its {MANIFEST}: a write that failed part-way"
+                    if size is not None else f"{path.name} is not a file")
+        if size != sizes[path.name]:
+            return f"{path.name} has {size} bytes, its {MANIFEST} says {sizes[path.name]}"
+    missing = sorted(set(sizes) - {p.name for p in folder.iterdir()})
+    return f"{missing[0]}, listed in its {MANIFEST}, is missing" if missing else None
+
+
 class Report:
     """Writes a notebook's tables and figures into ``folder``; a no-op when ``folder`` is empty.
 
@@ -112,8 +139,9 @@ class Report:
         self._names.add(fname)
         return fname
 
-    def _add(self, entry: dict) -> None:
-        entry = {"notebook": self.notebook, **entry}
+    def _add(self, entry: dict, *files: str) -> None:
+        """Append ``entry`` to the manifest, with the sizes of ``files`` (those it wrote) as they are now."""
+        entry = {"notebook": self.notebook, **entry, "bytes": {f: (self.folder / f).stat().st_size for f in files}}
         self._entries.append(entry)
         with atomic_write(self.folder / MANIFEST) as tmp:
             tmp.write_text(json.dumps({"notebook": self.notebook, "entries": self._entries}, indent=1, default=str))
@@ -132,7 +160,8 @@ class Report:
             raise InputError(f"report.table needs a DataFrame or a Markdown string; got {type(table).__name__}")
         fname = self._file(name, ".md")
         (self.folder / fname).write_text(md + "\n")
-        self._add({"kind": "table", "name": name, "file": fname, "csv": csv, "note": note})
+        self._add({"kind": "table", "name": name, "file": fname, "csv": csv, "note": note},
+                  fname, *([csv] if csv else []))
 
     def figure(self, name: str, fig, caption: str = "", dpi: int = 110) -> None:
         """Record a figure: a matplotlib Figure (PNG) or a plotly Figure (HTML)."""
@@ -149,7 +178,8 @@ class Report:
             kind = "plotly"
         else:
             raise InputError(f"report.figure needs a matplotlib or plotly figure; got {type(fig).__name__}")
-        self._add({"kind": kind, "name": name, "file": fname, "caption": caption})
+        library = [PLOTLY_JS] if kind == "plotly" and (self.folder / PLOTLY_JS).is_file() else []
+        self._add({"kind": kind, "name": name, "file": fname, "caption": caption}, fname, *library)
 
     def text(self, name: str, markdown: str) -> None:
         """Record a block of Markdown (e.g. the computed 'what matched' section)."""
@@ -157,7 +187,7 @@ class Report:
             return
         fname = self._file(name, ".md")
         (self.folder / fname).write_text(markdown + "\n")
-        self._add({"kind": "text", "name": name, "file": fname})
+        self._add({"kind": "text", "name": name, "file": fname}, fname)
 
     def meta(self, **info) -> None:
         """Record run information (mode, checkpoints, run time); the last one per key wins in the summary."""
@@ -174,7 +204,7 @@ def _add_cdn_fallback(html_path: Path) -> None:
     """
     import plotly
 
-    local = '<script charset="utf-8" src="plotly.min.js"></script>'
+    local = f'<script charset="utf-8" src="{PLOTLY_JS}"></script>'
     html = html_path.read_text()
     if local not in html:
         raise InputError(f"{html_path.name}: plotly's local script tag not found; cannot add the CDN fallback")

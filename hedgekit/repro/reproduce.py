@@ -32,35 +32,56 @@ that ran (`hedgekit.repro.times`). Every model `--train-missing` trains leaves i
 (`hedgekit.zoo.ledger`); ``--plan`` orders the missing models (`hedgekit.repro.plan`) and ``--audit`` retrains
 ledger models to check their records (`hedgekit.repro.audit`).
 
+A notebook's run is published by replacement, never by damage: it is written into a hidden ``.partial`` folder
+beside each destination, checked (valid JSON, every report asset whole), and only then moved over the earlier run;
+a run that cannot be written whole (a full disk) publishes nothing and ends the command with one ``error:``
+paragraph, the earlier run byte for byte as it was.
+
 Notebooks register by group in `NOTEBOOKS` (or with `register`); ``--only`` takes
 group names or notebook names.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import json
 import logging
 import os
 import shutil
 import signal
+import sys
+import threading
 import time
 import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from hedgekit.checks import count_arg, device_arg, number_arg, resolve_device
-from hedgekit.errors import InputError
+from hedgekit.commands import TERMINATING
+from hedgekit.errors import HedgekitError, InputError, StorageError
 from hedgekit.paths import REPO_DIR
 from hedgekit.repro import times
 from hedgekit.repro.pool import WORKER_MEMORY, train_missing
-from hedgekit.repro.report import read_manifest
+from hedgekit.repro.report import not_whole, read_manifest
 from hedgekit.repro.summary import FAST_MODE, write_summary
 
 if TYPE_CHECKING:
     from hedgekit.zoo import Spec
 
-__all__ = ["NOTEBOOKS", "register", "notebook_dir", "select", "notebook_models", "run_notebook", "trained_in_run",
-           "reproduce", "add_subcommand"]
+__all__ = ["NOTEBOOKS", "PARTIAL", "RunNotWritten", "register", "notebook_dir", "select", "notebook_models",
+           "run_notebook", "trained_in_run", "reproduce", "add_subcommand"]
+
+# The hidden folder beside each destination (notebooks/, <out>/notebooks, <out>/assets) where a run is written and
+# checked before it replaces the earlier one: on the same file system, so that the replacement is a rename; named
+# without a process id, so that the next run of the notebook finds what a killed run left and removes it; hidden,
+# so that pytest (norecursedirs ".*") never collects a notebook in it.
+PARTIAL = ".partial"
+
+
+class RunNotWritten(HedgekitError):
+    """A notebook's run could not be written whole (a full disk, a read-only place, a file written part-way): nothing
+    of it was published, and the notebook's earlier run, where there is one, is as it was."""
 
 # Group -> notebooks (file names in notebooks/), in running order. SPE (06, 07) registers
 # under "spe": add the file names here or call register("spe", "06_....ipynb", ...).
@@ -136,7 +157,7 @@ def _tracked_kernels(kernels: list):
 def _end_kernels(kernels: list) -> None:
     """Kill the kernels of ``kernels`` that still run, with their process group (jupyter starts a kernel in a
     session of its own, so this ends what the notebook started too), and wait for them: after an interrupt the
-    kernel must not write into the report's assets while they are put back."""
+    kernel must not write into the run's partial report assets while they are removed."""
     for km in kernels:
         provisioner = getattr(km, "provisioner", None)
         process = getattr(provisioner, "process", None)
@@ -152,11 +173,13 @@ def _end_kernels(kernels: list) -> None:
 
 def run_notebook(src: Path, dst: Path, parameters: dict, kernel: str = "python3", timeout: int | None = None,
                  progress: bool = False) -> dict:
-    """Execute one notebook with papermill into ``dst``; never raises (errors are returned in the record), except on
-    Ctrl-C or SIGTERM (`hedgekit.commands.Terminated`): then the notebook's kernel is ended (`_end_kernels`) and
-    the interrupt goes on; ``dst`` is then a partial run (papermill writes it cell by cell). The kernel is stopped
-    at once when the run ends (nbclient's ``shutdown_kernel="immediate"``): a graceful shutdown of a kernel still in
-    a cell, as after an interrupt, makes it print a traceback of its own."""
+    """Execute one notebook with papermill into ``dst``; a failure of the notebook is returned in the record, not
+    raised. Raised are: an OSError of papermill's own (it could not write ``dst``: a full disk, a read-only folder),
+    which is not the notebook's failure but a run that could not be written; and Ctrl-C, SIGTERM or SIGHUP
+    (`hedgekit.commands.Terminated`), after the notebook's kernel is ended (`_end_kernels`). ``dst`` is then a
+    partial run (papermill writes it cell by cell). The kernel is stopped at once when the run ends (nbclient's
+    ``shutdown_kernel="immediate"``): a graceful shutdown of a kernel still in a cell, as after an interrupt, makes
+    it print a traceback of its own."""
     import papermill as pm
 
     rec: dict = {"notebook": src.name, "output": str(dst), "status": "ok", "error": "", "seconds": 0.0}
@@ -178,14 +201,19 @@ def run_notebook(src: Path, dst: Path, parameters: dict, kernel: str = "python3"
         logging.getLogger("asyncio").setLevel(logging.CRITICAL)
         raise
     except Exception as exc:  # PapermillExecutionError carries the cell's traceback
-        name = type(exc).__name__
+        if isinstance(exc, OSError) and exc.errno is not None:  # not a cell's timeout (a TimeoutError, no errno)
+            _end_kernels(kernels)
+            if progress:  # papermill's progress bar may be left mid-line: what is printed next starts a line
+                print(file=sys.stderr)
+            raise
+        name = getattr(exc, "ename", None) or type(exc).__name__  # a cell's own exception, not papermill's wrapper
         detail = getattr(exc, "evalue", None) or str(exc)
         rec.update(status="failed", error=f"{name}: {detail}".strip()[:2000],
                    cell=getattr(exc, "exec_count", None))
         if not getattr(exc, "evalue", None):
             rec["traceback"] = traceback.format_exc()[-4000:]
     rec["seconds"] = round(time.perf_counter() - t0, 1)
-    if load is not None:  # the machine's load beside the time it measured (issue 48 item 6): [start, end]
+    if load is not None:  # the machine's load beside the time it measured: [start, end]
         rec["load"] = [load, _load()]
     return rec
 
@@ -226,11 +254,13 @@ def reproduce(fast: bool = False, only: Sequence[str] | str | None = None, out_d
             they do not find (`hedgekit.repro.session.Session.configure`).
         registry, notebooks: another registry / notebook folder (tests).
 
-    Nothing is damaged by an interrupt (issue 45, item 4): a notebook runs into a temporary file beside its
-    destination, which replaces the destination (the committed notebook with ``inplace``) only once the run
-    finished; its report assets are set aside, not deleted, and put back if the run is interrupted. On Ctrl-C or
-    SIGTERM the running notebook's kernel is ended, its temporary file removed, its assets put back, and the
-    interrupt says which notebooks finished and which one was running (``kept``).
+    A run is published by replacement, never by damage (`_run_one`): each notebook runs into a `PARTIAL` folder
+    beside its destination, its executed notebook and report assets are checked there and only then replace the
+    earlier ones. A run that cannot be written whole (a full disk: papermill, nbformat or a report writer failing
+    part-way) publishes nothing and stops the command with `RunNotWritten`, once the summary lists the notebooks
+    that finished before it; the earlier run of that notebook is byte for byte as it was. On Ctrl-C, SIGTERM or
+    SIGHUP the running notebook's kernel is ended, its partial files removed, and the interrupt says which
+    notebooks finished and which one was running (``kept``).
     """
     ran_on = str(resolve_device(device))  # "cuda" without CUDA: an InputError now, not a failure in every notebook
     out = Path(out_dir).resolve()
@@ -239,116 +269,257 @@ def reproduce(fast: bool = False, only: Sequence[str] | str | None = None, out_d
     if not names:
         raise InputError("no notebook selected (the registry is empty?)")
     runs: list[dict] = []
+    unwritten: _NotPublished | None = None
     t_all = time.perf_counter()
     for name in names:
         echo(f"[reproduce] {name} ({'FAST' if fast else 'full'}) ...")
         params = {"FAST": bool(fast), "DEVICE": str(device)}
-        rec = _run_one(src_dir / name, out, params, inplace, (kernel, timeout, progress), runs, len(names))
+        try:
+            rec = _run_one(src_dir / name, out, params, inplace, (kernel, timeout, progress), runs, len(names))
+        except _NotPublished as exc:
+            unwritten = exc
+            break
         rec["device"] = ran_on
-        runs.append(rec)
         echo(f"[reproduce] {name}: {rec['status']} in {rec['seconds']:.0f} s" +
              (f" — {rec['error'].splitlines()[0][:200]}" if rec["error"] else "")
              + (f" (not written back; the executed notebook is {out / rec['output']})"
                 if inplace and rec["status"] == "failed" else ""))
+    if unwritten is not None:
+        summary = None
+        if runs:  # the summary lists the notebooks that finished before it, where it can be written
+            with contextlib.suppress(StorageError):
+                summary = write_summary(runs, out, fast, time.perf_counter() - t_all, select(None, registry))
+        raise RunNotWritten(unwritten.paragraph(runs, summary, inplace))
     summary = write_summary(runs, out, fast, time.perf_counter() - t_all, select(None, registry))
     echo(f"[reproduce] summary: {summary}")
     return summary
 
 
+class _NotPublished(Exception):
+    """`_run_one`'s word that the run of ``name`` could not be written whole and that nothing of it was published
+    (its partial files are removed): ``cause`` in words, ``code`` the errno of the OSError behind it (None: a check
+    found the damage), ``dst`` and ``assets`` the notebook and report folder the run would have replaced."""
+
+    def __init__(self, name: str, cause: str, code: int | None, dst: Path, assets: Path):
+        super().__init__(cause)
+        self.name, self.cause, self.code, self.dst, self.assets = name, cause, code, dst, assets
+
+    def paragraph(self, runs: list[dict], summary: Path | None, inplace: bool) -> str:
+        """The one paragraph `RunNotWritten` says, each word checked against the disk: what failed; that the
+        earlier run is as it was (or that there was none); the notebooks finished before it and whether the
+        summary lists them (``summary`` None: it could not be written either); what to do."""
+        if self.dst.exists():
+            state = (f"{self.dst} and its report assets in {self.assets} are as the earlier run left them"
+                     if self.assets.is_dir() else f"{self.dst} is as the earlier run left it")
+        else:
+            state = f"{self.dst} was not written"
+        before = ""
+        if len(runs) == 1:
+            before = f" The notebook run before it, {runs[0]['notebook']}, finished and was written"
+        elif runs:
+            before = (f" The {len(runs)} notebooks run before it finished and were written "
+                      f"({', '.join(r['notebook'] for r in runs)})")
+        if runs:
+            before += ("; the summary lists " + ("it." if len(runs) == 1 else "them.") if summary is not None else
+                       ", but the summary could not be updated: it is as it was.")
+        read_only = self.code in (errno.EROFS, errno.EACCES, errno.EPERM)
+        fix = (("Make the output folders writable" if read_only else "Free some space")
+               + ("" if inplace else ", or choose another place with --out,") + " and run the command again.")
+        return (f"{self.name} was not written: {self.cause}. Nothing of this run was published: {state}, and no "
+                f"partial file was left.{before} {fix}")
+
+
 def _run_one(src: Path, out: Path, params: dict, inplace: bool, how: tuple, runs: list[dict], of: int) -> dict:
-    """Run one notebook for `reproduce` into a temporary file beside its destination (``out/notebooks``, or ``src``
-    with ``inplace``), then keep it (`_keep`), with its report assets in ``out/assets/<stem>``; returns its run
-    record. ``params``: FAST and DEVICE (REPORT_DIR is added here); ``how``: (kernel, timeout, progress);
-    ``runs``, ``of``: the records of the notebooks finished before it and how many run in all, for the line an
-    interrupt prints."""
-    stem = src.stem
-    assets = out / "assets" / stem
-    previous = _set_aside(assets)  # a fresh manifest per run; the last run's back if this one is interrupted
+    """Run one notebook for `reproduce` and publish it; returns its run record, which it appends to ``runs`` (the
+    records of the notebooks finished before it; ``of``: how many run in all, for the line an interrupt prints).
+    ``params``: FAST and DEVICE (REPORT_DIR is added here); ``how``: (kernel, timeout, progress).
+
+    The executed notebook is written into `PARTIAL` beside its destination (``out/notebooks``, or ``src`` with
+    ``inplace``) and the report assets into ``out/assets/.partial/<stem>``; they are checked there (`_checked`) and
+    then moved over the earlier ones (`_swap`). Whatever fails on the way (an OSError of papermill, nbformat or a
+    rename; a notebook that is not valid JSON; assets that are not whole) removes the partial files and raises
+    `_NotPublished`; an interrupt removes them too, and says what was kept."""
+    assets = out / "assets" / src.stem
     dst = src if inplace else out / "notebooks" / src.name
-    partial = dst.with_name(f".{stem}.{os.getpid()}.partial.ipynb")
+    staged, staged_assets = _partial(dst), _partial(assets)
+    partials = (staged, _partial(out / "notebooks" / src.name), staged_assets)
+    _sweep(partials, assets, dst)
+    if not src.is_file():  # "missing": nothing ran, nothing is replaced
+        rec = run_notebook(src, dst, params)
+        rec.update(output=Path(os.path.relpath(dst.resolve(), out)).as_posix(), assets="")  # no report of this run
+        runs.append(rec)
+        return rec
+    for folder in (staged.parent, staged_assets.parent):  # a read-only or blocked --out is reported before the run
+        folder.mkdir(parents=True, exist_ok=True)
     # Relative to the notebook's folder (papermill runs it there), so a notebook written back with
     # --inplace carries no machine-specific path in its injected-parameters cell.
-    report_dir = os.path.relpath(assets, src.parent.resolve()) if src.parent.exists() else str(assets)
+    report_dirs = [os.path.relpath(a, src.parent.resolve()) for a in (staged_assets, assets)]
+    rec: dict = {}
     try:
-        rec = run_notebook(src, partial, {**params, "REPORT_DIR": report_dir}, *how)
-    except KeyboardInterrupt as interrupt:
-        partial.unlink(missing_ok=True)
-        _put_back(assets, previous)
-        finished = ", ".join(r["notebook"] for r in runs)
-        interrupt.kept = (f"notebooks: {len(runs)} of {of} finished and written"
-                          + (f" ({finished})" if finished else "") + f"; {src.name} was running and was not "
-                          f"written: {dst} and its report assets are as they were")
+        rec = run_notebook(src, staged, {**params, "REPORT_DIR": report_dirs[0]}, *how)
+        staged, dst = _checked(rec, staged, dst, staged_assets, assets, report_dirs, inplace, out)
+        rec.update(output=Path(os.path.relpath(dst.resolve(), out)).as_posix(), assets=str(assets.relative_to(out)))
+        with _held_signals():  # published and recorded as such, or neither
+            _swap(staged, dst, staged_assets, assets)
+            runs.append(rec)
+    except OSError as exc:
+        _discard(*partials)
+        step = "publishing the run" if rec else "writing the executed notebook"
+        raise _NotPublished(src.name, f"{step} failed ({exc.strerror or exc})", exc.errno, dst, assets) from exc
+    except _NotPublished:
+        _discard(*partials)
         raise
-    if previous is not None:
-        shutil.rmtree(previous, ignore_errors=True)
-    rec["output"] = str(_keep(partial, dst, rec, inplace, out))
+    except KeyboardInterrupt as interrupt:
+        _discard(*partials)
+        interrupt.kept = _interrupted(runs, of, None if runs and runs[-1] is rec else (src.name, dst))
+        raise
     n_trained, train_seconds = trained_in_run(assets)
     if n_trained:  # part of the run time went into training what it did not find
         rec.update(trained=n_trained, train_seconds=round(train_seconds, 1))
-    rec["assets"] = str(assets.relative_to(out))
-    rec["output"] = Path(os.path.relpath(Path(rec["output"]).resolve(), out)).as_posix()
     return rec
 
 
-def _set_aside(assets: Path) -> Path | None:
-    """Move a notebook's report assets out of the way of its new run; returns where they are (None: there were none).
+def _interrupted(runs: list[dict], of: int, running: tuple[str, Path] | None) -> str:
+    """The line an interrupt prints: the notebooks finished and written, and the one ``running`` (its name and
+    destination), which was not written."""
+    finished = ", ".join(r["notebook"] for r in runs)
+    return (f"notebooks: {len(runs)} of {of} finished and written" + (f" ({finished})" if finished else "")
+            + (f"; {running[0]} was running and was not written: {running[1]} and its report assets are as they "
+               f"were" if running else ""))
 
-    A set-aside folder found already is what a killed run (SIGKILL) left: it holds the last finished run's
-    assets, and ``assets`` the killed run's partial ones, which are dropped."""
-    aside = assets.with_name(f".{assets.name}.previous")
+
+def _partial(path: Path) -> Path:
+    """Where ``path`` (a notebook or a report folder) is written before it replaces the one at ``path``."""
+    return path.parent / PARTIAL / path.name
+
+
+def _aside(staged_assets: Path) -> Path:
+    """Where `_swap` sets the earlier report assets aside while the new ones take their place."""
+    return staged_assets.with_name(f"{staged_assets.name}.earlier")
+
+
+def _sweep(partials: Sequence[Path], assets: Path, dst: Path) -> None:
+    """Remove what a run of this notebook that was killed outright (SIGKILL, a power cut) left: its ``partials``
+    (notebook and report assets), and the earlier assets set aside by a `_swap` it did not finish, which go back
+    where they were if nothing took their place. Also removes the ``.<stem>.<pid>.partial.ipynb`` files that earlier
+    versions of this command left beside the notebook when killed."""
+    aside = _aside(_partial(assets))
     if aside.is_dir():
-        shutil.rmtree(assets, ignore_errors=True)
-        return aside
-    if assets.is_dir():
-        assets.rename(aside)
-        return aside
-    return None
+        if assets.exists():
+            shutil.rmtree(aside)
+        else:
+            aside.rename(assets)
+    for stale in dst.parent.glob(f".{dst.stem}.*.partial.ipynb"):
+        stale.unlink(missing_ok=True)
+    _discard(*partials)
 
 
-def _put_back(assets: Path, aside: Path | None) -> None:
-    """Replace an interrupted run's partial assets with those `_set_aside` kept (or with none)."""
-    shutil.rmtree(assets, ignore_errors=True)
-    if aside is not None:
-        aside.rename(assets)
+def _discard(*paths: Path) -> None:
+    """Remove ``paths`` (files or folders) and the `PARTIAL` folders they leave empty."""
+    for path in paths:
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+    for folder in {path.parent for path in paths}:
+        with contextlib.suppress(OSError):  # not empty (another notebook's partial run), or already gone
+            folder.rmdir()
 
 
-def _keep(partial: Path, dst: Path, rec: dict, inplace: bool, out: Path) -> Path:
-    """Where a finished run's notebook (executed into ``partial``) goes, put there by an atomic rename: ``dst``;
-    with ``inplace`` only an "ok" run replaces the notebook in notebooks/, without papermill's injected-parameters
-    cell, and a failed one goes to ``out/notebooks`` instead."""
-    if not partial.is_file():  # the notebook was missing: nothing ran
-        return dst
-    if inplace and rec["status"] != "ok":
+def _checked(rec: dict, staged: Path, dst: Path, staged_assets: Path, assets: Path, report_dirs: list[str],
+             inplace: bool, out: Path) -> tuple[Path, Path]:
+    """Check a finished run in its partial place; returns (where its notebook is now, where it goes).
+
+    The executed notebook must be valid JSON; its REPORT_DIR is pointed at the published assets, and with
+    ``inplace`` an "ok" run loses papermill's injected-parameters cell while a failed one goes to ``out/notebooks``
+    instead (`_finish_notebook`). The report assets must be whole (`hedgekit.repro.report.not_whole`). Raises
+    `_NotPublished` for a check that fails, OSError for a write that does."""
+    ok = rec["status"] == "ok"
+    _finish_notebook(staged, *report_dirs, drop_injected=inplace and ok, name=rec["notebook"], dst=dst,
+                     assets=assets)
+    if inplace and not ok:
         dst = out / "notebooks" / dst.name
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        shutil.move(partial, dst.with_name(partial.name))  # another file system, maybe: there, then renamed
-        partial = dst.with_name(partial.name)
-    elif inplace:
-        drop_injected_parameters(partial)
-    os.replace(partial, dst)
-    return dst
+        moved = _partial(dst)
+        moved.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(staged, moved)  # another file system, maybe: copied there whole, then renamed
+        _discard(staged)
+        staged = moved
+    problem = not_whole(staged_assets)
+    if problem is not None:
+        error = f" (the notebook failed: {rec['error'].splitlines()[0][:300]})" if rec["error"] else ""
+        raise _NotPublished(rec["notebook"], f"its report assets are not whole: {problem}{error}", None, dst, assets)
+    return staged, dst
 
 
-def drop_injected_parameters(path: Path) -> None:
-    """Remove papermill's ``injected-parameters`` cell from the notebook at ``path`` (outputs of the others kept).
+def _swap(staged: Path, dst: Path, staged_assets: Path, assets: Path) -> None:
+    """Put a checked run over the earlier one, as one step: the earlier report assets are set aside (`_aside`), the
+    new ones and the notebook renamed into place, the earlier assets removed. A rename that fails puts back every
+    file already moved, and the OSError goes on."""
+    aside = _aside(staged_assets)
+    done: list[tuple[Path, Path]] = []  # (where a folder went, where it came from), to undo on failure
+    try:
+        for here, there in ((assets, aside), (staged_assets, assets)):
+            if here.exists():
+                here.rename(there)
+                done.append((there, here))
+        os.replace(staged, dst)
+    except OSError:
+        for there, here in reversed(done):
+            there.rename(here)
+        raise
+    shutil.rmtree(aside, ignore_errors=True)
+    _discard(staged, staged_assets)
 
-    A notebook written back into notebooks/ must run by hand as its own parameters cell says: the injected cell
-    would override it (e.g. point ``REPORT_DIR`` at the committed report). No-op if the file is missing."""
+
+def _finish_notebook(path: Path, staged_dir: str, final_dir: str, drop_injected: bool, name: str, dst: Path,
+                     assets: Path) -> None:
+    """Check that the executed notebook at ``path`` is valid JSON (`_NotPublished` if not: papermill was stopped
+    part-way through writing it), point its REPORT_DIR from ``staged_dir`` to ``final_dir`` (the injected-parameters
+    cell and papermill's metadata) or, with ``drop_injected``, drop that cell, and write it back."""
     import nbformat
 
-    if not path.is_file():
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except ValueError as exc:  # nbformat's NotJSONError, or JSON that is not a notebook
+        raise _NotPublished(name, f"the executed notebook papermill wrote is not valid JSON ({path.stat().st_size} "
+                                  f"bytes: {str(exc).splitlines()[0][:200]})", None, dst, assets) from exc
+    injected = [c for c in nb.cells if "injected-parameters" in c.get("metadata", {}).get("tags", [])]
+    if drop_injected:
+        nb.cells = [c for c in nb.cells if c not in injected]
+    for cell in injected:
+        cell.source = cell.source.replace(staged_dir, final_dir)
+    parameters = nb.metadata.get("papermill", {}).get("parameters", {})
+    if parameters.get("REPORT_DIR") == staged_dir:
+        parameters["REPORT_DIR"] = final_dir
+    nbformat.write(nb, path)
+
+
+@contextlib.contextmanager
+def _held_signals():
+    """Within the block Ctrl-C, SIGTERM and SIGHUP wait: the first that comes is handled (by its own handler) as the
+    block ends, so the renames inside happen all or none. Only Python handlers are held (in the main thread, where
+    they run); an ignored or default disposition is left as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
         return
-    nb = nbformat.read(path, as_version=4)
-    kept = [c for c in nb.cells if "injected-parameters" not in c.get("metadata", {}).get("tags", [])]
-    if len(kept) != len(nb.cells):
-        nb.cells = kept
-        nbformat.write(nb, path)
+    came: list[int] = []
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, *TERMINATING)}
+    handlers = {signum: handler for signum, handler in handlers.items() if callable(handler)}
+    for signum in handlers:
+        signal.signal(signum, lambda signum, frame: came.append(signum))
+    try:
+        yield
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+    if came:
+        handlers[came[0]](came[0], None)
 
 
 # ------------------------------------------------------------------------------ CLI
 def add_subcommand(subparsers) -> argparse.ArgumentParser:
     """Register ``reproduce`` and its arguments on `hedgekit.cli`'s sub-parser set: the one place they are declared,
-    ``python -m hedgekit reproduce`` the one way to run it (issue 47 item 4: one command-line module)."""
+    ``python -m hedgekit reproduce`` the one way to run it."""
     p = subparsers.add_parser("reproduce", help="run the reproduction notebooks and write reports/summary.md",
                               description=__doc__.split("\n\n")[0])
     p.add_argument("--fast", action="store_true", help=f"{FAST_MODE} instead of FULL mode")
@@ -452,7 +623,7 @@ def _cmd(a) -> int:
         result = train_missing(todo, a.jobs, device=a.device, stack=not a.one_by_one, budget_minutes=a.budget)
         times.record_training(a.out, result)
         print(f"[train] time table: {times.write_times(a.out, a.times_to)}")
-        return 1 if result["failed"] or result["unrecorded"] else 0
+        return 1 if result["failed"] or result["lost"] or result["unrecorded"] else 0
     if a.list_models or a.plan:
         return 0
     summary = reproduce(fast=a.fast, only=a.only, out_dir=a.out, inplace=a.inplace, kernel=a.kernel,

@@ -81,25 +81,27 @@ def test_a_budget_trains_in_plan_order_only_what_fits_and_stops(stand_ins, capsy
 
 
 def test_a_budget_holds_with_a_pool_of_workers_too(stand_ins, monkeypatch, capsys):
-    """The pool is handed a job only when a worker is free, so the budget is judged when the job can start."""
-    from concurrent.futures import Future
-
+    """A worker is handed a job only when it is free, so the budget is judged when the job can start."""
     submitted = []
 
-    class InlinePool:
-        def __init__(self, max_workers=None, initializer=None, initargs=(), mp_context=None):
+    class InlineWorker:
+        """`P._Worker` stand-in: runs each job at once, in this process (the stand-in clock is this process's)."""
+
+        def __init__(self, context):
+            self.pid, self.job, self._answer = 0, None, None
+
+        def give(self, specs, device):
+            submitted.append(specs[0].name)
+            self.job, self._answer = list(specs), ("done", P._train_job(specs, device))
+
+        def answer(self):
+            answer, self._answer = self._answer, None
+            return answer
+
+        def stop(self):
             pass
 
-        def submit(self, fn, *args):
-            submitted.append(args[0][0].name)
-            future = Future()
-            future.set_result(fn(*args))
-            return future
-
-        def shutdown(self, wait=True, cancel_futures=False):
-            pass
-
-    monkeypatch.setattr(P, "ProcessPoolExecutor", InlinePool)
+    monkeypatch.setattr(P, "_Worker", InlineWorker)
     monkeypatch.setattr(P, "job_limit", lambda: (2, "2 usable cores"))
     assert cli.main(["reproduce", "--train-missing", "--budget", "30", "--jobs", "2"]) == 0
     assert submitted == stand_ins == [C.name, A[2].name, A[3].name]

@@ -211,7 +211,7 @@ def test_inplace_writes_back(tmp_path):
 
 def test_inplace_does_not_write_back_a_failed_run(tmp_path):
     """A run that failed is a partial run: the notebook in notebooks/ keeps its committed outputs, and the executed
-    copy, where the error can be read, goes to the output folder (issue 45, item 4)."""
+    copy, where the error can be read, goes to the output folder."""
     src = tmp_path / "nbs"
     src.mkdir()
     _notebook(src / "01_fake.ipynb", "print('ran')", fail=True)
@@ -342,9 +342,11 @@ def _fake_load_or_train(spec, progress=True, device="cpu", **_):
         f.write(f"{spec.name} {os.getpid()} {device}\n")
     if spec.seed == 13:
         raise RuntimeError(f"boom while training {spec.name}")
-    if spec.seed == 66:  # what the out-of-memory killer does to a worker
+    if spec.seed in (66, 67):  # a worker killed outright; 67: by the out-of-memory killer, which the kernel counts
         import signal
 
+        if spec.seed == 67:
+            (Path(os.environ["HEDGEKIT_DATA"]) / "vmstat").write_text("oom_kill 1\n")
         os.kill(os.getpid(), signal.SIGKILL)
     path = cache_path("checkpoints", f"{spec.name}.pt")
     path.parent.mkdir(parents=True, exist_ok=True)  # cache_path creates nothing
@@ -418,42 +420,61 @@ def test_train_missing_trains_each_missing_spec_once_and_skips_cached(fake_zoo, 
     assert calls()[2:] == ["point-n2-d2-paper-s901", "point-n2-d2-paper-s902"]
 
 
-def test_jobs_trains_in_a_process_pool(fake_zoo, monkeypatch, capsys):
+class _InlineWorker:
+    """`P._Worker` stand-in: runs each job at once, in this process (so a stand-in trainer's state is shared), and
+    records the start method of each worker built (``built``)."""
+    built: list = []
+
+    def __init__(self, context):
+        _InlineWorker.built.append(context.get_start_method())
+        self.pid, self.job, self._answer = 0, None, None
+
+    def give(self, specs, device):
+        self.job = list(specs)
+        try:
+            self._answer = ("done", P._train_job(specs, device))
+        except Exception as exc:
+            self._answer = ("failed", exc)
+
+    def answer(self):
+        answer, self._answer = self._answer, None
+        return answer
+
+    def handles(self):
+        return []
+
+    def stop(self):
+        pass
+
+    terminate = end = stop
+
+
+@pytest.fixture
+def inline_workers(monkeypatch):
+    """`P._Worker` replaced by `_InlineWorker`; returns the start methods of the workers built, in order."""
+    monkeypatch.setattr(P, "_Worker", _InlineWorker)
+    monkeypatch.setattr(_InlineWorker, "built", [])
+    return _InlineWorker.built
+
+
+def test_jobs_trains_in_a_pool_of_workers_never_more_than_the_jobs(fake_zoo, inline_workers, capsys):
+    import multiprocessing
     import pickle
-    from concurrent.futures import Future
 
     from hedgekit.zoo import Spec
 
-    pools = []
-
-    class InlinePool:
-        """ProcessPoolExecutor stand-in: records how it was built and runs each task at once, in this process."""
-        def __init__(self, max_workers=None, initializer=None, initargs=(), mp_context=None):
-            pools.append(dict(max_workers=max_workers, initializer=initializer, mp_context=mp_context,
-                              flags=len(initargs[0])))
-
-        def submit(self, fn, *args):
-            future = Future()
-            future.set_result(fn(*args))
-            return future
-
-        def shutdown(self, wait=True, cancel_futures=False):
-            pools[-1]["shut down"] = True
-
-    monkeypatch.setattr(P, "ProcessPoolExecutor", InlinePool)
     calls = fake_zoo({"01_a.ipynb": [901, 902], "02_b.ipynb": [903]})
     assert cli.main(["reproduce", "--train-missing", "--fast", "--only", "01", "--jobs", "2"]) == 0
-    assert pools == [dict(max_workers=2, initializer=P._init_worker, mp_context=None, flags=2, **{"shut down": True})]
-    assert len(calls()) == 2  # on the CPU: the platform's default start method (fork on Linux)
+    default = multiprocessing.get_context().get_start_method()  # on the CPU: the platform's (fork on Linux)
+    assert inline_workers == [default] * 2 and len(calls()) == 2
     assert "training in 2 worker processes" in capsys.readouterr().out
     assert cli.main(["reproduce", "--train-missing", "--fast", "--jobs", "4"]) == 0  # 1 missing: no pool, this process
-    assert len(pools) == 1 and len(calls()) == 3 and "training in this process" in capsys.readouterr().out
+    assert len(inline_workers) == 2 and len(calls()) == 3 and "training in this process" in capsys.readouterr().out
     assert cli.main(["reproduce", "--train-missing", "--jobs", "4"]) == 0  # 3 missing: never more workers than models
-    assert pools[-1]["max_workers"] == 3 and len(calls()) == 6
-    spec = Spec(kind="point", preset="fast", seed=901)  # what a real pool pickles
+    assert len(inline_workers) == 2 + 3 and len(calls()) == 6
+    spec = Spec(kind="point", preset="fast", seed=901)  # what a real worker is sent
     assert pickle.loads(pickle.dumps(spec)) == spec
-    assert pickle.loads(pickle.dumps(P._train_job)) is P._train_job
-    assert pickle.loads(pickle.dumps(P._init_worker)) is P._init_worker
+    assert pickle.loads(pickle.dumps(P._serve)) is P._serve  # a spawned worker's target
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
@@ -479,7 +500,7 @@ def test_a_failing_spec_fails_the_run_and_the_others_still_train(fake_zoo, capsy
 
 @pytest.mark.parametrize("cores, gib, limit", [(16, 7.5, 2), (2, 100, 2), (16, None, 16), (8, 1, 1), (3, 9, 3)])
 def test_job_limit_is_the_cores_and_the_memory_at_worker_memory_each(monkeypatch, tmp_path, cores, gib, limit):
-    """Issue 45, item 3: one worker per usable core and per `WORKER_MEMORY` (3 GiB) of MemAvailable, at least 1."""
+    """One worker per usable core and per `WORKER_MEMORY` (3 GiB) of MemAvailable, at least 1."""
     _machine(monkeypatch, tmp_path, cores, gib)
     got, why = P.job_limit()
     assert got == limit and why.startswith(f"{cores} usable core")
@@ -493,40 +514,53 @@ def test_the_real_machine_has_a_job_limit_of_at_least_one():
     assert 1 <= limit <= (os.cpu_count() or 1) and "usable core" in why
 
 
-def test_jobs_beyond_the_limit_is_lowered_with_a_one_line_note(fake_zoo, monkeypatch, tmp_path, capsys):
+def test_jobs_beyond_the_limit_is_lowered_with_a_one_line_note(fake_zoo, inline_workers, tmp_path, monkeypatch,
+                                                                capsys):
     """`--jobs 1000` once started 165 workers on 2 cores and the OOM killer broke the pool: now the pool gets the
     limit and one line says why; a request within the limit is left alone."""
-    monkeypatch.setattr(P, "ProcessPoolExecutor", _RecordingPool)
-    monkeypatch.setattr(_RecordingPool, "built", [])
-    sizes = []
-    monkeypatch.setattr(_RecordingPool, "__init__", lambda self, max_workers=None, **_: sizes.append(max_workers))
     calls = fake_zoo({"01_a.ipynb": [901, 902, 903, 904, 905]})
     _machine(monkeypatch, tmp_path, cores=16, available_gib=9.5)  # memory: 3 workers
     assert cli.main(["reproduce", "--train-missing", "--jobs", "1000"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == ("[train] --jobs 1000 lowered to 3: 16 usable cores, 9.5 GiB of memory available / 3 GiB per "
                       "worker = 3")
-    assert sizes == [3] and len(calls()) == 5 and "training in 3 worker processes" in out[1]
+    assert len(inline_workers) == 3 and len(calls()) == 5 and "training in 3 worker processes" in out[1]
     _machine(monkeypatch, tmp_path, cores=2, available_gib=9.5)  # cores: 2
     assert cli.main(["reproduce", "--train-missing", "--fast", "--jobs", "2"]) == 0  # within the limit: no note
-    assert sizes == [3, 2] and "lowered" not in capsys.readouterr().out
+    assert len(inline_workers) == 3 + 2 and "lowered" not in capsys.readouterr().out
     with pytest.raises(SystemExit):
         cli.main(["reproduce", "--help"])
     assert "lowered to that, with a one-line note" in " ".join(capsys.readouterr().out.split())
 
 
-def test_a_killed_worker_is_reported_with_a_word_about_memory_and_jobs(fake_zoo, capsys):
-    """The fault: under --jobs 1000 the OOM killer ended workers and every model said only `BrokenProcessPool`."""
+@pytest.mark.parametrize("seed, how", [(66, "was killed by signal 9 (SIGKILL)"),
+                                       (67, "was killed by signal 9 (SIGKILL): out of memory (the kernel's "
+                                            "out-of-memory killer; each worker needs up to 3 GiB, try a smaller "
+                                            "--jobs)")],
+                         ids=["kill-9", "oom-killer"])
+def test_a_worker_that_dies_loses_its_model_alone_and_says_how_it_died(fake_zoo, tmp_path, monkeypatch, capsys,
+                                                                       seed, how):
+    """Real forked workers; the one given ``seed`` kills itself with SIGKILL (67: after the kernel's count of
+    out-of-memory kills rose). The fault was 'BrokenProcessPool (a worker process died: out of memory? ...)' for
+    every model, the others too. Now that model alone is lost, with its signal, and memory is named only when the
+    kernel counted an out-of-memory kill; the others train."""
     import multiprocessing
 
     if multiprocessing.get_start_method() != "fork":
         pytest.skip("the fake training reaches the workers by fork only")
-    fake_zoo({"01_a.ipynb": [66, 901]})
+    (tmp_path / "vmstat").write_text("oom_kill 0\n")
+    monkeypatch.setattr(P, "VMSTAT", str(tmp_path / "vmstat"))
+    calls = fake_zoo({"01_a.ipynb": [seed, 901, 902, 903]})
     assert cli.main(["reproduce", "--train-missing", "--fast", "--jobs", "2"]) == 1
     out = capsys.readouterr().out
-    assert "[train] point-n2-d2-fast-s66: FAILED (" in out
-    assert "BrokenProcessPool: " in out and out.count("(a worker process died: out of memory? each needs up to 3 GiB; "
-                                                       "try a smaller --jobs)") >= 1
+    lost = f"point-n2-d2-fast-s{seed}"
+    assert sorted(calls()) == sorted([lost] + [f"point-n2-d2-fast-s{s}" for s in (901, 902, 903)])
+    line = next(line for line in out.splitlines() if line.startswith(f"[train] {lost}: LOST ("))
+    dead = f"its worker process (pid {calls('pid')[0]}) {how}"
+    assert f"{dead} in the middle of training; not saved" in line
+    assert ("memory" in out) == (seed == 67) and "FAILED" not in out and "BrokenProcessPool" not in out
+    assert f"[train] 3 trained, 0 already cached, 1 LOST with a worker process that died ({lost}: {dead})" in out
+    assert calls("pid")[0] not in calls("pid")[1:]  # the others trained in the other worker (and a new one)
 
 
 @pytest.mark.parametrize("value", ["0", "x", "1.5"])
@@ -538,72 +572,56 @@ def test_jobs_must_be_a_positive_integer(capsys, value):
     assert f"argument --jobs: expected an integer >= 1; got '{value}'" in err and "Traceback" not in err
 
 
-def test_a_worker_leaves_ctrl_c_to_the_parent():
-    """`train_missing`'s workers ignore SIGINT (no traceback of their own); the parent prints the one line."""
+def test_a_worker_leaves_ctrl_c_and_a_hang_up_to_the_parent():
+    """`train_missing`'s workers ignore SIGINT and SIGHUP (no traceback of their own; the parent names their models
+    in its one line) and end on SIGTERM (the parent's ``terminate``)."""
     import signal
 
     import torch
 
-    before, threads = signal.getsignal(signal.SIGINT), torch.get_num_threads()
+    signals = (signal.SIGINT, signal.SIGHUP, signal.SIGTERM)
+    before, threads = {s: signal.getsignal(s) for s in signals}, torch.get_num_threads()
     try:
         P._init_worker()
-        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN and torch.get_num_threads() == 1
+        assert [signal.getsignal(s) for s in signals] == [signal.SIG_IGN, signal.SIG_IGN, signal.SIG_DFL]
+        assert torch.get_num_threads() == 1
     finally:
-        signal.signal(signal.SIGINT, before)
+        for s, handler in before.items():
+            signal.signal(s, handler)
         torch.set_num_threads(threads)
 
 
 def test_ctrl_c_during_parallel_training_stops_the_workers_and_propagates(monkeypatch):
-    """Ctrl-C while `train_missing --jobs 2` waits: every worker process is terminated, queued models are
-    cancelled, and the KeyboardInterrupt reaches the command's handler (`hedgekit.commands.run_command`)."""
+    """Ctrl-C while `train_missing --jobs 2` waits: every worker process is terminated (all at once, then each waited
+    for), and the KeyboardInterrupt reaches the command's handler (`hedgekit.commands.run_command`) naming the models
+    the workers held and the one not started."""
     from hedgekit import zoo
     from hedgekit.zoo import Spec
 
     calls = []
 
-    class Process:
-        pid = 123456789  # no such process: no temporary file of it to remove
+    class Training(_InlineWorker):
+        def give(self, specs, device):
+            self.job = list(specs)
+
+        def answer(self):
+            raise KeyboardInterrupt  # Ctrl-C while the parent waits for an answer
 
         def terminate(self):
             calls.append("terminate")
 
-        def join(self, timeout=None):
-            calls.append(("join", timeout))
+        def end(self):
+            calls.append("end")
 
-        def is_alive(self):
-            return False
-
-    class Pool:
-        def __init__(self, max_workers, initializer, initargs, mp_context):
-            self._processes = {1: Process(), 2: Process()}
-            self.started = initargs[0]
-
-        def submit(self, fn, specs, device, index):
-            from concurrent.futures import Future
-
-            future = Future()
-            future.set_running_or_notify_cancel()  # both handed to the pool ...
-            if specs[0].seed == 0:  # ... and seed 0 started in a worker, seed 1 still waiting for one
-                self.started[index] = 1
-            return future
-
-        def shutdown(self, wait=True, cancel_futures=False):
-            calls.append(("shutdown", wait, cancel_futures))
-
-    def interrupted(futures):
-        raise KeyboardInterrupt
-        yield  # a generator, as concurrent.futures.as_completed
-
-    monkeypatch.setattr(P, "ProcessPoolExecutor", Pool)
-    monkeypatch.setattr(P, "as_completed", interrupted)
+    monkeypatch.setattr(P, "_Worker", Training)
     monkeypatch.setattr(zoo, "find_checkpoint", lambda spec: None)
-    specs = [("02", Spec(kind="hib", preset="fast", seed=s)) for s in (0, 1)]
     monkeypatch.setattr(P, "job_limit", lambda: (2, "2 usable cores"))
+    specs = [("02", Spec(kind="hib", preset="fast", seed=s)) for s in (0, 1, 2)]
     with pytest.raises(KeyboardInterrupt) as interrupt:
         P.train_missing(specs, jobs=2, echo=lambda line: None)
-    assert calls == ["terminate", "terminate", ("join", 10), ("join", 10), ("shutdown", False, True)]
-    assert interrupt.value.kept == ("models: 0 of the 2 missing trained and cached; stopped in training, not saved: "
-                                    f"{specs[0][1].name}; 1 not started")
+    assert calls == ["terminate", "terminate", "end", "end"]
+    assert interrupt.value.kept == ("models: 0 of the 3 missing trained and cached; stopped in training, not saved: "
+                                    f"{specs[0][1].name}, {specs[1][1].name}; 1 not started")
 
 
 def test_each_model_trained_is_recorded_in_the_ledger_as_it_ends_and_an_interrupt_keeps_those(fake_zoo, tmp_ledger,
@@ -642,24 +660,6 @@ def test_each_model_trained_is_recorded_in_the_ledger_as_it_ends_and_an_interrup
 
 
 # ----------------------------------------------------------- --device
-class _RecordingPool:
-    """ProcessPoolExecutor stand-in that records its start method and runs each task at once, in this process."""
-    built: list = []
-
-    def __init__(self, max_workers=None, initializer=None, initargs=(), mp_context=None):
-        _RecordingPool.built.append(mp_context)
-
-    def submit(self, fn, *args):
-        from concurrent.futures import Future
-
-        future = Future()
-        future.set_result(fn(*args))
-        return future
-
-    def shutdown(self, wait=True, cancel_futures=False):
-        pass
-
-
 def test_the_device_reaches_every_model_trained_and_auto_is_resolved(fake_zoo, capsys):
     calls = fake_zoo({"01_a.ipynb": [901, 902], "02_b.ipynb": [903]})
     assert cli.main(["reproduce", "--train-missing", "--fast", "--only", "01", "--device", "cpu"]) == 0
@@ -668,22 +668,23 @@ def test_the_device_reaches_every_model_trained_and_auto_is_resolved(fake_zoo, c
     assert calls("device") == ["cpu"] * 3
 
 
-def test_jobs_on_cuda_share_the_gpu_in_spawned_processes(fake_zoo, monkeypatch, capsys):
+def test_jobs_on_cuda_share_the_gpu_in_spawned_processes(fake_zoo, inline_workers, monkeypatch, capsys):
     """CUDA cannot be used in a forked child: on cuda the N workers are spawned (on the CPU: the default start)."""
+    import multiprocessing
+
     import torch
 
     from hedgekit.zoo import seed_sets
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # what a GPU machine says; nothing touches CUDA
     monkeypatch.setattr(seed_sets, "stackable", lambda spec: False)  # one job per seed: this test is about the pool
-    monkeypatch.setattr(P, "ProcessPoolExecutor", _RecordingPool)
-    monkeypatch.setattr(_RecordingPool, "built", [])
     calls = fake_zoo({"01_a.ipynb": [901, 902], "02_b.ipynb": [903, 904]})
     assert cli.main(["reproduce", "--train-missing", "--fast", "--only", "01", "--jobs", "2"]) == 0  # auto: cuda here
-    assert [ctx.get_start_method() for ctx in _RecordingPool.built] == ["spawn"] and calls("device") == ["cuda"] * 2
+    assert inline_workers == ["spawn"] * 2 and calls("device") == ["cuda"] * 2
     assert "training in 2 worker processes, on cuda" in capsys.readouterr().out
     assert cli.main(["reproduce", "--train-missing", "--fast", "--only", "02", "--jobs", "2", "--device", "cpu"]) == 0
-    assert _RecordingPool.built[1:] == [None] and calls("device")[2:] == ["cpu"] * 2
+    assert inline_workers[2:] == [multiprocessing.get_context().get_start_method()] * 2
+    assert calls("device")[2:] == ["cpu"] * 2
 
 
 @pytest.mark.parametrize("device, message", [
@@ -778,3 +779,16 @@ def test_record_cached_writes_the_held_checkpoints_measures_once_and_says_what_i
     assert [r["model"] for r in ledger.records("hib")] == [specs[0].name]
     assert cli.main(["reproduce", "--record-cached", "--only", "04"]) == 0  # held: nothing written again
     assert capsys.readouterr().out.splitlines()[-1] == "[ledger] 0 record(s) written, 1 model(s) not recorded"
+
+
+def test_a_workers_death_is_told_by_its_exit_code_or_signal_and_memory_only_when_the_kernel_counted_it(tmp_path,
+                                                                                                     monkeypatch):
+    vmstat = tmp_path / "vmstat"
+    monkeypatch.setattr(P, "VMSTAT", str(vmstat))
+    assert P._oom_kills() is None  # no such file (macOS, Windows)
+    vmstat.write_text("pgfault 12\noom_kill 4\n")
+    assert P._oom_kills() == 4
+    assert P._death(3, 4) == "exited with code 3"
+    assert P._death(-15, 3) == "was killed by signal 15 (SIGTERM)"  # a count that rose says nothing of a SIGTERM
+    assert P._death(-9, 4) == P._death(-9, None) == "was killed by signal 9 (SIGKILL)"
+    assert P._death(-9, 3).startswith("was killed by signal 9 (SIGKILL): out of memory (the kernel's out-of-memory")
