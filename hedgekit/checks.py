@@ -492,6 +492,7 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
 
 
 # ------------------------------------------------------------------ resource limits
+MAX_SEEDS = 1000  # seeds per URL method: 3 in the paper's protocol; 1000 x 11 methods would train for days
 MAX_SEED = 2**63 - 1  # torch.manual_seed overflows beyond a 64-bit integer; a signed one is portable everywhere
 MAX_STEPS = 10_000_000  # every recipe of the kit trains <= 12,000 steps; 10^7 steps of 50 ms would take 6 days
 MAX_THREADS = 1024  # torch threads / worker processes; more than any machine the kit runs on has cores

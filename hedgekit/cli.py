@@ -362,11 +362,12 @@ def build_parser() -> argparse.ArgumentParser:
     from hedgekit.papers.url.benchmark import add_subcommand as add_url_benchmark
 
     add_url_benchmark(sub)
+    from hedgekit.papers.unjudged import UNJUDGED
     from hedgekit.repro import grade, results, site, students
 
     students.add_subcommand(sub)
     grade.add_subcommand(sub)
-    results.add_subcommand(sub)
+    results.add_subcommand(sub, UNJUDGED)
     site.add_subcommand(sub)
     return p
 

@@ -44,6 +44,11 @@ class Unjudged:
     notebook: str
     reason: str
 
+    @property
+    def paper_name(self) -> str:
+        """How the results page names the paper (`PAPERS`)."""
+        return PAPERS.get(self.paper, self.paper)
+
 
 def _f(x: float) -> str:
     return f"{x:.3f}"

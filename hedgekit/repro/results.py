@@ -10,8 +10,8 @@ Sources, all committed:
   ``notebooks/report/assets/<notebook>/`` (the tables the notebooks handed to the report, ours beside
   the paper's numbers from ``hedgekit/papers/*/numbers.py``); a notebook without assets there
   contributes the tables it displayed (``report.table(...)`` cells);
-* ``hedgekit/papers/unjudged.py``: the papers' numbers and comparisons that a notebook shows beside ours but no
-  claims row decides, each with its reason (the section "Shown, not judged").
+* the papers' numbers and comparisons that a notebook shows beside ours but no claims row decides, each with its
+  reason (the section "Shown, not judged"; `hedgekit.papers.unjudged`, handed in by the command line).
 
     python -m hedgekit results             # writes docs/results.md
     python -m hedgekit results --check     # exit 1 if docs/results.md is not what the notebooks say
@@ -28,6 +28,7 @@ import sys
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Sequence
 
 from hedgekit.errors import InputError
 from hedgekit.paths import REPO_DIR
@@ -272,9 +273,9 @@ def _duration(seconds: float | None) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
 
-def render(results: list[NotebookResults], unjudged=None) -> str:
+def render(results: list[NotebookResults], unjudged: Sequence = ()) -> str:
     """docs/results.md: a tally table over all notebooks, then per notebook its verdicts and tables, then what the
-    notebooks show of the papers but no claims row decides (`unjudged_section` of ``unjudged``, by default
+    notebooks show of the papers but no claims row decides (`unjudged_section` of ``unjudged``, e.g.
     `hedgekit.papers.unjudged.UNJUDGED`). The note on *earlier* rules appears only while some notebook's committed
     run predates them."""
     results = [r for r in results if r.verdicts or r.tables]  # e.g. 00_start_here records no results
@@ -313,13 +314,10 @@ def render(results: list[NotebookResults], unjudged=None) -> str:
 UNJUDGED_HEADING = "## Shown, not judged"
 
 
-def unjudged_section(records=None) -> list[str]:
-    """The lines of the section "Shown, not judged": one table row per record of ``records`` (default
-    `hedgekit.papers.unjudged.UNJUDGED`), in their order: paper, place, the paper's number or statement, the
+def unjudged_section(records: Sequence) -> list[str]:
+    """The lines of the section "Shown, not judged": one table row per record of ``records``
+    (`hedgekit.papers.unjudged.Unjudged`), in their order: paper, place, the paper's number or statement, the
     notebook that shows ours (a link to its section) and why no claims row decides it."""
-    from hedgekit.papers.unjudged import PAPERS, UNJUDGED
-
-    records = UNJUDGED if records is None else records
 
     def cell(text: str) -> str:
         return " ".join(str(text).split()).replace("|", "\\|")
@@ -330,7 +328,7 @@ def unjudged_section(records=None) -> list[str]:
              "| paper | place | the paper's number or statement | notebook showing ours | why not judged |",
              "|---|---|---|---|---|"]
     for r in records:
-        lines.append(f"| {cell(PAPERS.get(r.paper, r.paper))} | {cell(r.place)} | {cell(r.paper_value_text)} | "
+        lines.append(f"| {cell(r.paper_name)} | {cell(r.place)} | {cell(r.paper_value_text)} | "
                      f"[{r.notebook}](#{_anchor(r.notebook)}) | {cell(r.reason)} |")
     return lines
 
@@ -389,16 +387,18 @@ def results_path() -> Path:
     return REPO_DIR / "docs" / "results.md"
 
 
-def generate() -> str:
-    """The text of docs/results.md for the repository's notebooks and committed report."""
+def generate(unjudged: Sequence = ()) -> str:
+    """The text of docs/results.md for the repository's notebooks and committed report, with ``unjudged``'s
+    section (`render`)."""
     from hedgekit.repro.reproduce import notebook_dir, select
 
-    return render(collect([notebook_dir() / nb for nb in select()], notebook_dir() / "report"))
+    return render(collect([notebook_dir() / nb for nb in select()], notebook_dir() / "report"), unjudged)
 
 
 # ------------------------------------------------------------------------------ CLI
-def add_subcommand(subparsers) -> argparse.ArgumentParser:
-    """Register ``results`` on an argparse sub-parser set (for `hedgekit.cli`)."""
+def add_subcommand(subparsers, unjudged: Sequence = ()) -> argparse.ArgumentParser:
+    """Register ``results`` on an argparse sub-parser set (for `hedgekit.cli`, which hands in the papers'
+    `hedgekit.papers.unjudged.UNJUDGED`)."""
     p = subparsers.add_parser("results", help="write docs/results.md from the notebooks' recorded results",
                               description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default=None, help="output file (default: docs/results.md)")
@@ -406,7 +406,7 @@ def add_subcommand(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--fewer-seeds-because", default=None, metavar="REASON",
                    help="write even though a notebook decides claims on fewer trained seeds than its previous "
                         "committed render did (without it: exit 2, naming the claims)")
-    p.set_defaults(fn=_cmd)
+    p.set_defaults(fn=_cmd, unjudged=tuple(unjudged))
     return p
 
 
@@ -427,7 +427,7 @@ def _cmd(a) -> int:
     if drops:
         print(f"fewer seeds than the previous render in {', '.join(drops)}, because: {a.fewer_seeds_because}")
     path = Path(a.out) if a.out else results_path()
-    text = generate()
+    text = generate(a.unjudged)
     if a.check:
         current = path.read_text() if path.is_file() else ""
         if current != text:

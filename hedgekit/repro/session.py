@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from hedgekit.checks import MAX_SEED, MAX_STEPS, MAX_THREADS, check_count, count_arg, resolve_device
+from hedgekit.checks import MAX_SEED, MAX_SEEDS, MAX_STEPS, MAX_THREADS, check_count, count_arg, resolve_device
 from hedgekit.errors import InputError
 from hedgekit.repro.report import Report, precision_note
 
@@ -354,8 +354,6 @@ def _checked_device(fast, report_dir, threads, device, params: dict) -> torch.de
               "repeats": (1, None, f"{count_arg(1).__name__} (evaluations per model)"),
               "runs": (1, None, f"None (the mode's default) or {count_arg(1).__name__} (training runs per row)")}
     if "seeds" in params:
-        from hedgekit.papers.url.benchmark import MAX_SEEDS
-
         counts["seeds"] = (1, MAX_SEEDS, f"{count_arg(1, MAX_SEEDS).__name__} (as python -m hedgekit "
                                          "url-benchmark --seeds)")
     for name, value in {"threads": threads, **params}.items():

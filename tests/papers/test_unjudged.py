@@ -86,7 +86,7 @@ def _section(text: str) -> list[str]:
 
 
 def test_render_lists_every_record_once():
-    text = R.render([])
+    text = R.render([], U.UNJUDGED)
     assert text.count(R.UNJUDGED_HEADING) == 1
     section = _section(text)
     body = [line for line in section if line.startswith("| ") and not line.startswith("| paper |")]

@@ -54,7 +54,7 @@ def repo(tmp_path, monkeypatch):
     _git(tmp_path, "commit", "-q", "-m", "render on 3 seeds")
     monkeypatch.setattr(R, "notebook_dir", lambda: tmp_path / "notebooks")
     monkeypatch.setattr(R, "select", lambda only=None, registry=None: ["07_test.ipynb"])
-    monkeypatch.setattr(results, "generate", lambda: "generated\n")
+    monkeypatch.setattr(results, "generate", lambda unjudged=(): "generated\n")
     return path
 
 

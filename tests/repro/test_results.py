@@ -18,7 +18,9 @@ MARKS = {"✅": 0, "❌": 1, "–": 2}
 
 @pytest.fixture(scope="module")
 def generated() -> str:
-    return R.generate()
+    from hedgekit.papers.unjudged import UNJUDGED
+
+    return R.generate(UNJUDGED)
 
 
 def _section(text: str, title: str) -> str:

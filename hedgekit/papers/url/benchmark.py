@@ -34,7 +34,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from hedgekit.checks import MAX_THREADS, atomic_write, check_count, check_seed, check_writable, count_arg, device_arg
+from hedgekit.checks import (MAX_SEEDS, MAX_THREADS, atomic_write, check_count, check_seed, check_writable, count_arg,
+                             device_arg)
 from hedgekit.errors import CheckpointError, DivergedError, InputError
 from hedgekit.papers.url import recipe
 from hedgekit.papers.url.code_hash import module_closure
@@ -289,7 +290,6 @@ def write_leaderboard(board, budget="fast", folder: str | os.PathLike | None = N
     return csv, md
 
 
-MAX_SEEDS = 1000  # seeds per method: 3 in the paper's protocol; 1000 x 11 methods would train for days
 
 
 def _seeds_arg(text: str) -> int:
