@@ -169,3 +169,25 @@ def test_a_widget_without_its_record_is_found():
 @pytest.mark.parametrize("name", NOTEBOOK_NAMES)
 def test_every_widget_has_a_static_record_and_says_it_needs_a_kernel(name):
     assert widgets_without_a_record(nbformat.read(notebook_dir() / name, as_version=4)) == []
+
+
+@pytest.mark.parametrize("name", [nb for nbs in NOTEBOOKS.values() for nb in nbs])
+def test_committed_notebooks_number_their_executed_cells_1_2_3(name):
+    """A reader sees In [1], In [2], In [3], ... as a Run All of the notebook itself numbers them: no number is
+    missing where papermill's injected-parameters cell was dropped."""
+    nb = nbformat.read(notebook_dir() / name, as_version=4)
+    counts = [c.get("execution_count") for c in nb.cells if c.cell_type == "code" and c.source.strip()]
+    assert counts == list(range(1, len(counts) + 1)), counts
+
+
+def test_number_cells_renumbers_executed_cells_and_their_results_in_order():
+    from hedgekit.repro.orders import number_cells
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("a", execution_count=1), nbformat.v4.new_markdown_cell("text"),
+                nbformat.v4.new_code_cell("b", execution_count=4, outputs=[
+                    nbformat.v4.new_output("execute_result", data={"text/plain": "2"}, execution_count=4)]),
+                nbformat.v4.new_code_cell("", execution_count=None), nbformat.v4.new_code_cell("c", execution_count=7)]
+    number_cells(nb)
+    assert [c.get("execution_count") for c in nb.cells if c.cell_type == "code"] == [1, 2, None, 3]
+    assert nb.cells[2].outputs[0]["execution_count"] == 2

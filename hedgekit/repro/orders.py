@@ -41,7 +41,7 @@ from hedgekit.repro.students import EXERCISE_TAG
 
 __all__ = ["LessonCells", "lesson_cells", "Order", "ORDERS", "ALONE_ORDER", "OrderCells", "order_cells", "CellOutcome",
            "run_order", "poke_widgets", "keep_names", "restore_names", "WIDGET_POKE", "RUN_ALL_METADATA",
-           "module_bindings", "rebound_names", "refresh_lesson"]
+           "module_bindings", "rebound_names", "number_cells", "refresh_lesson"]
 
 LESSON_HEADING = re.compile(r"^# Lesson\b", re.M)
 REPRODUCTION_HEADING = re.compile(r"^# Reproduction\b", re.M)
@@ -427,6 +427,21 @@ def rebound_names(nb, name: str = "notebook") -> list[str]:
     return problems
 
 
+def number_cells(nb) -> None:
+    """Number the executed code cells of ``nb`` 1, 2, 3, ... in order (their ``execute_result`` outputs alike), as
+    a Run All of the notebook itself numbers them: once papermill's injected-parameters cell is dropped, its number
+    would otherwise be missing from the sequence."""
+    k = 0
+    for cell in nb.cells:
+        if cell.cell_type != "code" or cell.get("execution_count") is None:
+            continue
+        k += 1
+        cell.execution_count = k
+        for out in cell.get("outputs", []):
+            if "execution_count" in out:
+                out["execution_count"] = k
+
+
 def refresh_lesson(path: Path | str, fast: bool = False, kernel: str = "python3", timeout: int = 1800) -> float:
     """Re-run notebook ``path``'s set-up and lesson cells in one fresh kernel (``FAST = fast``, no report folder) and
     write their outputs back into ``path``; the first cell's output (the session header of the last full run) and
@@ -469,5 +484,6 @@ def refresh_lesson(path: Path | str, fast: bool = False, kernel: str = "python3"
     nb.metadata.setdefault("hedgekit", {})["lesson_rerun"] = {
         "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "commit": commit,
         "mode": "FAST" if fast else "full", "seconds": round(seconds, 1)}
+    number_cells(nb)
     write_bytes_atomic(path, nbformat.writes(nb).encode() + b"\n")
     return seconds

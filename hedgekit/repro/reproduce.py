@@ -62,6 +62,7 @@ from hedgekit.commands import TERMINATING
 from hedgekit.errors import HedgekitError, InputError, StorageError
 from hedgekit.paths import REPO_DIR
 from hedgekit.repro import times
+from hedgekit.repro.orders import number_cells
 from hedgekit.repro.pool import WORKER_MEMORY, train_missing
 from hedgekit.repro.report import not_whole, read_manifest
 from hedgekit.repro.summary import FAST_MODE, write_summary
@@ -486,6 +487,7 @@ def _finish_notebook(path: Path, staged_dir: str, final_dir: str, drop_injected:
     injected = [c for c in nb.cells if "injected-parameters" in c.get("metadata", {}).get("tags", [])]
     if drop_injected:
         nb.cells = [c for c in nb.cells if c not in injected]
+        number_cells(nb)
     for cell in injected:
         cell.source = cell.source.replace(staged_dir, final_dir)
     parameters = nb.metadata.get("papermill", {}).get("parameters", {})
