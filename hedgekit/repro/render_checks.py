@@ -3,7 +3,7 @@ no claim on fewer trained seeds than the committed render (design notes sec. 6: 
 
 Whole (`damage`): no cell holds an error, and no verdict holds fewer claims than the same verdict in the committed
 render (claims counted, sanity checks and conditions alike; a verdict whose output was emptied, by a crashed editor
-say, holds none). A run cut short, or outputs cleared with their execution counts, is `results.partial_run`'s case.
+say, holds none). A run cut short, or outputs cleared with their execution counts, is `hedgekit.repro.rendered.partial_run`'s case.
 
 A counted claim of a verdict table (`hedgekit.papers.verdict.Verdict.markdown`) was decided on the trained seeds its
 "ours" cell counts ("…, 3 runs)") when its reason does not say *one trained model*, and on one trained model when it
@@ -17,12 +17,12 @@ unchanged since its commit has nothing to judge.
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import nbformat
 
-from hedgekit.repro.results import partial_run, verdict_blocks
+from hedgekit.paths import git
+from hedgekit.repro.rendered import partial_run, verdict_blocks
 
 __all__ = ["claim_seeds", "claim_counts", "previous_render", "damage", "fewer_seeds", "fewer_seeds_paragraph",
            "damage_paragraph"]
@@ -80,22 +80,14 @@ def damage(path: str | Path) -> list[str]:
     return out
 
 
-def _git(root: Path, *args: str) -> str | None:
-    try:
-        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout if done.returncode == 0 else None
-
-
 def previous_render(path: str | Path):
     """The notebook at ``path`` as the checked-out commit (HEAD) holds it, when the working copy differs from it;
     None outside a git checkout, for a notebook HEAD does not hold, or when the working copy is HEAD's."""
     path = Path(path).resolve()
-    root = _git(path.parent, "rev-parse", "--show-toplevel")
+    root = git(path.parent, "rev-parse", "--show-toplevel")
     if root is None:
         return None
-    text = _git(Path(root.strip()), "show", f"HEAD:{path.relative_to(Path(root.strip())).as_posix()}")
+    text = git(Path(root.strip()), "show", f"HEAD:{path.relative_to(Path(root.strip())).as_posix()}")
     if text is None or text == path.read_text():
         return None
     return nbformat.reads(text, as_version=4)

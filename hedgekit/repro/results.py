@@ -16,7 +16,7 @@ Sources, all committed:
     python -m hedgekit results             # writes docs/results.md
     python -m hedgekit results --check     # exit 1 if docs/results.md is not what the notebooks say
 
-A notebook that is not a complete run is refused, by name, with exit status 2 (`partial_run`, issue 45, item 4),
+A notebook that is not a complete run is refused, by name, with exit status 2 (`hedgekit.repro.rendered.partial_run`),
 so that an interrupted run can never publish a tally from the cells that happened to run.
 """
 from __future__ import annotations
@@ -32,12 +32,13 @@ from typing import Sequence
 
 from hedgekit.errors import InputError
 from hedgekit.paths import REPO_DIR
+from hedgekit.repro.render_checks import damage, damage_paragraph, fewer_seeds, fewer_seeds_paragraph
+from hedgekit.repro.rendered import outputs_markdown, partial_run, verdict_blocks
 from hedgekit.repro.report import read_manifest
 
-__all__ = ["VERDICT_HEADING", "NotebookResults", "verdict_blocks", "tally", "extras", "is_current", "html_table_markdown", "notebook_header",
-           "partial_run", "collect", "render", "unjudged_section", "results_path", "generate", "add_subcommand"]
+__all__ = ["NotebookResults", "tally", "extras", "is_current", "html_table_markdown", "notebook_header", "collect",
+           "render", "unjudged_section", "results_path", "generate", "add_subcommand"]
 
-VERDICT_HEADING = "### What matched, what did not, and why — "
 # the bold tally line of a verdict block; "did not" is how blocks rendered before the one vocabulary of
 # `hedgekit.papers.verdict` ("not matched") read, and notebooks not re-run since still show it
 _TALLY = re.compile(r"\*\*(\d+) matched, (\d+) (?:not matched|did not)(?:, (\d+) inconclusive)?\*\*")
@@ -78,17 +79,6 @@ class NotebookResults:
         """Whether every verdict was rendered under the current rules (`is_current`): False means the notebook's
         committed run predates them and its tallies are not comparable with a current run's."""
         return all(is_current(v) for v in self.verdicts)
-
-
-def _outputs_markdown(cell) -> list[str]:
-    return ["".join(o.get("data", {}).get("text/markdown", "")) for o in cell.get("outputs", [])
-            if o.get("data", {}).get("text/markdown")]
-
-
-def verdict_blocks(nb) -> list[str]:
-    """The verdict Markdown blocks among the committed outputs of ``nb``, in notebook order."""
-    return [md.strip() for cell in nb.cells if cell.cell_type == "code" for md in _outputs_markdown(cell)
-            if md.lstrip().startswith(VERDICT_HEADING)]
 
 
 def is_current(block: str) -> bool:
@@ -188,7 +178,7 @@ def _displayed_tables(nb) -> list[tuple[str, str]]:
 def notebook_header(nb) -> dict:
     """Title (first line of the first cell), mode, start date and run time (first cell's output)."""
     first = nb.cells[0]
-    text = "\n".join(_outputs_markdown(first))
+    text = "\n".join(outputs_markdown(first))
     mode = re.search(r"^mode: \*\*(\w+)", text, re.M)
     started = re.search(r"— started (\d{4}-\d\d-\d\d \d\d:\d\d)", text)
     seconds = re.search(r"^run time: (\d+(?:\.\d+)?) s", text, re.M)
@@ -196,33 +186,6 @@ def notebook_header(nb) -> dict:
             "mode": mode.group(1).lower() if mode else "unknown",
             "started": started.group(1) if started else "",
             "seconds": float(seconds.group(1)) if seconds else None}
-
-
-def partial_run(nb) -> str | None:
-    """Why ``nb`` is not the record of a complete run, or None if it is.
-
-    A complete run executes every code cell with source in order, and each then carries an execution count:
-    papermill (and nbclient, `reproduce`) and JupyterLab's "Run All" number each such cell, and papermill clears
-    every count before it starts. So ``nb`` is partial when
-
-    * a code cell with source has no execution count: the run stopped before it (interrupted, or an error in
-      an earlier cell; papermill then still marks the cells it never reached "completed" in its metadata, so
-      that metadata is not read), or
-    * it holds papermill's ``injected-parameters`` cell: `reproduce --inplace` drops it only from a run that
-      finished, so it marks a run written back part-way, or papermill's own output copied over the notebook.
-
-    Empty code cells are never executed and never count.
-    """
-    injected = [i for i, c in enumerate(nb.cells) if "injected-parameters" in c.get("metadata", {}).get("tags", [])]
-    if injected:
-        return (f"cell {injected[0] + 1} is papermill's injected-parameters cell, which a run written back by "
-                "`reproduce --inplace` only loses once it finished")
-    code = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.strip()]
-    not_run = [i for i in code if nb.cells[i].get("execution_count") is None]
-    if not_run:
-        return (f"{len(not_run)} of its {len(code)} code cells did not run (no execution count, from cell "
-                f"{not_run[0] + 1} on), so the run stopped part-way")
-    return None
 
 
 def collect(notebooks: list[Path], report_dir: Path) -> list[NotebookResults]:
@@ -411,7 +374,6 @@ def add_subcommand(subparsers, unjudged: Sequence = ()) -> argparse.ArgumentPars
 
 
 def _cmd(a) -> int:
-    from hedgekit.repro.render_checks import damage, damage_paragraph, fewer_seeds, fewer_seeds_paragraph
     from hedgekit.repro.reproduce import notebook_dir, select
 
     if a.fewer_seeds_because is not None and not a.fewer_seeds_because.strip():

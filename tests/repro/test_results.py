@@ -11,6 +11,7 @@ from hedgekit.errors import InputError
 from hedgekit.papers.hib import numbers as hib
 from hedgekit.papers.spe import numbers as spe
 from hedgekit.repro import results as R
+from hedgekit.repro.rendered import partial_run, verdict_blocks
 from hedgekit.repro.reproduce import notebook_dir, select
 
 MARKS = {"✅": 0, "❌": 1, "–": 2}
@@ -56,7 +57,7 @@ def test_tallies_are_the_verdict_rows_counted(generated):
     summary = {r[0]: r for r in _rows(generated.split("\n## ")[0])}
     counted_notebooks = 0
     for name in select():
-        blocks = R.verdict_blocks(nbformat.read(notebook_dir() / name, as_version=4))
+        blocks = verdict_blocks(nbformat.read(notebook_dir() / name, as_version=4))
         if not blocks:
             continue
         total = [0, 0, 0]
@@ -229,11 +230,11 @@ def test_partial_run_rule_on_small_cases():
     nb.cells = [nbformat.v4.new_markdown_cell("# t"), nbformat.v4.new_code_cell("x = 1", execution_count=1),
                 nbformat.v4.new_code_cell("   \n"),  # empty: never executed, never counts
                 nbformat.v4.new_code_cell("y = 2", execution_count=2)]
-    assert R.partial_run(nb) is None
+    assert partial_run(nb) is None
     nb.cells[3].execution_count = None  # a cell without output may be complete; a cell without count did not run
-    assert R.partial_run(nb) == ("1 of its 2 code cells did not run (no execution count, from cell 4 on), so the run "
+    assert partial_run(nb) == ("1 of its 2 code cells did not run (no execution count, from cell 4 on), so the run "
                                  "stopped part-way")
-    assert all(R.partial_run(nbformat.read(notebook_dir() / name, as_version=4)) is None for name in select())
+    assert all(partial_run(nbformat.read(notebook_dir() / name, as_version=4)) is None for name in select())
 
 
 def test_a_verdicts_forest_plot_in_the_report_is_embedded_under_its_notebook(tmp_path, monkeypatch):
