@@ -14,6 +14,7 @@ with a read-only HOME, ``~/hedgekit-data`` is not suggested), and `moved_by` say
 from __future__ import annotations
 
 import os
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -81,3 +82,12 @@ def _device(path: str | os.PathLike) -> int | None:
         return os.stat(existing_parent(Path(path))).st_dev
     except OSError:
         return None
+
+
+def git(root: str | os.PathLike, *args: str) -> str | None:
+    """The output of ``git -C root ARGS``; None outside a git checkout, without git, or when the command fails."""
+    try:
+        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None

@@ -59,13 +59,12 @@ import json
 import math
 import numbers
 import os
-import subprocess
 from pathlib import Path
 from typing import Mapping
 
 from hedgekit.checks import write_bytes_atomic
 from hedgekit.errors import InputError
-from hedgekit.paths import PACKAGE_DIR, REPO_DIR
+from hedgekit.paths import PACKAGE_DIR, REPO_DIR, git
 from hedgekit.zoo.specs import ModelSpec, Spec
 from hedgekit.zoo.url_runs import URLSpec
 
@@ -506,9 +505,4 @@ def _file_sha256(path: str | os.PathLike) -> str:
 
 def _commit() -> str:
     """``git rev-parse HEAD`` of the repository the kit runs from; "" if it is not a git checkout."""
-    try:
-        out = subprocess.run(["git", "-C", str(REPO_DIR), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return out.stdout.strip() if out.returncode == 0 else ""
+    return (git(REPO_DIR, "rev-parse", "HEAD") or "").strip()
