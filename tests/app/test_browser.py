@@ -1,12 +1,12 @@
 """End-to-end: the real app in headless Chromium (``pytest -m browser``).
 
 Starts ``streamlit run app/main.py`` on a free port (the shipped default models) on an empty data folder of its own,
-so what it shows never depends on what other tests or runs left in a cache (issue 45, item 2); drags a rectangle
+so what it shows never depends on what other tests or runs left in a cache; drags a rectangle
 over the left digit with the mouse, checks that eta changed, the rectangle is listed and the map still renders;
 hides a digit of the Retrieval page's query and checks that sigma^2 and the neighbours follow; opens every page at
 1280 and 1920 px wide (no error, no cut button label; the Benchmark page: the command that creates the runs, since
-its folder has none) and saves a screenshot of each in ``test-artifacts/`` (``<page>-<width>.png``). Separately,
-the static site of the notebooks (``python -m hedgekit site``) is opened offline: its index and one notebook page.
+its folder has none) and saves a screenshot of each in ``test-artifacts/`` (``<page>-<width>.png``). The static
+site of the notebooks (``python -m hedgekit site``), offline: tests/repro/test_site_offline.py.
 Every wait is for what it waits for (an element, a drawn figure, a script run that is over), each bounded by
 `WAIT_MS`, sized for a loaded 2-core machine.
 Needs Debian's ``chromium`` (/usr/bin/chromium) and the ``playwright`` Python
@@ -225,47 +225,3 @@ def _check_benchmark(page) -> None:
     assert page.locator("[data-testid=stAlertContentWarning]").count() == 0
     assert "python -m hedgekit url-benchmark --fast" in page.locator("[data-testid=stAlertContentInfo]").inner_text()
     assert page.locator("[data-testid=stImage]").count() == 0
-
-
-def test_static_site_opens_offline(tmp_path, new_page):
-    """`python -m hedgekit site` into a temporary folder; with every non-file request blocked (no network),
-    the index lists every notebook and a lesson page shows its title, code cells, outputs, a committed figure (a
-    decoded image of nonzero size), its plotly figure (drawn by the local plotly.min.js) and its equations typeset
-    by the bundled MathJax (issue 48 item 5): MathJax's display elements, visible, and no raw ``$$`` left in the
-    page's text."""
-    from playwright.sync_api import expect
-
-    from hedgekit.repro.site import build_site
-    from hedgekit.repro.students import notebook_paths
-
-    index = build_site(tmp_path / "site")
-    names = [p.stem for p in notebook_paths()]
-    page, errors = new_page(1280, 900)
-    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:") else route.abort())
-    page.goto(index.as_uri(), wait_until="commit")
-    expect(page).to_have_title("hedgekit notebooks")
-    expect(page.locator("li a")).to_have_text(names)
-    page.get_by_role("link", name="02_hib_embeddings").click()
-    expect(page).to_have_title("02_hib_embeddings")
-    code = page.locator(".jp-CodeCell .jp-InputArea-editor").first
-    expect(code).to_contain_text("Session(")
-    expect(code).to_be_visible()
-    figure = page.locator(".jp-OutputArea-output img").first  # a committed figure
-    expect(figure).to_be_visible()
-    assert figure.evaluate("img => img.complete && img.naturalWidth * img.naturalHeight") > 0
-    box = figure.bounding_box()
-    assert box["width"] > 100 and box["height"] > 100, box
-    page.wait_for_load_state("load")
-    assert page.evaluate("() => Boolean(window.MathJax && MathJax.Hub)"), "MathJax did not load from site/mathjax/"
-    page.wait_for_function("() => window.MathJax && MathJax.isReady && MathJax.Hub.queue.pending === 0"
-                           " && MathJax.Hub.queue.running === 0")  # the page typeset
-    displays = page.locator(".MathJax_Display")
-    assert displays.count() >= 3, displays.count()
-    expect(displays.first).to_be_visible()
-    text = page.locator("body").inner_text()
-    assert "$$" not in text, text[text.index("$$") - 200:text.index("$$") + 200]
-    assert page.locator(".MathJax .merror, .MathJax .noError").count() == 0  # no formula shown as a TeX error
-    expect(page.locator(".js-plotly-plot .main-svg").first).to_be_visible()
-    assert not [e for e in errors if "Plotly" in e], errors
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / "site-02.png"))
