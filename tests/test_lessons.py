@@ -1,24 +1,30 @@
-"""The lessons of issue 34 (the "Lesson convention"): exercises that really test the answer, and every
-method notebook's lesson parts.
+"""The lessons: exercises that really test the answer and keep it off the page, and every method notebook's lesson
+parts (the "Lesson convention" of design.md section 5).
 
 * Exercises: a notebook's ``exercise``-tagged cells run top to bottom in one fresh namespace
   (`hedgekit.repro.students.run_exercises`), twice: as written (every cell runs, every ``check`` cell
   passes) and as the student version (every ``check`` cell must raise: a check that passes without the
   solution cannot fail). The machinery is tested on ``tests/fixtures/lesson_fixture.ipynb``; the
   notebooks' own exercises run in the slow tier (<= 20 s each by the convention, twice).
-* Any order (issue 48, item 2): each method notebook's cells run in the orders a learner uses
+* Any order: each method notebook's cells run in the orders a learner uses
   (`hedgekit.repro.orders.ORDERS`: the exercises before the steps, the steps re-run after the exercises, each step
   re-run alone after the lesson and its exercises), each in a fresh kernel with the default parameters, and every
   cell succeeds; top to bottom with every widget moved after is the nbmake run of the README's test command
   (tests/test_notebooks.py). The quick tier scans each lesson statically for the same risk: no exercise cell binds a
   name that the set-up or a step binds (`hedgekit.repro.orders.rebound_names`), so going back to a step after the
   exercises finds the step's own names.
-* Exercises that need thought (issue 48, item 3): an exercise is *original* when its answer is nowhere above it: fewer
-  than half of its solution's code lines appear in an earlier cell (compared by shape: comments, spacing and
-  assignment targets dropped, names replaced, lines of >= 12 characters), no predicted answer of two words or more (a
-  quoted value) appears in the prose before the exercise's own text, and that prose does not cite the exercise
-  ("(exercise 1)": a result told before it is asked). A one-word answer ("fall", "cosine") is a word the lesson must
-  be free to use, so text cannot tell whether it was given away. Each method notebook has >= 2 original exercises.
+* Exercises that need thought: an exercise is *original* when its answer is nowhere above it: fewer than half of its
+  solution's code lines appear in an earlier cell (compared by shape: comments, spacing and assignment targets
+  dropped, names replaced, lines of >= 12 characters), no predicted answer of two words or more (a quoted value) and
+  no number it asks for appears in the prose before the exercise's own text, and that prose does not cite the
+  exercise ("(exercise 1)": a result told before it is asked). A one-word answer ("fall", "cosine") is a word the
+  lesson must be free to use, so text cannot tell whether it was given away. Each method notebook has >= 2 original
+  exercises.
+* Answers off the page: at most a third of each notebook's exercises are choices among options (the rest ask for a
+  number or code the check computes), and no exercise's own cells after its answer (its run and its check) hold the
+  answer: a literal it assigns or a line of its solution. Choices and numbers are decided by
+  `hedgekit.exercise_keys` (tests/test_exercise_keys.py: a wrong answer's hint names neither the answer nor the
+  evidence that gives it away).
 * Structure: each method notebook has >= 3 from-scratch cells checked with ``assert_close``, >= 2
   exercises with solution markers, >= 1,200 words of markdown and a ``## Train one live`` section;
   ``notebooks/00_start_here.ipynb`` exists.
@@ -120,6 +126,8 @@ def test_notebook_exercises(name):
 
 # ---------------------------------------------------------------- exercises that need thought
 MIN_ORIGINAL, MIN_LINE = 2, 12
+# an answer line: NAME = "word(s)" or NAME = number, with an optional comment
+_LITERAL = re.compile(r"^\s*[A-Za-z_]\w*\s*=\s*(?P<value>\"[^\"]*\"|'[^']*'|[-+]?[\d.]+(?:e[-+]?\d+)?)\s*(#.*)?$")
 
 
 def _norm(line: str) -> str:
@@ -157,6 +165,9 @@ def copied_exercises(nb) -> list[str]:
         prose = " ".join(" ".join(c.source.split()) for c in nb.cells[:own] if c.cell_type == "markdown").lower()
         answers = [a for line in region for a in re.findall(r"=\s*[\"']([^\"']+)[\"']", line) if len(a.split()) > 1]
         told = [a for a in answers if " ".join(a.split()).lower() in prose]
+        numbers = [m.group("value") for m in filter(None, map(_LITERAL.match, region))
+                   if m.group("value")[0] not in "\"'"]
+        told += [n for n in numbers if re.search(rf"(?<![\w.]){re.escape(n)}(?![\w.]|\.\d)", prose)]
         if told:
             problems.append(f"cell {index}: its answer {told[0]!r} is stated in the prose before the exercise")
         number = _exercise_number(nb, own)
@@ -194,6 +205,74 @@ def test_a_copied_exercise_is_caught_on_the_fixture():
 def test_each_method_notebook_has_two_exercises_that_need_thought(name):
     nb = _read(notebook_dir() / name)
     assert _original_count(nb) >= MIN_ORIGINAL, f"{name}: " + "; ".join(copied_exercises(nb))
+
+
+# ---------------------------------------------------------------- answers that are not on the page
+MAX_CHOICE_SHARE = 1 / 3
+
+
+def exercise_kinds(nb) -> list[str]:
+    """Each exercise's kind, in order: "choice" where its solution only assigns quoted words (a prediction among
+    options), "number" where it only assigns numbers, "computed" otherwise (a function or code the check runs)."""
+    kinds = []
+    for cell in nb.cells:
+        if cell.cell_type != "code" or not has_solution(cell.source):
+            continue
+        values = [_LITERAL.match(line) for line in _solution_lines(cell.source) if line.strip()]
+        if values and all(values):
+            quoted = [m.group("value")[0] in "\"'" for m in values]
+            kinds.append("choice" if all(quoted) else "number" if not any(quoted) else "computed")
+        else:
+            kinds.append("computed")
+    return kinds
+
+
+def answers_in_their_checks(nb) -> list[str]:
+    """One line per exercise whose own cells after its solution (the run and the check, up to the next solution)
+    show its answer: a literal the solution assigns (a quoted word, a number), or a line of its solution's code."""
+    problems = []
+    solved = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and has_solution(c.source)]
+    for k, index in enumerate(solved):
+        end = solved[k + 1] if k + 1 < len(solved) else len(nb.cells)
+        checks = "\n".join(c.source for c in nb.cells[index + 1:end] if EXERCISE_TAG in c.metadata.get("tags", []))
+        region = _solution_lines(nb.cells[index].source)
+        for m in filter(None, map(_LITERAL.match, region)):
+            value = m.group("value")
+            literal = value[1:-1] if value[0] in "\"'" else value
+            if re.search(rf"(?<![\w.]){re.escape(literal)}(?![\w.])", checks):
+                problems.append(f"cell {index}: its answer {literal!r} is in its check's source")
+        code = {n for n in map(_norm, region) if len(n) >= MIN_LINE} - {_norm(m.string) for m in
+                                                                         filter(None, map(_LITERAL.match, region))}
+        shown = code & {_norm(line) for line in checks.splitlines()}
+        if shown:
+            problems.append(f"cell {index}: its check's source holds its solution's line {sorted(shown)[0]!r}")
+    return problems
+
+
+def test_answer_checks_on_the_fixture():
+    nb = _read(FIXTURE)  # its prediction's run classifies the outcome in plain sight, as a check must not
+    assert exercise_kinds(nb) == ["computed", "choice"]
+    assert answers_in_their_checks(nb) == ["cell 5: its answer 'shrink' is in its check's source"]
+    nb.cells[6].source = nb.cells[6].source.replace('"shrink"', 'OUTCOMES[0]')
+    assert answers_in_their_checks(nb) == []
+    nb.cells[3].source += "\nx_back = y + torch.log(-torch.expm1(-y))"  # the implement exercise's solution line
+    assert answers_in_their_checks(nb) == [
+        "cell 2: its check's source holds its solution's line 'x+x.log(-x.expm1(-x))'"]
+    nb.cells[5].source = nb.cells[5].source.replace('MY_GUESS = "shrink"', "MY_GUESS = 0.25")  # a number answer...
+    nb.cells.insert(1, nbformat.v4.new_markdown_cell("A quarter, 0.25, is left."))  # ...told before
+    assert copied_exercises(nb) == ["cell 6: its answer '0.25' is stated in the prose before the exercise"]
+
+
+@pytest.mark.parametrize("name", [_pending(nb) for nb in METHOD_NOTEBOOKS])
+def test_at_most_a_third_of_the_exercises_are_choices_and_no_check_shows_its_answer(name):
+    """At most a third of each notebook's exercises ask to pick an option; the others ask for a number or code that
+    the check computes. No check's visible source (nor its run's) holds its exercise's answer: a choice or number is
+    decided by `hedgekit.exercise_keys`, off the page (its tests hold that a wrong answer's hint names neither)."""
+    nb = _read(notebook_dir() / name)
+    kinds = exercise_kinds(nb)
+    assert kinds.count("choice") <= MAX_CHOICE_SHARE * len(kinds), f"{name}: {kinds}"
+    problems = answers_in_their_checks(nb)
+    assert not problems, f"{name}: " + "; ".join(problems)
 
 
 # ---------------------------------------------------------------- any order

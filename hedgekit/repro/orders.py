@@ -1,4 +1,4 @@
-"""A lesson run in the orders a learner runs its cells (issue 48, item 2: "Any order works").
+"""A lesson run in the orders a learner runs its cells: any order must work.
 
 A lesson notebook has three kinds of code cells, found from its headings and tags:
 
@@ -6,7 +6,7 @@ A lesson notebook has three kinds of code cells, found from its headings and tag
 * the **steps**: the lesson's other code cells, from ``# Lesson`` up to the ``# Reproduction`` heading;
 * the **exercises**: the lesson's cells tagged ``exercise`` (answers and their checks).
 
-`ORDERS` names the orders the issue asks for, each as the list of cells a learner would run, and `run_order`
+`ORDERS` names the orders a lesson must survive, each as the list of cells a learner would run, and `run_order`
 executes one in a fresh kernel with the notebook's default parameters (a learner's Run All), cell by cell, keeping
 every cell's error instead of stopping at the first. The first order runs the whole notebook top to bottom and then
 moves every live widget (`poke_widgets`): each slider to its other end and each dropdown through its options, so a
@@ -456,6 +456,7 @@ def refresh_lesson(path: Path | str, fast: bool = False, kernel: str = "python3"
     from nbclient.exceptions import CellExecutionError
 
     from hedgekit.checks import write_bytes_atomic
+    from hedgekit.repro.session import restate_header
 
     path = Path(path)
     nb = nbformat.read(path, as_version=4)
@@ -478,6 +479,10 @@ def refresh_lesson(path: Path | str, fast: bool = False, kernel: str = "python3"
                                  f"\n{e}") from None
     seconds = time.perf_counter() - start
     nb.cells.pop()
+    for out in first.get("outputs", []):  # its sentence on the modes quotes its own run's time (restate_header)
+        for mime in ("text/markdown", "text/plain"):
+            if mime in out.get("data", {}):
+                out["data"][mime] = restate_header("".join(out["data"][mime]), path.stem)
     nb.cells[c.setup[0]] = first
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=path.parent, capture_output=True,
                             text=True).stdout.strip() or "?"

@@ -80,6 +80,34 @@ def read_manifest(folder: str | Path) -> list[dict]:
     return json.loads(path.read_text())["entries"]
 
 
+COMMITTED_ASSETS = Path("notebooks") / "report" / "assets"  # relative to the repository: the committed report's
+
+
+def recorded_entry(notebook: str, name: str, folder: str | Path | None = None) -> dict:
+    """The entry ``name`` that ``notebook`` wrote into its report folder (default: the committed full-mode report,
+    `COMMITTED_ASSETS` / ``notebook``), for a FAST run to show a study it does not rerun: ``kind`` ("table",
+    "text" or "figure"), ``markdown`` (a table's or text's Markdown), ``frame`` (a table's CSV, as written, its index
+    as columns) and ``figure`` (a figure's path). Raises `InputError` when the folder or the entry is missing."""
+    import pandas as pd
+
+    from hedgekit.paths import REPO_DIR
+
+    folder = Path(folder) if folder is not None else REPO_DIR / COMMITTED_ASSETS / notebook.removesuffix(".ipynb")
+    try:
+        entry = next(e for e in read_manifest(folder) if e.get("name") == name)
+    except StopIteration:
+        raise InputError(f"{folder} holds no entry {name!r}: run `python -m hedgekit reproduce --only "
+                         f"{notebook[:2]}` (full mode) to record it") from None
+    out = {"kind": entry["kind"], "markdown": None, "frame": None, "figure": None}
+    if entry["kind"] == "figure":
+        out["figure"] = folder / entry["file"]
+    else:
+        out["markdown"] = (folder / entry["file"]).read_text()
+    if entry.get("csv"):
+        out["frame"] = pd.read_csv(folder / entry["csv"])
+    return out
+
+
 def not_whole(folder: str | Path) -> str | None:
     """Why the report folder ``folder`` is not whole, in words, or None when it is (or does not exist): its manifest
     must be valid JSON, and every other file in it must be listed there with the size it was written at (`Report`

@@ -38,12 +38,13 @@ from hedgekit.checks import MAX_SEED, MAX_SEEDS, MAX_STEPS, MAX_THREADS, check_c
 from hedgekit.errors import InputError
 from hedgekit.repro.report import Report, precision_note
 
-__all__ = ["Session", "CheckpointRecord", "versions_table", "file_hash", "measured_full_mode", "RUN_RECORD",
+__all__ = ["Session", "CheckpointRecord", "versions_table", "file_hash", "measured_full_mode", "own_full_mode",
+           "tour_sentence", "restate_header", "RUN_RECORD",
            "FAST_RECORD", "fast_times", "fast_time_text"]
 
 RUN_RECORD = Path("notebooks") / "report" / "run.json"  # relative to the repository: the committed report's record
 # the run record of a FAST run of every notebook (`python -m hedgekit reproduce --fast --out DIR`, DIR/run.json copied
-# here): what Run All takes, with the machine's load beside it (issue 48 item 6)
+# here): what Run All takes, with the machine's load beside it
 FAST_RECORD = Path("notebooks") / "report" / "fast.json"
 
 
@@ -59,7 +60,7 @@ def file_hash(path: str | Path, n: int = 12) -> str:
 def versions_table() -> dict[str, str]:
     """Versions of everything that can change a number or a figure. The packages' versions are read from their
     installed metadata, not by importing them: the first cell must not wait for matplotlib, pandas, seaborn, plotly,
-    scikit-learn, scipy and papermill, which later cells import when they need them (issue 48 item 6)."""
+    scikit-learn, scipy and papermill, which later cells import when they need them."""
     from importlib.metadata import PackageNotFoundError, version
 
     import hedgekit
@@ -122,6 +123,20 @@ def fast_time_text(seconds: float, load=None) -> str:
     return t
 
 
+def _pretrain_hint(notebook: str) -> str:
+    """How a fresh clone gets the models ``notebook``'s full mode needs."""
+    from hedgekit.repro.reproduce import notebook_models  # reproduce imports this module
+
+    name = notebook if notebook.endswith(".ipynb") else f"{notebook}.ipynb"
+    try:
+        zoo_models = bool(notebook_models(name))
+    except InputError:  # not a registered notebook
+        zoo_models = False
+    return (f"on a fresh clone it first trains the `paper` models it does not find: `python -m hedgekit reproduce "
+            f"--only {name.split('_')[0]} --train-missing --jobs 2` trains them beforehand" if zoo_models else
+            "on a fresh clone it trains what it needs as it runs")
+
+
 def measured_full_mode(notebook: str, record: str | Path | None = None) -> str:
     """How long ``notebook``'s last full-mode run took, as `python -m hedgekit reproduce` recorded it in
     ``record`` (default: the committed report's `RUN_RECORD`), and how to pre-train its models; a notebook with no
@@ -132,17 +147,7 @@ def measured_full_mode(notebook: str, record: str | Path | None = None) -> str:
 
     path = Path(record) if record is not None else REPO_DIR / RUN_RECORD
     name = notebook if notebook.endswith(".ipynb") else f"{notebook}.ipynb"
-    prefix = name.split("_")[0]
-    from hedgekit.errors import InputError
-    from hedgekit.repro.reproduce import notebook_models
-
-    try:
-        zoo_models = bool(notebook_models(name))
-    except InputError:  # not a registered notebook
-        zoo_models = False
-    train = (f"on a fresh clone it first trains the `paper` models it does not find: `python -m hedgekit reproduce "
-             f"--only {prefix} --train-missing --jobs 2` trains them beforehand" if zoo_models else
-             "on a fresh clone it trains what it needs as it runs")
+    train = _pretrain_hint(name)
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -160,6 +165,37 @@ def measured_full_mode(notebook: str, record: str | Path | None = None) -> str:
                 f"subtracted); {train}")
     return (f"measured {seconds:.0f} s on {r.get('date', '?')} (`python -m hedgekit reproduce`, "
             f"{RUN_RECORD.as_posix()}; with the checkpoints it found cached); {train}")
+
+
+def own_full_mode(notebook: str, seconds: float) -> str:
+    """Full mode's time as a full-mode run states it once it is over: its own run time (the header's "run time"
+    line), and how a fresh clone pre-trains what it needs."""
+    return f"this full-mode run took {seconds:.0f} s (its run time, below); {_pretrain_hint(notebook)}"
+
+
+def tour_sentence(full_mode: str) -> str:
+    """The header's sentence on the two modes: where the quick tour's recorded Run All time lives (`FAST_RECORD`,
+    which the README's table reads; a header quotes no time but its own run's) and ``full_mode``
+    (`measured_full_mode`, or `own_full_mode` once a full-mode run is over)."""
+    return ("Run All plays the quick tour (`FAST = True`, the default: shipped `paper` models where they exist, else "
+            f"small `fast` ones; its recorded Run All time is in {FAST_RECORD.as_posix()} and the README). Full mode, "
+            f"the paper's set-up: set `FAST = False` in the parameters cell: {full_mode}.")
+
+
+def restate_header(markdown: str, notebook: str) -> str:
+    """A committed header (``markdown``, the text of `Session.markdown`) with its sentence on the two modes
+    restated (`tour_sentence`): a full-mode header quotes its own run time line as full mode's, since a header
+    written before its run ended could only quote an earlier run's. Other lines stay."""
+    lines = markdown.split("\n")
+    runtime = next((line for line in lines if line.startswith("run time: ")), None)
+    full = any(line.startswith("mode: **FULL") for line in lines)
+    for i, line in enumerate(lines):
+        if line.startswith("Run All plays the quick tour") and "in the parameters cell: " in line:
+            own = line.split("in the parameters cell: ", 1)[1].removesuffix(".")
+            if full and runtime:
+                own = own_full_mode(notebook, float(runtime.removeprefix("run time: ").removesuffix(" s")))
+            lines[i] = tour_sentence(own)
+    return "\n".join(lines)
 
 
 class Session:
@@ -190,9 +226,7 @@ class Session:
                  "versions: " + ", ".join(f"{k} {val}" for k, val in v.items() if k != "platform"),
                  f"platform: {v['platform']}", ""]
         if self.full_mode:
-            lines += ["Run All plays the quick tour (`FAST = True`, the default: shipped `paper` models where they "
-                      "exist, else small `fast` ones; under 3 minutes). Full mode, the paper's set-up: set "
-                      f"`FAST = False` in the parameters cell: {self.full_mode}.", ""]
+            lines += [tour_sentence(self.full_mode), ""]
         if self.fast is None:
             lines.append("mode: (set by the parameters cell below)")
         else:
@@ -324,8 +358,11 @@ class Session:
         return prototype_head(self._models[spec.name][1])
 
     def finish(self) -> float:
-        """Record the run time in the header and the report; returns seconds since the first cell."""
+        """Record the run time in the header and the report; returns seconds since the first cell. A full-mode run's
+        header then states its own time as full mode's (`own_full_mode`), not an earlier run's record."""
         self.runtime = time.perf_counter() - self.t0
+        if self.fast is False:
+            self.full_mode = own_full_mode(self.notebook, self.runtime)
         self._show()
         self.report.meta(mode="fast" if self.fast else "full", params=self.params, device=self.device,
                          runtime_s=round(self.runtime, 1),

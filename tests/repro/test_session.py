@@ -1,10 +1,13 @@
-"""hedgekit.repro.session: the header's full-mode timing is read from the recorded run, never typed."""
+"""hedgekit.repro.session: the header's full-mode timing is read from the recorded run, never typed; once a full-mode run
+is over, its header quotes its own run time and no other."""
 import json
 import os
+import re
 
 import pytest
 
-from hedgekit.repro.session import RUN_RECORD, Session, measured_full_mode
+from hedgekit.paths import REPO_DIR
+from hedgekit.repro.session import RUN_RECORD, Session, measured_full_mode, restate_header
 
 
 def _record(path, fast=False, **run):
@@ -180,7 +183,7 @@ print("WRONG", [m for m in {versioned!r} if versions.get(m) != __import__(m).__v
 
 
 def test_the_first_cell_leaves_what_later_cells_need_unimported(tmp_path):
-    """Issue 48 item 6: a notebook's first cell (import the session, build it) in a fresh interpreter loads none of
+    """A notebook's first cell (import the session, build it) in a fresh interpreter loads none of
     the heavy packages later cells use; the header still gives each one's version (read from its metadata), the
     version the package itself reports. Counts modules, not seconds: machine load cannot fool it (docs/speed.md
     has the time)."""
@@ -195,7 +198,7 @@ def test_the_first_cell_leaves_what_later_cells_need_unimported(tmp_path):
 
 
 def test_fast_times_read_the_recorded_fast_run_and_print_with_its_load(tmp_path):
-    """The quick tour's times come from a FAST run's record (issue 48 item 6), never typed: only a FAST record's
+    """The quick tour's times come from a FAST run's record, never typed: only a FAST record's
     finished runs count, and each is shown with the load the run met."""
     import json
 
@@ -291,3 +294,43 @@ def test_parameters_within_the_bounds_are_taken_as_given(capsys):
     finally:
         torch.set_num_threads(threads)
     assert s.params == {"seed": 2**63 - 1, "steps": 0, "runs": None, "seeds": 1000, "repeats": 1, "train_seeds": True}
+
+
+# ---------------------------------------------------------------- a header quotes no time but its own run's
+HEADER = ("**02_hib_embeddings** — started 2026-11-27 14:22:04\n\nversions: hedgekit 0.1.0\n\n"
+          "Run All plays the quick tour (`FAST = True`, the default; under 3 minutes). Full mode, the paper's set-up: "
+          "set `FAST = False` in the parameters cell: about 750 s with every checkpoint cached: the run on 2026-11-27 "
+          "12:29 took 1296 s.\n\nmode: **FULL (`paper` preset models)**; parameters: seed=0\n\nrun time: 155 s")
+DURATION = re.compile(r"\b(\d+(?:\.\d+)?) (?:s|min)\b")
+
+
+def test_a_full_mode_header_is_restated_with_its_own_run_time():
+    out = restate_header(HEADER, "02_hib_embeddings")
+    sentence = next(line for line in out.splitlines() if line.startswith("Run All plays"))
+    assert DURATION.findall(sentence) == ["155"] and "this full-mode run took 155 s" in sentence
+    assert out.splitlines()[-1] == "run time: 155 s" and "under 3 minutes" not in out
+    fast_header = HEADER.replace("mode: **FULL (`paper` preset models)**", "mode: **FAST (CI)**")
+    kept = next(line for line in restate_header(fast_header, "02_hib_embeddings").splitlines()
+                if line.startswith("Run All plays"))
+    assert "about 750 s with every checkpoint cached" in kept  # a FAST run quotes the recorded full-mode run
+    assert restate_header(out, "02_hib_embeddings") == out  # restating twice changes nothing
+
+
+def test_a_finished_full_mode_session_states_its_own_time():
+    s = Session("02_hib_embeddings")
+    s.fast = False
+    s.finish()
+    sentence = next(line for line in s.markdown().splitlines() if line.startswith("Run All plays"))
+    assert DURATION.findall(sentence) == [f"{s.runtime:.0f}"]
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (REPO_DIR / "notebooks").glob("0*.ipynb")))
+def test_a_committed_full_mode_header_quotes_its_own_run_time_and_no_other(name):
+    nb = json.loads((REPO_DIR / "notebooks" / name).read_text())
+    first = nb["cells"][0].get("outputs", [])
+    text = "".join(next((o["data"]["text/markdown"] for o in first if "text/markdown" in o.get("data", {})), ""))
+    if "mode: **FULL" not in text:
+        pytest.skip(f"{name} has no full-mode session header")
+    runtime = re.search(r"^run time: (\d+) s$", text, re.M)
+    sentence = next(line for line in text.splitlines() if line.startswith("Run All plays"))
+    assert runtime and DURATION.findall(sentence) == [runtime.group(1)], sentence

@@ -1,7 +1,7 @@
-"""Taha et al. 2019's Table 2 with noise that is not a function of the pixels (issue 49 item 1): can sigma^2 clean a
+"""Taha et al. 2019's Table 2 with noise that is not a function of the pixels: can sigma^2 clean a
 gallery, and find flipped labels, when the labels are noisy the way Clothing1M's are?
 
-Issue 35's analogue (`hedgekit.papers.taha.noise_study`, recipes "ambnoisy" / "ambclean") stays as the contrast:
+The image-dependent analogue (`hedgekit.papers.taha.noise_study`, recipes "ambnoisy" / "ambclean") stays as the contrast:
 there the flips are a deterministic function of the pixels (a labeller's uncertainty percentile, always to its
 arg-max) and the blended images never flip, so a long-trained network learns the noisy labelling and sigma^2 has
 little left to flag. Here (`Design`, data by `run_data`):
@@ -23,9 +23,10 @@ little left to flag. Here (`Design`, data by `run_data`):
 `run_study` trains the three rows of `hedgekit.papers.taha.experiments.NOISE_ROWS` per seed, measures them with
 `noise_study.measure_run` (random row replaced by the permutation average) and decides them with
 `claims.noise_verdict`; it returns the table rows and `sigma_figure`, sigma^2 against the truth.
-The trained models are kept in the zoo's one model store (`train_run`); `FAST_DESIGN` is the notebooks' quick run.
+The trained models are kept in the zoo's one model store (`train_run`); a FAST run of notebook 08 does not run the
+study (on the seeds a quick tour affords its numbers are noise) and shows the committed report's record instead.
 Run ``python -m hedgekit.papers.taha.ambiguity_noise --seeds 0 1 2 3 4`` (docs/recipes.md, "Taha Table 2 with
-noise that is not a function of the pixels (issue 49)").
+noise that is not a function of the pixels").
 """
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ from hedgekit.training.triplets import TripletConfig, fit_triplets
 from hedgekit.zoo import Spec
 from hedgekit.zoo.store import checkpoint_bytes, load_checkpoint, save_checkpoint
 
-__all__ = ["TITLE", "STOP_SCORES", "Design", "FAST_DESIGN", "run_data", "validation_map", "cleaned_validation_map",
+__all__ = ["TITLE", "STOP_SCORES", "Design", "run_data", "validation_map", "cleaned_validation_map",
            "fit_early_stopped", "train_run", "cached_model_path", "run_digest", "measure", "maps_after_removals",
            "blends_removed_map", "run_study", "sigma_groups", "sigma_figure"]
 
@@ -99,7 +100,7 @@ class Design:
 
     def __post_init__(self) -> None:
         if self.permutations < 20:
-            raise InputError(f"random cleaning is averaged over >= 20 permutations (issue 49); got {self.permutations}")
+            raise InputError(f"random cleaning is averaged over >= 20 permutations; got {self.permutations}")
         if self.val_images < 100 or self.eval_every < 1 or self.patience < 1 or self.steps < 1:
             raise InputError(f"val_images >= 100, steps, eval_every and patience >= 1; got {self}")
         if self.stop_on not in ("map", "cleaned map"):  # the keys of STOP_SCORES
@@ -109,11 +110,6 @@ class Design:
     def key(self) -> str:
         """A short hash of every field: the name of this design's cached models."""
         return hashlib.sha1(repr(sorted(asdict(self).items())).encode()).hexdigest()[:10]
-
-
-FAST_DESIGN = Design(val_images=500, steps=40, eval_every=20, patience=1, permutations=20)
-"""The notebooks' quick run: the default design's noise, blends and stop rule with a 40-step budget read twice on
-a 500-image validation split (issue 49 item 1; its numbers show the pipeline, not the effect)."""
 
 
 # --------------------------------------------------------------------------- data
@@ -214,7 +210,7 @@ def train_run(seed: int, design: Design, data: dict, cache: bool = True) -> tupl
     the triplet and the heteroscedastic triplet on the noisy labels; each early-stopped on ``data["val"]``, built and
     configured as the zoo's `paper` Fashion-MNIST triplet specs with ``design``'s steps and weight decay.
 
-    The models live in the zoo's one model store (issue 49 item 1): `cached_model_path` names each file, written by
+    The models live in the zoo's one model store: `cached_model_path` names each file, written by
     `hedgekit.zoo.store.save_checkpoint` (hashed, finite weights) with the early stop's record, ``design``'s
     fields, the row, seed, kind and the SHA-1 of the run's training data (`run_digest`) in its meta. A stored file
     is used only if `load_checkpoint` accepts it and its meta names this design, data and network; else the model

@@ -1,4 +1,4 @@
-"""hedgekit.papers.taha.ambiguity_noise (issue 49 item 1): the early stop picks the best validation read, a run's
+"""hedgekit.papers.taha.ambiguity_noise: the early stop picks the best validation read, a run's
 data are drawn from its seed (validation held out of the noisy training set, never the clean subset), random
 cleaning is the mean of its permutations, a tiny study returns Table 2's rows, the verdict and sigma^2's figure, and
 the models are kept in the zoo's store and reused only when their file, design and data are the ones asked for
@@ -244,13 +244,6 @@ def test_without_cache_nothing_is_read_or_written(synthetic, tmp_path, monkeypat
     AN.cached_model_path(recs[0].name).unlink()
     AN.train_run(2, TINY, data, cache=False)
     assert not AN.cached_model_path(recs[0].name).exists()
-
-
-def test_fast_design_is_a_short_run_of_the_default_design():
-    fast, default = AN.FAST_DESIGN, AN.Design()
-    assert (fast.steps, fast.eval_every, fast.patience, fast.val_images, fast.permutations) == (40, 20, 1, 500, 20)
-    same = ("flips", "blends", "test_blends", "alpha", "clean_fraction", "stop_on", "weight_decay")
-    assert all(getattr(fast, k) == getattr(default, k) for k in same) and fast.key != default.key
 
 
 def test_maps_after_removals_equal_a_ranking_of_each_remaining_gallery():
