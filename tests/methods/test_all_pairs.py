@@ -1,21 +1,18 @@
-"""`all_pairs_nll` against the naive full-matrix computation (`log_match`) and finite differences."""
+"""`all_pairs_nll`, the fast form of eq. 5 over all pairs of a batch, against its plain form on the full matrix
+(`hedgekit.methods.hib.all_pairs_mean_nll`) and finite differences."""
 import pytest
 import torch
 
 from hedgekit.errors import InputError
 from hedgekit.methods.all_pairs import all_pairs_nll
-from hedgekit.methods.contrastive import TINY, log_match
+from hedgekit.methods.contrastive import TINY
+from hedgekit.methods.hib import all_pairs_mean_nll
 from hedgekit.nets.match import SoftMatch
 
 
 def _naive(s, match, labels):
-    """The two mean NLLs from the full (BK x BK) matrix: log_match, then the i < j pairs."""
-    b, k, _ = s.shape
-    d = torch.cdist(s.reshape(b * k, -1), s.reshape(b * k, -1)).reshape(b, k, b, k)
-    log_p, log_q = log_match(d, match, (1, 3))
-    i, j = torch.triu_indices(b, b, 1)
-    same = labels[i] == labels[j]
-    return torch.stack([-log_p[i, j][same].mean(), -log_q[i, j][~same].mean()])
+    """The two mean NLLs from the full (B, B, K, K) distances: the plain form of the HIB page."""
+    return all_pairs_mean_nll(s, match, labels[:, None] == labels[None])
 
 
 def _grads(out, weights, *tensors):
@@ -47,17 +44,22 @@ def test_gradcheck_finite_differences():
     assert torch.autograd.gradcheck(lambda s, a, b: all_pairs_nll(s, a, b, same, 2), (s, a, b))
 
 
-def test_float32_batch_of_the_training_recipe():
-    """B = 256 (32 classes x 8), K = 8: the float32 results agree with the full matrix to rounding."""
+@pytest.mark.parametrize("classes, k, d", [(16, 8, 2), (32, 4, 2), (32, 8, 2), (32, 8, 3)])
+def test_float32_batch_of_the_training_recipe(classes, k, d):
+    """The recipes' batches of 8 images per class (`fast`: 16 classes, K = 8; `paper`: 32 classes, K = 4, and K = 8
+    for the D = 3 models): the float32 results agree with the full matrix to rounding. The fast form's distances come
+    from a (BK)-row ``cdist``, which expands the square, the plain form's from differences: gradients of up to ~1e-3
+    here differ by up to ~2e-7 where two samples nearly coincide."""
     gen = torch.Generator().manual_seed(1)
-    s = torch.randn(256, 8, 2, generator=gen, requires_grad=True)
-    labels = torch.arange(32).repeat_interleave(8)
+    s = torch.randn(classes * 8, k, d, generator=gen, requires_grad=True)
+    labels = torch.arange(classes).repeat_interleave(8)
     match = SoftMatch()
     ours = all_pairs_nll(s, match.a, match.b, labels[:, None] == labels[None])
     ref = _naive(s, match, labels)
     torch.testing.assert_close(ours, ref, rtol=1e-5, atol=1e-6)
     w = torch.tensor([0.5, 0.5])
-    torch.testing.assert_close(_grads(ours, w, s)[0], _grads(ref, w, s)[0], rtol=1e-4, atol=1e-8)
+    g_ours, g_ref = _grads(ours, w, s)[0], _grads(ref, w, s)[0]
+    torch.testing.assert_close(g_ours, g_ref, rtol=1e-4, atol=1e-3 * float(g_ref.abs().max()))
 
 
 def test_zero_distance_pairs_get_zero_gradient():
@@ -89,7 +91,7 @@ def test_underflow_floor_like_log_match():
 def test_bad_chunks_raise_clear_errors(chunks):
     """The fast path's own tuning knob is checked here; what the loss is computed on (the samples, the batch's
     matching and non-matching pairs) is checked where it enters: `Embedding` and `TrainConfig`
-    (tests/training/test_fit.py, issue 47 item 3)."""
+    (tests/training/test_fit.py)."""
     same = torch.tensor([0, 0, 1, 1])[:, None] == torch.tensor([0, 0, 1, 1])[None]
     with pytest.raises(InputError, match="chunks must be an integer >= 1"):
         all_pairs_nll(torch.zeros(4, 1, 2), torch.tensor(1.0), torch.tensor(0.0), same, chunks)

@@ -11,6 +11,7 @@ from hedgekit.checks import deferred_value_checks
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 from hedgekit.methods import (hard_contrastive, hard_contrastive_all_pairs, hib_batch_loss, hib_pair_loss, kl_to_standard_normal, log_match, soft_contrastive)
+from hedgekit.methods.hib import all_pairs_mean_nll
 from hedgekit.nets import SoftMatch
 
 
@@ -236,6 +237,9 @@ def test_hib_batch_loss_equals_naive_loop_over_all_pairs():
     assert loss.item() == pytest.approx(expected, rel=1e-10)
     assert stats_["nll_pos"] == pytest.approx(np.mean(pos), rel=1e-10)
     assert stats_["nll_neg"] == pytest.approx(np.mean(neg), rel=1e-10)
+    # the plain form of the pair NLLs (eq. 5 on every pair of the batch), which `all_pairs_nll` is held to
+    plain = all_pairs_mean_nll(s, m, labels[:, None] == labels[None])
+    assert plain.tolist() == pytest.approx([np.mean(pos), np.mean(neg)], rel=1e-10)
 
 
 def test_hib_batch_loss_point_embeddings_is_balanced_soft_contrastive():
