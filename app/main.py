@@ -26,6 +26,8 @@ from pathlib import Path
 import streamlit as st
 import torch
 
+from hedgekit.interactive.latency import APP_THREADS
+
 APP_DIR = Path(__file__).resolve().parent
 if str(APP_DIR) not in sys.path:  # pages import the shared modules above (`state`, `cached`, ...)
     sys.path.insert(0, str(APP_DIR))
@@ -33,7 +35,6 @@ if str(APP_DIR) not in sys.path:  # pages import the shared modules above (`stat
 
 def main() -> None:
     # One intra-op thread: an update is one tiny forward pass (see hedgekit.interactive.latency.APP_THREADS).
-    from hedgekit.interactive.latency import APP_THREADS
 
     if torch.get_num_threads() != APP_THREADS:
         torch.set_num_threads(APP_THREADS)

@@ -35,11 +35,19 @@ from torch import Tensor, nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from hedgekit.checks import resolve_device
+from hedgekit.data import random_occlusion
 from hedgekit.errors import InputError
-from hedgekit.hardware import ieee_float32
+from hedgekit.hardware import as_launch_bound, ieee_float32
 from hedgekit.methods.contrastive import TINY
+from hedgekit.methods.spe import SPE
 from hedgekit.nets import EmbeddingNet, build_model
 from hedgekit.nets.heads import VAR_FLOOR
+from hedgekit.opcount import step_counts
+from hedgekit.training.captured import WARMUP, fit_captured
+from hedgekit.training.episodic import EpisodicConfig, fit_episodic
+from hedgekit.training.fit import TrainConfig, body_autocast, fit, memory_format
+from hedgekit.training.seeds import fit_seeds
+from hedgekit.training.triplets import TripletConfig, fit_triplets
 
 DIGIT = 28  # pixels per side of one digit cell
 MATMUL_N = {"cuda": 8192}  # matrix side of the ceiling's products per device type; 512 elsewhere
@@ -206,8 +214,6 @@ def layer_times(model: EmbeddingNet, batch: int = 256, repeats: int = 5, precisi
     activations), the head in float32. The device is synchronised before each clock read (`synchronize`);
     ``model`` is left on ``device``.
     """
-    from hedgekit.training.fit import body_autocast, memory_format
-
     batch, repeats = int(batch), int(repeats)
     if batch < 1 or repeats < 1:
         raise InputError(f"batch and repeats must be >= 1; got {batch} and {repeats}")
@@ -285,9 +291,6 @@ def compare(kind: str, k: int, images: Tensor, labels: Tensor, steps: int = 30, 
     Returns medians: images per second of both loops, the device's GFLOP/s and the FLOP ceiling in images
     per second.
     """
-    from hedgekit.data import random_occlusion
-    from hedgekit.training.fit import TrainConfig, fit
-
     dev = resolve_device(device)
     batch = classes_per_batch * per_class
     n_digits = images.shape[-1] // DIGIT
@@ -320,14 +323,6 @@ def ops_per_step(trainer: str, device: str | torch.device = "cpu", n_images: int
     `OPS_TRAINERS`), at the batch sizes the kit trains with (256-image pair batches, 32 x 10-image episodes, 18 x 4
     triplet batches), counted on ``device`` on random uint8 two-digit images. On the CPU the step is counted as a
     GPU runs it (`hedgekit.hardware.as_launch_bound`): every dispatched op is then a kernel launch there."""
-    from hedgekit.data import random_occlusion
-    from hedgekit.hardware import as_launch_bound
-    from hedgekit.methods.spe import SPE
-    from hedgekit.opcount import step_counts
-    from hedgekit.training.episodic import EpisodicConfig, fit_episodic
-    from hedgekit.training.fit import TrainConfig, fit
-    from hedgekit.training.triplets import TripletConfig, fit_triplets
-
     if trainer not in OPS_TRAINERS:
         raise InputError(f"trainer must be one of {OPS_TRAINERS}; got {trainer!r}")
     dev = resolve_device(device)
@@ -382,10 +377,6 @@ def captured_step(kind: str, k: int, images: Tensor, labels: Tensor, steps: int 
     """Seconds per step of `hedgekit.training.captured.fit_captured` (the step replayed from one CUDA graph) for the
     bench's network and batch (point or MoG-1, 32 x 8 images, HIB App. A occlusion) on ``device``; the warm-up
     and the capture are cancelled out by timing a run of ``steps`` more steps than a short one."""
-    from hedgekit.data import random_occlusion
-    from hedgekit.training.captured import WARMUP, fit_captured
-    from hedgekit.training.fit import TrainConfig
-
     dev = resolve_device(device)
 
     def run(n: int) -> float:
@@ -402,10 +393,6 @@ def seeds_step(n_seeds: int, images: Tensor, labels: Tensor, steps: int = 30, k:
     occlusion) on ``device``: `hedgekit.training.seeds.fit_seeds` training them as one model, or for
     ``n_seeds=1`` `hedgekit.training.fit.fit` training one, the run a seed costs without stacking. Each is warmed
     up by a first untimed run, and set-up cancels out (a run of ``steps`` more steps than a short one)."""
-    from hedgekit.data import random_occlusion
-    from hedgekit.training.fit import TrainConfig, fit
-    from hedgekit.training.seeds import fit_seeds
-
     dev = resolve_device(device)
     n_digits = images.shape[-1] // DIGIT
 

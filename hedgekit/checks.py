@@ -315,7 +315,7 @@ def free_bytes(folder: Path) -> int:
 
 def storage_error(path: str | os.PathLike | None, exc: OSError, need: int | None = None,
                   moved_by: str | None = None, example: str = "hedgekit-out") -> StorageError:
-    """The `StorageError` for an OSError raised while writing ``path``, as one paragraph (issue 45 item 6): what
+    """The `StorageError` for an OSError raised while writing ``path``, as one paragraph: what
     happened and where (read-only, no space, a file where a folder must be, a folder where the file must be), what
     was needed, that nothing was corrupted, and the fix: what moves the path (``moved_by``: a flag such as
     ``--out`` or a variable such as ``HEDGEKIT_DATA``; default `hedgekit.paths.moved_by`), with another folder as

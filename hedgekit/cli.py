@@ -34,10 +34,24 @@ from pathlib import Path
 
 import torch
 
-from hedgekit.papers.hib import numbers, protocol
-from hedgekit.checks import MAX_SEED, MAX_STEPS, MAX_THREADS, count_arg, device_arg, number_arg
+from hedgekit.checks import (MAX_SEED, MAX_STEPS, MAX_THREADS, NO_SPACE, STORAGE_ERRNOS, count_arg, device_arg,
+                             number_arg, resolve_device, storage_error)
 from hedgekit.commands import run_command
-from hedgekit.errors import InputError
+from hedgekit.data import load_ndigit
+from hedgekit.data.ndigit import MAX_DIGITS
+from hedgekit.errors import HedgekitError, InputError, StorageError
+from hedgekit.evaluation.retrieval import table1_metrics
+from hedgekit.hardware import cpu_summary, native_bfloat16
+from hedgekit.methods.hib import BETA
+from hedgekit.nets import build_model
+from hedgekit.nets.embedder import MAX_COMPONENTS, MAX_DIM
+from hedgekit.paths import is_within, moved_by
+from hedgekit.repro import grade, reproduce, results, site, students
+from hedgekit.repro.report import dataframe_markdown
+from hedgekit.training.distributed import init_from_env
+from hedgekit.training.fit import PRECISIONS
+from hedgekit.uncertainty import self_mismatch
+from hedgekit.zoo import DATASETS, INIT_VARS, KINDS, Spec, load_or_train
 
 
 # kind -> every flag of `train` / `evaluate` that the kind takes. A flag given for a kind that does not take it is
@@ -63,12 +77,6 @@ _FLAG_FIELDS = {"--data": ("data", "the data set; point and hib models train on 
 
 
 def _spec_args(p: argparse.ArgumentParser) -> None:
-    from hedgekit.data.ndigit import MAX_DIGITS
-    from hedgekit.methods.hib import BETA
-    from hedgekit.nets.embedder import MAX_COMPONENTS, MAX_DIM
-    from hedgekit.training.fit import PRECISIONS
-    from hedgekit.zoo import DATASETS, INIT_VARS, KINDS
-
     given = argparse.SUPPRESS  # kind-specific flags are absent from the namespace unless given (`_spec`)
     p.add_argument("--kind", choices=KINDS, default="hib")
     p.add_argument("--data", choices=DATASETS, default=given,
@@ -95,8 +103,6 @@ def _spec_args(p: argparse.ArgumentParser) -> None:
 
 def _spec(a):
     """The `Spec` the flags name; InputError for a flag that does not apply to the kind (`KIND_FLAGS`)."""
-    from hedgekit.zoo import Spec
-
     given = {flag for flag, (field, _) in _FLAG_FIELDS.items() if hasattr(a, field)}
     data = getattr(a, "data", "ndigit")
     allowed = KIND_FLAGS[a.kind] - (frozenset(("--n-digits",)) - DATA_FLAGS[data])
@@ -112,9 +118,6 @@ def _spec(a):
 
 
 def cmd_train(a) -> int:
-    from hedgekit.training.distributed import init_from_env
-    from hedgekit.zoo import load_or_train
-
     spec = _spec(a)
     if not init_from_env(a.device).is_main:  # under torchrun: train with the others, rank 0 reports and saves
         load_or_train(spec, progress=False, device=a.device, retrain=a.retrain, precision=a.precision)
@@ -133,9 +136,7 @@ def _json_number(value: float | None) -> float | None:
 
 
 def cmd_evaluate(a) -> int:
-    from hedgekit.data import load_ndigit
-    from hedgekit.evaluation.retrieval import table1_metrics
-    from hedgekit.zoo import load_or_train
+    from hedgekit.papers.hib import numbers, protocol  # a paper's parts: only in the command that needs them
 
     spec = _spec(a)
     if spec.family != "pairs":
@@ -161,9 +162,9 @@ def cmd_evaluate(a) -> int:
 
 
 def cmd_table1(a) -> int:
+    # a paper's parts: only in the command that needs them (tests/test_imports.py)
     from hedgekit.papers.hib.experiments import TABLE4_SETTING, recorded_table1
     from hedgekit.papers.hib.protocol import table1_frame, table2_frame, table4_frame
-    from hedgekit.repro.report import dataframe_markdown
 
     results, missing = recorded_table1(a.preset, a.seed)
     table4, missing4 = recorded_table1(a.preset, a.seed, settings=(TABLE4_SETTING,))
@@ -190,7 +191,7 @@ def cmd_table1(a) -> int:
 
 def _bench_ops(dev: torch.device) -> int:
     """`bench --ops`: one `hedgekit.bench.ops_line` per trainer."""
-    from hedgekit.bench import OPS_TRAINERS, ops_line, ops_per_step
+    from hedgekit.bench import OPS_TRAINERS, ops_line, ops_per_step  # see cmd_bench
 
     print(f"hedgekit bench --ops — torch {torch.__version__}, device {dev}: ATen ops per training step that launch a "
           "kernel (views excluded) and host synchronisations, counted over steps 4-8 of each run"
@@ -203,7 +204,7 @@ def _bench_ops(dev: torch.device) -> int:
 def _bench_seeds(n_seeds: int, images: torch.Tensor, labels: torch.Tensor, steps: int, dev: torch.device) -> int:
     """`bench --seeds S`: S MoG-1 seeds as one model (`hedgekit.training.seeds.fit_seeds`) beside one seed trained
     by `hedgekit.training.fit.fit`."""
-    from hedgekit.bench import seeds_step
+    from hedgekit.bench import seeds_step  # see cmd_bench
 
     one = seeds_step(1, images, labels, steps, device=dev)
     many = seeds_step(n_seeds, images, labels, steps, device=dev)
@@ -215,8 +216,7 @@ def _bench_seeds(n_seeds: int, images: torch.Tensor, labels: torch.Tensor, steps
 
 def _bench_layers(precisions, repeats: int, dev: torch.device) -> None:
     """`bench --layers`: every layer of the point model timed alone (`hedgekit.bench.layer_times`)."""
-    from hedgekit.bench import layer_times
-    from hedgekit.nets import build_model
+    from hedgekit.bench import layer_times  # see cmd_bench
 
     for precision in precisions:
         rows = layer_times(build_model("point", 2, 2), repeats=repeats, precision=precision, device=dev)
@@ -230,14 +230,8 @@ def _bench_layers(precisions, repeats: int, dev: torch.device) -> None:
 
 
 def cmd_bench(a) -> int:
+    # hedgekit.bench loads torch.utils.flop_counter, statistics and every trainer: 80 ms of `hedgekit --help`
     from hedgekit.bench import MATMUL_N, captured_step, compare, train_flops_per_image
-    from hedgekit.checks import resolve_device
-    from hedgekit.hardware import cpu_summary, native_bfloat16
-    from hedgekit.data import load_ndigit
-    from hedgekit.nets import build_model
-    from hedgekit.training.fit import PRECISIONS
-    from hedgekit.uncertainty import self_mismatch
-    from hedgekit.zoo import Spec
 
     torch.set_num_threads(a.threads)
     dev = resolve_device(a.device)
@@ -302,8 +296,7 @@ def cmd_bench(a) -> int:
     print(f"inference{' (on the CPU)' if dev.type != 'cpu' else ''}: embeddings {n / t_embed:9.0f} /s; "
           f"eta {n / t_eta:9.0f} /s; both {n / (t_embed + t_eta):9.0f} /s")
     if a.app:
-        from hedgekit.interactive.latency import benchmark_update
-        from hedgekit.zoo import Spec
+        from hedgekit.interactive.latency import benchmark_update  # the app's maths: 40 ms of `hedgekit --help`
 
         for comps in (1, 2):
             r = benchmark_update(Spec(kind="hib", components=comps, preset=a.preset))
@@ -320,8 +313,6 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from hedgekit.training.fit import PRECISIONS
-
     p = _Parser(prog="python -m hedgekit", description=__doc__.split("\n\n")[0],
                 epilog="Run `python -m hedgekit COMMAND --help` for one command's options.")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -356,15 +347,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where both loops and the matmul ceiling run: cpu (default), cuda, cuda:N or auto (the best "
                         "available); inference and --app stay on the CPU")
     b.set_defaults(fn=cmd_bench)
-    from hedgekit.repro.reproduce import add_subcommand
-
-    add_subcommand(sub)
+    reproduce.add_subcommand(sub)
+    # A paper's parts are imported inside the function that needs them (tests/test_imports.py): here, the URL
+    # paper's command line and the papers' list of unjudged claims, which `results` prints.
+    from hedgekit.papers.unjudged import UNJUDGED
     from hedgekit.papers.url.benchmark import add_subcommand as add_url_benchmark
 
     add_url_benchmark(sub)
-    from hedgekit.papers.unjudged import UNJUDGED
-    from hedgekit.repro import grade, results, site, students
-
     students.add_subcommand(sub)
     grade.add_subcommand(sub)
     results.add_subcommand(sub, UNJUDGED)
@@ -381,12 +370,9 @@ def main(argv: list[str] | None = None) -> int:
 def _answering_storage_errors(fn):
     """``fn`` whose file-system errors (`hedgekit.checks.STORAGE_ERRNOS`: a read-only place, a file in the way, a
     folder where a file must be, no space) end as one `StorageError` paragraph that names the path and the flag or
-    variable that moves it (`_moved_by`), which `run_command` prints with exit status 2 (issue 45 item 6). A
+    variable that moves it (`_moved_by`), which `run_command` prints with exit status 2. A
     `StorageError` raised inside is worded again the same way. Any other OSError passes unchanged, and so does one
     without a file name unless it is a full disk (an EPERM of ``os.kill`` is not a read-only folder)."""
-    from hedgekit.checks import NO_SPACE, STORAGE_ERRNOS, storage_error
-    from hedgekit.errors import HedgekitError, StorageError
-
     def run(a):
         try:
             return fn(a)
@@ -413,8 +399,6 @@ def _moved_by(a, path: Path | None) -> str | None:
     notebooks/students, is what --out moves), except under ``--inplace`` (which writes into notebooks/ whatever
     --out says); else None. A path that is not known (an OSError without a file name): ``--out`` if the command
     has one, else ``HEDGEKIT_DATA``."""
-    from hedgekit.paths import is_within, moved_by
-
     out, has_out = getattr(a, "out", None), hasattr(a, "out") and not getattr(a, "inplace", False)
     if path is None:
         return "--out" if has_out else "HEDGEKIT_DATA"

@@ -26,7 +26,7 @@ class DivergedError(HedgekitError, FloatingPointError):
     """A training diverged: a non-finite loss or weight, or a model whose outputs are NaN or inf at evaluation.
 
     ``step``: the training step at which it was seen (None if unknown); the URL benchmark shows it in the method's
-    leaderboard row (`hedgekit.papers.url.benchmark.run_one`, issue 45 item 7).
+    leaderboard row (`hedgekit.papers.url.benchmark.run_one`).
     """
 
     def __init__(self, message: str, step: int | None = None):

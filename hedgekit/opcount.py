@@ -1,4 +1,4 @@
-"""What a GPU pays for in one training step, counted on any device (`python -m hedgekit bench --ops`, issue 50).
+"""What a GPU pays for in one training step, counted on any device (`python -m hedgekit bench --ops`).
 
 A small network at batch 256 is launch-bound on a GPU (design.md section 7): a step's time is about the number of
 kernels it launches times a few microseconds, plus every wait of the host for the device. Both can be counted on

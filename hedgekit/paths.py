@@ -1,4 +1,4 @@
-"""Where hedgekit keeps its caches.
+"""Where hedgekit keeps its caches, and where the repository's notebooks are (`notebook_dir`).
 
 `HEDGEKIT_DATA` overrides everything; otherwise the repository's `data/` folder is
 used when hedgekit runs from a source checkout, else `~/.cache/hedgekit`.
@@ -8,7 +8,7 @@ install; the writers (`hedgekit.checks.atomic_write`) create the folders they wr
 When the cache cannot be written (read-only folder, full disk: `hedgekit.errors.StorageError`):
 data set caches are built in memory with a warning; a model that must be trained is refused
 before training, naming the folder and `HEDGEKIT_DATA` as the fix (`hedgekit.zoo.load_or_train`).
-The message's other folder is suggested only once it is checked writable (`writable_fallback`; issue 45 item 6:
+The message's other folder is suggested only once it is checked writable (`writable_fallback`:
 with a read-only HOME, ``~/hedgekit-data`` is not suggested), and `moved_by` says what moves a path elsewhere.
 """
 from __future__ import annotations
@@ -32,6 +32,11 @@ def data_dir() -> Path:
     else:
         root = Path.home() / ".cache" / "hedgekit"
     return root
+
+
+def notebook_dir() -> Path:
+    """The repository's notebooks/ folder: the lessons, their committed runs and report (`hedgekit.repro`)."""
+    return REPO_DIR / "notebooks"
 
 
 def cache_path(*parts: str) -> Path:

@@ -3,7 +3,7 @@
 ``torch.cuda.is_available()`` is False (`pytest_collection_modifyitems`; tests/gpu_check.sh runs them on a GPU
 machine).
 
-Tests do not depend on each other (issue 45, item 2): the session runs with ``HEDGEKIT_DATA`` set to an empty
+Tests do not depend on each other: the session runs with ``HEDGEKIT_DATA`` set to an empty
 folder of its own (`pytest_configure`; with pytest-xdist each worker has its own, so two workers never share a
 half-written cache), and the run fails if it changed the repository's ``data/`` folder (`pytest_sessionstart`,
 `pytest_sessionfinish`; tests/test_isolation.py checks both)."""
@@ -65,7 +65,7 @@ def pytest_sessionstart(session):
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session):
     """Fail the run (exit status 1, the changed paths listed) if it changed `REPO_DATA`: a test that wrote there
-    instead of into its HEDGEKIT_DATA (issue 45: the repository's data/ is left as it was found)."""
+    instead of into its HEDGEKIT_DATA (the repository's data/ is left as it was found)."""
     if _is_xdist_worker(session.config) or _DATA_LISTING not in session.config.stash:
         return
     changes = listing_changes(session.config.stash[_DATA_LISTING], data_listing(REPO_DATA))
@@ -83,7 +83,7 @@ def pytest_sessionfinish(session):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-# The packages whose versions can change the suite's outcome, shown in the run's header (issue 45: CI shows what it
+# The packages whose versions can change the suite's outcome, shown in the run's header (CI shows what it
 # installed; constraints.txt pins them).
 REPORTED_PACKAGES = ("torch", "numpy", "scipy", "pandas", "pytest", "pytest-xdist", "nbmake", "papermill", "nbclient",
                      "ipykernel", "streamlit", "playwright", "plotly", "matplotlib", "cleanlab")
@@ -236,7 +236,7 @@ def tmp_ledger(tmp_path, monkeypatch):
 @pytest.fixture(scope="session")
 def bad_images():
     """``bad_images(shape=(1, 28, 56), n=3)``: (name, what, images, message regex) for every kind of bad image batch
-    a public entry point must refuse (issue 14): ``what`` is "range", "finite", "dtype", "shape", "type" or "empty"."""
+    a public entry point must refuse: ``what`` is "range", "finite", "dtype", "shape", "type" or "empty"."""
     def make(shape=(1, 28, 56), n=3):
         ok = torch.rand(n, *shape, generator=torch.Generator().manual_seed(0))
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/gpu_check.sh: issues 37 and 50's check of the kit on one CUDA GPU, in one call of at most 8 minutes.
+# tests/gpu_check.sh: the check of the kit on one CUDA GPU, in one call of at most 8 minutes.
 #
 # Steps (each under `timeout`, each ends with one summary line "gpu_check: STEP: ..."):
 #   1. the gpu-marked tests (`pytest -m gpu` over the test files that mark any);
@@ -15,7 +15,7 @@
 #      run draws other random numbers (and cuDNN's backward is not deterministic), so only seed-level agreement
 #      can be asked; the shipped seed 0 is a high draw of KNN corrupt (0.790, three CPU seeds 0.752 +- 0.042), and
 #      the check that compared with it alone failed on a GPU seed (0.756) inside the spread of eight GPU seeds
-#      (0.712-0.803, mean 0.749; docs/speed.md, issue 50). The band is wide where three seeds spread (KNN: about
+#      (0.712-0.803, mean 0.749; docs/speed.md). The band is wide where three seeds spread (KNN: about
 #      +-0.2) and narrow where they agree (AP clean: +-0.01); a model that did not learn (KNN ~0.1) fails;
 #   4. `python -m hedgekit url-benchmark` for two methods (ce, hib), fast budget, 1 seed, retrained, with
 #      `--device cuda` where url-benchmark takes it (it says so in its summary line when it does not).

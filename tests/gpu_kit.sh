@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/gpu_kit.sh: issue 50 item 4, the whole full-mode kit on one CUDA GPU, and its time table.
+# tests/gpu_kit.sh: the whole full-mode kit on one CUDA GPU, and its time table.
 #
 #   1. `python -m hedgekit reproduce --device cuda --train-missing --jobs N`: every checkpoint the full-mode notebooks
 #      need and do not find, trained in N worker processes that share the GPU (N: KIT_JOBS, default the usable

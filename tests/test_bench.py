@@ -194,10 +194,8 @@ def test_layer_times_in_bfloat16_cover_the_same_layers_and_flops():
 
 def test_compare_times_the_precision_it_is_given(monkeypatch):
     """compare hands its precision to `fit` (the runs it times), not only to the result it returns."""
-    from hedgekit.training import fit as fit_module
-
-    used, real_fit = [], fit_module.fit
-    monkeypatch.setattr(fit_module, "fit", lambda model, x, y, cfg, **kw: used.append(cfg.precision) or
+    used, real_fit = [], bench.fit
+    monkeypatch.setattr(bench, "fit", lambda model, x, y, cfg, **kw: used.append(cfg.precision) or
                         real_fit(model, x, y, cfg, **kw))
     images, labels = _digits()
     r = bench.compare("hib", 2, images, labels, steps=1, repeats=1, classes_per_batch=2, per_class=3,
@@ -209,10 +207,9 @@ def test_compare_times_the_precision_it_is_given(monkeypatch):
 def test_compare_runs_fit_on_the_device_it_is_given(monkeypatch):
     """compare hands its device (resolved: "auto" is the best available) to `fit` and reports it."""
     from hedgekit.checks import resolve_device
-    from hedgekit.training import fit as fit_module
 
-    used, real_fit = [], fit_module.fit
-    monkeypatch.setattr(fit_module, "fit", lambda model, x, y, cfg, **kw: used.append(kw["device"]) or
+    used, real_fit = [], bench.fit
+    monkeypatch.setattr(bench, "fit", lambda model, x, y, cfg, **kw: used.append(kw["device"]) or
                         real_fit(model, x, y, cfg, **kw))
     images, labels = _digits()
     r = bench.compare("point", 1, images, labels, steps=1, repeats=1, classes_per_batch=2, per_class=3, device="auto")
@@ -258,10 +255,10 @@ def test_bench_prints_rates_and_ratios(capsys, monkeypatch, tiny_ndigit, device)
     """`bench --device D` prints, for point, HIB MoG-1 K = 4 (the paper preset's) and K = 8: hedgekit's rate, the
     plain loop's and the ceiling, and ratios that are their quotients (of the printed, rounded rates); ms/step is
     256 images over hedgekit's rate. Small synthetic data, 1 step, 1 repeat: the format and the arithmetic."""
-    import hedgekit.data
+    from hedgekit import cli
     from hedgekit.cli import main
 
-    monkeypatch.setattr(hedgekit.data, "load_ndigit", lambda n, split: tiny_ndigit(n, split, 400))
+    monkeypatch.setattr(cli, "load_ndigit", lambda n, split: tiny_ndigit(n, split, 400))
     assert main(["bench", "--device", device, "--steps", "1", "--repeats", "1", "--precision", "float32",
                  "--threads", "1"]) == 0
     out = capsys.readouterr().out
@@ -279,10 +276,8 @@ def test_bench_prints_rates_and_ratios(capsys, monkeypatch, tiny_ndigit, device)
 def test_compare_warms_up_briefly_then_times_every_repeat_in_full(monkeypatch):
     """The untimed first repeat runs min(steps, WARMUP_STEPS) steps of both loops; each timed repeat runs ``steps``,
     and the rates count only the timed repeats."""
-    from hedgekit.training import fit as fit_module
-
-    fit_steps, plain_steps, real_fit, real_plain = [], [], fit_module.fit, bench.plain_step
-    monkeypatch.setattr(fit_module, "fit", lambda model, x, y, cfg, **kw: fit_steps.append(cfg.steps) or
+    fit_steps, plain_steps, real_fit, real_plain = [], [], bench.fit, bench.plain_step
+    monkeypatch.setattr(bench, "fit", lambda model, x, y, cfg, **kw: fit_steps.append(cfg.steps) or
                         real_fit(model, x, y, cfg, **kw))
     monkeypatch.setattr(bench, "plain_step", lambda *args, **kw: plain_steps.append(args[5]) or real_plain(*args, **kw))
     images, labels = _digits()
@@ -293,7 +288,7 @@ def test_compare_warms_up_briefly_then_times_every_repeat_in_full(monkeypatch):
     assert fit_steps == plain_steps == [2, 2]
 
 
-# Ceilings of `bench --ops` (issue 50): launches per step at most 1.2x the plain loop's where one exists, else
+# Ceilings of `bench --ops`: launches per step at most 1.2x the plain loop's where one exists, else
 # about 10% above today's count (point 141, HIB 190, PN 85, SPE 242, triplet 184, semi-hard triplet 187: where a
 # step is launch-bound the miners' masked forms, `hedgekit.methods.het_triplet.batch_hard_masked` and
 # `semi_hard_masked`, cost a few launches more than selecting did, and wait for nothing), and no host
@@ -380,10 +375,10 @@ def test_per_step_time_is_the_extra_steps_cost():
 def test_bench_seeds_prints_both_times_and_their_ratio(capsys, monkeypatch, tiny_ndigit):
     """`bench --seeds S` times S stacked seeds and one seed by `fit`; the line's ratio and seeds per second are their
     quotients (times stood in: 12 ms for 4 seeds, 6 ms for one)."""
-    import hedgekit.data
+    from hedgekit import cli
     from hedgekit.cli import main
 
-    monkeypatch.setattr(hedgekit.data, "load_ndigit", lambda n, split: tiny_ndigit(n, split, 100))
+    monkeypatch.setattr(cli, "load_ndigit", lambda n, split: tiny_ndigit(n, split, 100))
     monkeypatch.setattr(bench, "seeds_step", lambda s, *args, **kw: 0.006 if s == 1 else 0.003 * s)
     assert main(["bench", "--seeds", "4", "--threads", "1"]) == 0
     line = capsys.readouterr().out.strip().splitlines()[-1]

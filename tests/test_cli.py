@@ -32,7 +32,7 @@ def test_every_zoo_kind_is_a_train_choice():
 
 
 def test_beta_walks_from_the_flag_to_the_loss_with_its_one_default(monkeypatch):
-    """Issue 47 item 5: `train --beta` reaches `TrainConfig.beta` and the loss's KL weight unchanged, and without the
+    """`train --beta` reaches `TrainConfig.beta` and the loss's KL weight unchanged, and without the
     flag every step of the walk (the spec, the config, the loss functions, the app) has the paper's 1e-4, written
     once as `hedgekit.methods.hib.BETA`."""
     import inspect
@@ -42,7 +42,7 @@ def test_beta_walks_from_the_flag_to_the_loss_with_its_one_default(monkeypatch):
     from hedgekit.methods import hib
 
     specs = []
-    monkeypatch.setattr("hedgekit.zoo.load_or_train", lambda spec, **_: specs.append(spec) or (None, {
+    monkeypatch.setattr(cli, "load_or_train", lambda spec, **_: specs.append(spec) or (None, {
         "source": "cache", "train_seconds": 0.0, "path": "", "metrics": {}}))
     for argv in (["train"], ["train", "--beta", "0.003"]):
         assert cli.main(argv) == 0
@@ -62,9 +62,7 @@ def test_evaluate_refuses_prototype_models_with_a_clear_message(capsys):
 
 def test_evaluate_shows_a_progress_bar_while_it_evaluates(monkeypatch, capsys):
     """`evaluate` passes progress=True to the Table 1 evaluation (a MoG-C evaluation takes minutes)."""
-    import hedgekit.data
-    import hedgekit.evaluation.retrieval as retrieval
-    import hedgekit.zoo as zoo
+    from hedgekit import cli
 
     seen = {}
 
@@ -72,9 +70,9 @@ def test_evaluate_shows_a_progress_bar_while_it_evaluates(monkeypatch, capsys):
         seen["progress"] = progress
         raise RuntimeError("stop here")
 
-    monkeypatch.setattr(zoo, "load_or_train", lambda spec, **kw: (spec.build(), {"source": "cache"}))
-    monkeypatch.setattr(hedgekit.data, "load_ndigit", lambda n, split: None)
-    monkeypatch.setattr(retrieval, "table1_metrics", fake_metrics)
+    monkeypatch.setattr(cli, "load_or_train", lambda spec, **kw: (spec.build(), {"source": "cache"}))
+    monkeypatch.setattr(cli, "load_ndigit", lambda n, split: None)
+    monkeypatch.setattr(cli, "table1_metrics", fake_metrics)
     with pytest.raises(RuntimeError, match="stop here"):
         main(["evaluate", "--kind", "point", "--preset", "fast"])
     assert seen["progress"] is True
@@ -88,10 +86,10 @@ def test_a_bad_spec_is_an_error_message_not_a_traceback(capsys):
 
 
 def test_train_init_var_eps_names_notebook_07s_n3_d3_spe(monkeypatch, capsys):
-    import hedgekit.zoo as zoo
+    from hedgekit import cli
 
     asked = []
-    monkeypatch.setattr(zoo, "load_or_train", lambda spec, **kw: asked.append(spec) or (
+    monkeypatch.setattr(cli, "load_or_train", lambda spec, **kw: asked.append(spec) or (
         None, {"source": "cache", "train_seconds": 1.0, "path": "x.pt", "metrics": {}}))
     assert main(["train", "--kind", "spe", "-n", "3", "-d", "3", "--steps", "12000", "--init-var", "eps"]) == 0
     assert asked[0].name == "spe-n3-d3-intersection1-veps-paper12000-s0"
@@ -99,14 +97,14 @@ def test_train_init_var_eps_names_notebook_07s_n3_d3_spe(monkeypatch, capsys):
 
 
 def test_train_prints_valid_json_with_null_for_missing_or_non_finite_metrics(monkeypatch, capsys):
-    """JSON has no NaN: a metric that is NaN, infinite or missing prints as null (issue 45 item 8)."""
+    """JSON has no NaN: a metric that is NaN, infinite or missing prints as null."""
     import json
 
-    import hedgekit.zoo as zoo
+    from hedgekit import cli
 
     metrics = {"ap_clean": 0.57594, "tau_knn_clean": float("nan"), "up": float("inf"), "down": -float("inf"),
                "none": None, "count": 3}
-    monkeypatch.setattr(zoo, "load_or_train", lambda spec, **kw: (
+    monkeypatch.setattr(cli, "load_or_train", lambda spec, **kw: (
         None, {"source": "cache", "train_seconds": 1.0, "path": "x.pt", "metrics": metrics}))
     assert main(["train", "--kind", "hib", "--preset", "fast"]) == 0
     out = capsys.readouterr().out
@@ -121,7 +119,7 @@ def test_train_prints_valid_json_with_null_for_missing_or_non_finite_metrics(mon
 
 def test_train_refuses_an_absurd_kl_weight_naming_it(monkeypatch, tmp_path, capsys):
     """--beta 1e308 makes the KL term infinite from the first step; the error names the KL weight, not the learning
-    rate, and comes before anything is trained or written (issue 45 item 8)."""
+    rate, and comes before anything is trained or written."""
     monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path))
     assert main(["train", "--kind", "hib", "--preset", "fast", "--steps", "5", "--beta", "1e308"]) == 2
     err = capsys.readouterr().err
@@ -130,7 +128,7 @@ def test_train_refuses_an_absurd_kl_weight_naming_it(monkeypatch, tmp_path, caps
     assert not list(tmp_path.rglob("*.pt"))
 
 
-# --------------------------------------------------------------------------- hardening (issue 14)
+# --------------------------------------------------------------------------------------- hardening
 @pytest.mark.parametrize("argv, flag, said", [
     (["train", "--seed", "-1"], "--seed", "an integer >= 0"),
     (["train", "--seed", "1.5"], "--seed", "an integer >= 0"),
@@ -186,7 +184,7 @@ def test_a_spec_error_names_the_field_not_a_key_error(capsys):
 
 
 def test_table1_prints_table4_beside_the_paper_when_its_checkpoints_exist(monkeypatch, capsys):
-    """Issue 16: `table1` also prints HIB Table 4 (N = 3, D = 4) from the recorded metrics of its three models."""
+    """`table1` also prints HIB Table 4 (N = 3, D = 4) from the recorded metrics of its three models."""
     from hedgekit.papers.hib import experiments
     from hedgekit.papers.hib.protocol import RepeatedEvaluation
 

@@ -1,4 +1,4 @@
-"""Fault injection (issue 36): read-only data folders, full disks, data that is not what it is named, and caches or
+"""Fault injection: read-only data folders, full disks, data that is not what it is named, and caches or
 checkpoints made from other data.
 
 As root, permission bits do not stop writes, so read-only folders and full disks are simulated by making the one

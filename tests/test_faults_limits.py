@@ -1,4 +1,4 @@
-"""Issue 36, parts 4-6: resource limits, clean interrupts, image and box edge cases.
+"""Resource limits, clean interrupts, image and box edge cases.
 
 Oracles: the parameter count of a built network (the memory estimate counts the same parameters without
 building anything), the refusals happen before anything is allocated or trained (the allocating functions
@@ -94,11 +94,9 @@ def test_spec_bounds_and_seeds():
 
 @pytest.fixture
 def no_training(monkeypatch):
-    """`load_or_train` replaced: records the specs asked for, trains nothing."""
-    import hedgekit.zoo as zoo
-
+    """`load_or_train` replaced where the command line calls it: records the specs asked for, trains nothing."""
     asked = []
-    monkeypatch.setattr(zoo, "load_or_train", lambda spec, **kw: asked.append(spec) or (
+    monkeypatch.setattr(cli, "load_or_train", lambda spec, **kw: asked.append(spec) or (
         None, {"source": "cache", "train_seconds": 0.0, "path": "x.pt", "metrics": {}}))
     return asked
 

@@ -1,4 +1,4 @@
-"""File-system errors are answered (issue 45 item 6): every command that writes (students, site, results, reproduce,
+"""File-system errors are answered: every command that writes (students, site, results, reproduce,
 train, url-benchmark) ends with exit status 2 and one ``error:`` paragraph that names the path and the flag or
 variable that moves it, for a read-only place, a file in the way, HEDGEKIT_DATA naming a file, and a full disk; a
 folder is suggested only where it is writable.

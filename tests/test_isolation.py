@@ -1,4 +1,4 @@
-"""Tests do not depend on each other (issue 45, item 2): tests/conftest.py gives the session its own empty
+"""Tests do not depend on each other: tests/conftest.py gives the session its own empty
 HEDGEKIT_DATA outside the repository, and fails a run that changed the repository's data/ folder."""
 import os
 import subprocess

@@ -1,6 +1,6 @@
 """The notebooks as a learner and as `reproduce` run them.
 
-* **Run All** (issue 48, item 1): the README's test command collects every notebook under notebooks/ as an nbmake
+* **Run All**: the README's test command collects every notebook under notebooks/ as an nbmake
   item (pyproject.toml's ``addopts``: ``--nbmake``), which executes it top to bottom with its default parameters,
   in a fresh kernel, exactly as a learner's Run All does. The defaults are the quick tour (``FAST = True``:
   `test_notebooks_are_thin_and_well_formed`), so Run All is the recorded FAST run of notebooks/report/fast.json.
@@ -18,7 +18,8 @@ import re
 import nbformat
 import pytest
 
-from hedgekit.repro.reproduce import NOTEBOOKS, notebook_dir
+from hedgekit.paths import notebook_dir
+from hedgekit.repro.reproduce import NOTEBOOKS
 
 NOTEBOOK_NAMES = [nb for group in NOTEBOOKS.values() for nb in group]
 
@@ -54,7 +55,7 @@ def test_a_parameterised_run_hands_its_report(tmp_path):
 
 def test_run_all_moves_every_widget_after_the_last_cell():
     """Each notebook's last code cell carries nbmake's post_cell_execute with `orders.RUN_ALL_METADATA`: the Run All
-    test then moves every live widget and fails on a callback a later cell broke (issue 48 item 2)."""
+    test then moves every live widget and fails on a callback a later cell broke."""
     from hedgekit.repro.orders import RUN_ALL_METADATA
 
     for name in NOTEBOOK_NAMES:
@@ -135,7 +136,7 @@ def _is_control(output) -> bool:
 def widgets_without_a_record(nb) -> list[str]:
     """Cells whose committed output is a live widget but that do not say it needs a running kernel (in the cell or
     the markdown just above it) or have no static record (a figure or table in the cell or in one of the two code
-    cells above it): what the static site and a reader without a kernel would be left with (issue 48, item 5)."""
+    cells above it): what the static site and a reader without a kernel would be left with."""
     problems = []
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code" or not any(_is_control(o) for o in cell.get("outputs", [])):

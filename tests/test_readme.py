@@ -201,7 +201,7 @@ def test_bigger_runs_loss_example_trains_any_backbone(monkeypatch):
 
 def test_fast_times_are_the_recorded_fast_run_not_typed():
     """The notebooks table's FAST column is what the last recorded FAST run measured (notebooks/report/fast.json,
-    `hedgekit.repro.session.fast_times`), with the machine's load beside it (issue 48 item 6)."""
+    `hedgekit.repro.session.fast_times`), with the machine's load beside it."""
     from hedgekit.repro.session import fast_time_text, fast_times
 
     recorded = fast_times()

@@ -2,7 +2,7 @@
 leg length), the colour and circular helpers it uses, and the orientation read back from an image's centroid.
 
 The paper states 64 x 64 RGB images of an "L" with an HSV hue and per-pixel hue noise; the rest is decided here.
-Split from `hedgekit.data.lshapes` (issue 47), which holds the generative model and re-exports every public name
+Split from `hedgekit.data.lshapes`, which holds the generative model and re-exports every public name
 here; tests: tests/data/test_lshapes.py.
 
 Geometry (constants for a 64-pixel image; other sizes scale by ``size / 64``):

@@ -121,7 +121,7 @@ class NDigitSet:
     def subset(self, indices) -> "NDigitSet":
         """The images at `indices` (integers in -M..M-1, a slice or a boolean mask of M), as a new set.
 
-        InputError for an index out of range, a non-integer index or a mask of another length (issue 45 item 8).
+        InputError for an index out of range, a non-integer index or a mask of another length.
         """
         try:
             idx = np.atleast_1d(np.arange(len(self))[indices])
@@ -347,8 +347,8 @@ def _rng(seed: int, n_digits: int, purpose: str) -> np.random.Generator:
 def per_class_subset(dataset, per_class: int, seed: int = 0):
     """At most ``per_class`` random images of every class (keeps FAST evaluation cheap; `NDigitSet.subset`).
 
-    InputError unless ``per_class`` is an integer >= 1 and ``seed`` one >= 0 (issue 45 item 8: -1 dropped one
-    image per class, 0 gave an empty set).
+    InputError unless ``per_class`` is an integer >= 1 and ``seed`` one >= 0 (-1 would drop one
+    image per class, 0 would give an empty set).
     """
     if not _is_int(per_class) or per_class < 1:
         raise InputError(f"per_class must be an integer >= 1 (the images kept of each class), got {per_class!r}.")

@@ -28,7 +28,7 @@ is which. Three checks do:
   looks like MNIST with frame < 0.035, dark >= 0.6 and mean >= 10 (not blank); like Fashion-MNIST with
   frame >= 0.035 and dark >= 0.3. Anything else looks like neither and is accepted (e.g. the tests' random
   images). N-digit images are checked as their 28 x 28 tiles.
-* **Content checks** (`check_content`, issue 45 item 5) for data that no fingerprint knows, run before anything is
+* **Content checks** (`check_content`) for data that no fingerprint knows, run before anything is
   cached or trained from it; each of the first three refuses with an InputError naming it:
 
   - *sizes*: 60,000 train and 10,000 test images (`SIZES`), so a subset or swapped train / t10k files fail;

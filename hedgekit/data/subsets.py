@@ -284,7 +284,7 @@ def clean_subset(n: int, fraction: float, seed: int = 0) -> np.ndarray:
 
 # --------------------------------------------------------------------------- noise that is not a function of the pixels
 # Flip probability per ambiguity level (terciles of the clean labeller's uncertainty, least ambiguous first) of
-# `ambiguity_noise` (issue 49 item 1): ~38% of the single-garment labels flip on average, Clothing1M's estimate.
+# `ambiguity_noise`: ~38% of the single-garment labels flip on average, Clothing1M's estimate.
 AMBIGUITY_FLIPS = (0.15, 0.35, 0.65)
 
 
@@ -336,7 +336,7 @@ def posterior_targets(labels, probs, rng: np.random.Generator) -> np.ndarray:
 def ambiguity_noise(images, labels, probs, flips=AMBIGUITY_FLIPS, blends: float = 0.3,
                     alpha: tuple[float, float] = (0.55, 0.75), clean_fraction: float = 0.005,
                     groups=FASHION_LOOKALIKES, seed: int = 0) -> AmbiguityNoisy:
-    """Label noise that is not a function of the pixels (issue 49 item 1), drawn afresh for each ``seed``:
+    """Label noise that is not a function of the pixels, drawn afresh for each ``seed``:
 
     * ``blends`` of ALL items are two garments of one look-alike group blended (`overlay_lookalikes`, own weight a
       uniform in ``alpha``); a blend's label is its own class with probability a, else the partner's: ambiguous

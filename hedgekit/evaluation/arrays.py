@@ -1,4 +1,4 @@
-"""The one input check of the evaluation metrics (issue 47 item 4): every metric reads its arrays through
+"""The one input check of the evaluation metrics: every metric reads its arrays through
 `checked_array` (a non-empty, finite float / int / 0-1 array of a given rank, numpy or torch on any device), and
 `same_length` says which lengths differ. Bad input raises `hedgekit.errors.InputError` saying what was expected.
 """

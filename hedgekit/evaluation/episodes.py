@@ -21,6 +21,8 @@ from hedgekit.checks import check_count
 from hedgekit.errors import InputError
 from hedgekit.data.samplers import EpisodeSampler
 from hedgekit.evaluation.embedded import EmbeddedSet, embed_set
+from hedgekit.methods.pn import PN
+from hedgekit.methods.spe import SPE
 
 QUERY_PER_CLASS = 5  # default test queries per class; see evaluate_episodes for why
 
@@ -61,9 +63,6 @@ def evaluate_episodes(
     Returns:
         (mean accuracy, std over episodes, per-episode accuracies (n_episodes,)).
     """
-    from hedgekit.methods.pn import PN
-    from hedgekit.methods.spe import SPE
-
     n_episodes = check_count(n_episodes, "n_episodes")
     k_support = check_count(k_support, "k_support")
     query_per_class = check_count(query_per_class, "query_per_class")  # no queries, no accuracy to average

@@ -34,7 +34,7 @@ Conventions: a *score* is "higher = more similar / more likely a match"; an
 broken by the lower gallery index, so every result is deterministic.
 
 The nearest neighbours and KNN votes live in `hedgekit.evaluation.neighbours`
-and the one input check in `hedgekit.evaluation.arrays` (issue 47); this module
+and the one input check in `hedgekit.evaluation.arrays`; this module
 re-exports the neighbours' public names, so ``metrics.topk_neighbours`` is the
 name callers use (and the one a test replaces).
 """
@@ -276,7 +276,7 @@ def recall_at_1(embeddings, labels, chunk: int = 1024, metric: str = "cosine"):
     embeddings and takes the most similar other item by inner product, as
     `hedgekit.papers.url.protocol` does; or "euclidean" (:func:`euclidean_score_fn`,
     the distance of the kit's other nearest-neighbour metrics, e.g. HIB's KNN).
-    The default was "euclidean" until issue 49 item 3 made it the benchmark's, so a
+    The default is the benchmark's metric, so a
     direct call gives the paper's R@1; a caller that wants Euclidean says so.
 
     Returns:

@@ -3,7 +3,7 @@
 `topk_neighbours` finds the k highest-scoring gallery items of every probe in chunks of probes, ties to the lower
 gallery index; the scores come from a score function (`euclidean_score_fn`, `cosine_score_fn`, or a match
 probability). `knn_predict` and `knn_accuracy` vote over the neighbours' labels (majority or plurality). Split from
-`hedgekit.evaluation.metrics` (issue 47), which re-exports every public name here.
+`hedgekit.evaluation.metrics`, which re-exports every public name here.
 """
 from __future__ import annotations
 

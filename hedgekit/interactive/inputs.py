@@ -279,7 +279,7 @@ def image_from_drawing(drawing, n_digits: int = 2, digit_box_px: int = 20) -> np
     bounding box, scale its longer side to 20 px keeping the aspect ratio, then
     place it in a 28 x 28 cell with its centre of mass at the centre. An empty cell
     stays black (like an occluded digit); an empty drawing, or one with NaN or infinite
-    pixels (issue 45 item 8: a NaN background gave an all-black image), raises InputError.
+    pixels (a NaN background would give an all-black image), raises InputError.
     """
     from PIL import Image
 
@@ -357,7 +357,7 @@ def model_input(image, boxes, shape: tuple[int, int],
                 invert: bool | None = None) -> tuple[np.ndarray, np.ndarray, float, str]:
     """(occluded image, boxes, covered fraction, note): the one path of an (image, boxes) pair into a model, shared
     by `analyse`, `retrieve` and `prototype_posterior`. ``image`` passes `check_image`; ``boxes`` pass
-    `check_boxes` and black out the image through `occlude`, each once per input (issue 47 item 5), and the
+    `check_boxes` and black out the image through `occlude`, each once per input, and the
     covered fraction is read from the checked boxes (`covered_fraction`). Polarity as for uploads
     (`white_on_black`): with ``invert=None`` an image that `looks_inverted` (black digits on white) is inverted
     before the boxes black out its pixels, the note says so and a `PolarityWarning` is issued. True / False force

@@ -12,12 +12,14 @@ import time
 import numpy as np
 import torch
 
+from hedgekit.data import load_ndigit, sample_digit_boxes
 from hedgekit.errors import InputError
 from hedgekit.evaluation.centroids import centroid_table
 from hedgekit.interactive.models import APP_CENTROID_IMAGES, load_model
 from hedgekit.interactive.occlusion import APP_POINTS
 from hedgekit.interactive.view import model_view
 from hedgekit.nets import EmbeddingNet
+from hedgekit.viz.interactive import embedding_map, eta_gauge, image_figure
 
 __all__ = ["APP_THREADS", "benchmark_update"]
 
@@ -63,8 +65,6 @@ def benchmark_update(spec_or_model, n: int = 200, *, seed: int = 0, n_points: in
 
 
 def _benchmark(spec_or_model, n, seed, n_points, warmup, figure, split) -> dict:
-    from hedgekit.data import load_ndigit, sample_digit_boxes
-
     t_setup = time.perf_counter()
     if isinstance(spec_or_model, EmbeddingNet):
         model, name = spec_or_model, spec_or_model.config.get("kind", "model")
@@ -79,8 +79,6 @@ def _benchmark(spec_or_model, n, seed, n_points, warmup, figure, split) -> dict:
     pool = rng.choice(len(data), size=min(10, len(data)), replace=False)
     idx = pool[rng.integers(0, len(pool), warmup + n)]
     boxes = sample_digit_boxes(rng, warmup + n, n_digits, 0.7)
-    if figure:
-        from hedgekit.viz.interactive import embedding_map, eta_gauge, image_figure
     setup_s = time.perf_counter() - t_setup
     upd, fig_ms, trails, clean_eta = [], [], {}, {}
     for i in range(warmup + n):

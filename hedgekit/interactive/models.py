@@ -13,6 +13,7 @@ import torch
 
 from hedgekit.errors import InputError
 from hedgekit.methods.hib import BETA
+from hedgekit.zoo import PRESETS, Spec, find_checkpoint, load_or_train
 
 __all__ = ["APP_MODELS", "APP_CENTROID_IMAGES", "DEFAULT_MODEL", "POINT_MODEL", "BETAS", "DEFAULT_BETA",
            "TRAIN_SECONDS", "CompareEntry", "app_preset", "app_spec", "compare_entries", "load_model",
@@ -55,8 +56,6 @@ TRAIN_SECONDS = {
 
 def app_preset() -> str:
     """The preset named by env var ``HEDGEKIT_PRESET`` (default "paper"; tests use "fast")."""
-    from hedgekit.zoo import PRESETS
-
     preset = os.environ.get("HEDGEKIT_PRESET", "paper").strip() or "paper"
     if preset not in PRESETS:
         raise InputError(f"HEDGEKIT_PRESET={preset!r} is not a preset; use one of {sorted(PRESETS)}")
@@ -65,8 +64,6 @@ def app_preset() -> str:
 
 def app_spec(choice: str, preset: str | None = None, beta: float = DEFAULT_BETA, n_digits: int = 2):
     """The `hedgekit.zoo.Spec` behind a model choice of the app (`APP_MODELS` key)."""
-    from hedgekit.zoo import Spec
-
     if choice not in APP_MODELS:
         raise InputError(f"unknown model {choice!r}; choose one of {list(APP_MODELS)}")
     fields = dict(APP_MODELS[choice])
@@ -104,8 +101,6 @@ def load_model(spec, progress: bool = False, **kwargs):
     refuses; allow-listing that one harmless class keeps such caches loadable. Keyword
     arguments (e.g. ``callback``, the app's progress bar) go to `load_or_train`.
     """
-    from hedgekit.zoo import load_or_train
-
     with torch.serialization.safe_globals([torch.torch_version.TorchVersion]):
         model, meta = load_or_train(spec, progress=progress, **kwargs)
     return model.eval(), meta
@@ -125,16 +120,12 @@ def expected_train_seconds(spec) -> int:
     if spec.kind == "hib" and spec.samples is not None:
         base *= spec.samples / spec.preset_k
     if spec.steps is not None:
-        from hedgekit.zoo import PRESETS
-
         base = base * spec.steps / PRESETS[spec.preset][spec.recipe_key]["steps"]
     return int(round(base))
 
 
 def beta_options(preset: str, choice: str = DEFAULT_MODEL) -> list[tuple[float, bool]]:
     """[(beta, checkpoint exists)] for the HIB model ``choice`` at each beta of `BETAS`."""
-    from hedgekit.zoo import find_checkpoint
-
     return [(b, find_checkpoint(app_spec(choice, preset, b)) is not None) for b in BETAS]
 
 
@@ -144,6 +135,4 @@ def trained_or_fast(spec):
     Models no checkpoint ships for (the triplet models, SPE at N = 3) would take minutes at the paper preset;
     the app shows their fast twin (seconds to train) unless the paper one was trained, e.g. by a notebook.
     """
-    from hedgekit.zoo import find_checkpoint
-
     return spec if find_checkpoint(spec) is not None else spec.at_preset("fast")

@@ -15,6 +15,7 @@ from hedgekit.interactive.inputs import model_input
 from hedgekit.interactive.models import app_preset, trained_or_fast
 from hedgekit.nets import EmbeddingNet
 from hedgekit.viz.geometry import pca_basis
+from hedgekit.zoo import Spec
 
 __all__ = ["APP_SUPPORT_IMAGES", "spe_spec", "PrototypeSet", "prototype_set", "prototype_posterior"]
 
@@ -23,8 +24,6 @@ APP_SUPPORT_IMAGES = 20  # training images per class whose embeddings make the S
 
 def spe_spec(preset: str | None = None, n_digits: int = 2):
     """The SPE model of the compare page (notebook 07's N-digit model, D = 2), via `trained_or_fast`."""
-    from hedgekit.zoo import Spec
-
     return trained_or_fast(Spec(kind="spe", data="ndigit", n_digits=n_digits, dim=2, preset=preset or app_preset()))
 
 

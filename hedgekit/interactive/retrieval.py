@@ -11,10 +11,13 @@ import torch
 
 from hedgekit.checks import check_count
 from hedgekit.data import NDigitSet
+from hedgekit.data.subsets import query_gallery_split
 from hedgekit.errors import InputError
+from hedgekit.evaluation.retrieval import map_after_removing_uncertain
 from hedgekit.interactive.inputs import model_input
 from hedgekit.interactive.models import app_preset, trained_or_fast
 from hedgekit.nets import EmbeddingNet
+from hedgekit.zoo import Spec
 
 __all__ = ["APP_GALLERY_IMAGES", "APP_OCCLUDED_GALLERY", "retrieval_spec", "RetrievalGallery", "retrieval_gallery",
            "Retrieval", "retrieve", "cleaning_map"]
@@ -26,8 +29,6 @@ def retrieval_spec(dim: int, preset: str | None = None, n_digits: int = 2):
     """The heteroscedastic triplet model of the Retrieval page, embedding in ``dim`` dimensions: the app passes
     notebook 08's Table 1 "Tri + Hetero" model's (N-digit MNIST, trained on the seen classes;
     `hedgekit.papers.taha.experiments.DIM`), via `trained_or_fast`."""
-    from hedgekit.zoo import Spec
-
     return trained_or_fast(Spec(kind="het", data="ndigit", n_digits=n_digits, dim=check_count(dim, "dim"),
                                 recipe="main", preset=preset or app_preset()))
 
@@ -65,8 +66,6 @@ def retrieval_gallery(model: EmbeddingNet, test: NDigitSet, n_images: int = APP_
     """Embed ``n_images`` of ``test`` (seeded), split 25/75 into clean queries and a gallery
     (`hedgekit.data.subsets.query_gallery_split`) in which a share ``occluded`` of the images is the
     test set's occluded twin: the uncertain gallery items that cleaning should remove (Taha Table 2)."""
-    from hedgekit.data.subsets import query_gallery_split
-
     if not 0 <= occluded <= 1:
         raise InputError(f"occluded must be a share in [0, 1]; got {occluded}")
     if not 4 <= n_images <= len(test.labels):
@@ -119,7 +118,5 @@ def retrieve(model: EmbeddingNet, image, boxes, gallery: RetrievalGallery, k: in
 def cleaning_map(gallery: RetrievalGallery, fractions: Sequence[float], random: bool = False) -> list[dict]:
     """mAP and top-1 of the clean queries after removing each fraction of the gallery, most uncertain first
     (or at random): `hedgekit.evaluation.retrieval.map_after_removing_uncertain` (Taha et al. Table 2)."""
-    from hedgekit.evaluation.retrieval import map_after_removing_uncertain
-
     return map_after_removing_uncertain(gallery.query_means, gallery.query_labels, gallery.means, gallery.labels,
                                         gallery.sigma2, fractions, random=random)

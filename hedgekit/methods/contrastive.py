@@ -12,7 +12,7 @@
   exactly eq. 2), computed stably with logsumexp.
 * `soft_contrastive`: eq. 3, the negative log-likelihood of the true match label.
 
-Inputs are checked where they enter the kit, not here (issue 47 item 3): the margin and the batch by
+Inputs are checked where they enter the kit, not here: the margin and the batch by
 `hedgekit.training.fit.TrainConfig`, the embeddings by `hedgekit.embedding.Embedding`.
 """
 from __future__ import annotations

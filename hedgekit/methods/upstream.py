@@ -36,7 +36,7 @@ class UpstreamMethod(nn.Module):
 
     :meth:`loss` computes its equation only: the labels are checked once where they enter, by
     `hedgekit.training.upstream.fit_upstream` (an integer class 0..n_classes-1 per image, two images of every
-    class for a ``pairwise`` loss), and the constructor checks the method's settings (issue 47 item 3).
+    class for a ``pairwise`` loss), and the constructor checks the method's settings.
     """
 
     name: str = ""

@@ -3,7 +3,7 @@ live), ``experiments`` (which models), ``protocol`` (how they are evaluated), ``
 and ``figures``. `hedgekit.papers.verdict` is the verdict type every paper's claims share.
 
 A paper's package loads its parts when first used (`lazy_parts`): ``hib.figures`` imports matplotlib, seaborn and
-scipy, and a notebook's first cell, which needs only ``hib.experiments``, must not wait for them (issue 48 item 6).
+scipy, and a notebook's first cell, which needs only ``hib.experiments``, must not wait for them.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The forest plot of a verdict (issue 46 item 3): one row per sized claim, our 95% interval against the band the
+"""The forest plot of a verdict: one row per sized claim, our 95% interval against the band the
 claim declared around the paper's value, coloured by its outcome.
 
 Claims carry different units (mAP points, accuracies, correlations, ranks), so every row is drawn on one common

@@ -88,6 +88,7 @@ from hedgekit.errors import InputError
 from hedgekit.papers.context import (PAPER_STEPS, binomial_se_diff, collapse_reason, fmt, models_paragraph,
                                      training_context, training_seconds)
 from hedgekit.papers.effects import ONE_SEED, Effect, Spread, as_effect, paired_effect, spread, unpaired_effect
+from hedgekit.papers.forest import forest_plot
 
 __all__ = ["Claim", "Verdict", "PAPER_STEPS", "OUTCOMES", "MATCHED", "NOT_MATCHED", "INCONCLUSIVE", "ONE_SEED",
            "EFFECT_FACTOR", "fmt", "training_seconds", "training_context", "models_paragraph", "collapse_reason",
@@ -689,8 +690,6 @@ class Verdict:
     def forest(self):
         """The forest plot of this verdict's sized claims (`hedgekit.papers.forest.forest_plot`), or None when no
         claim has an interval and a band."""
-        from hedgekit.papers.forest import forest_plot
-
         return forest_plot(self.claims, title=self.title)
 
     def _repr_markdown_(self) -> str:  # displays as Markdown in a notebook

@@ -18,6 +18,8 @@ import random
 from typing import Sequence
 
 from hedgekit.errors import InputError
+from hedgekit.interactive.models import expected_train_seconds
+from hedgekit.zoo import ledger, store
 
 __all__ = ["prediction_interval", "audit"]
 
@@ -38,18 +40,18 @@ def prediction_interval(values: Sequence[float], level: float = 0.95) -> tuple[f
     return mean - half, mean + half
 
 
-def audit(k: int, seed: int | None = None, device: str = "cpu", echo=print) -> int:
-    """Audit ``k`` records of the ledger (module docstring); ``seed`` draws them (None: a fresh one, printed). Prints
-    the draw and a table (model, measure, the ledger's other seeds n, interval, recorded and retrained value,
-    inside?) and returns the exit status: 0 when every judged measure lies inside its interval, else 1. InputError
-    when ``k`` < 1 or the ledger holds no record retraining can re-measure."""
-    from hedgekit.interactive.models import expected_train_seconds
-    from hedgekit.zoo import ledger, store
-
+def audit(k: int, seed: int | None = None, device: str = "cpu", echo=print, models=None) -> int:
+    """Audit ``k`` records of the ledger (module docstring); ``seed`` draws them (None: a fresh one, printed), among
+    the records of ``models`` (model names: ``reproduce --audit K --only 08`` draws among notebook 08's) or of every
+    model (None). Prints the draw and a table (model, measure, the ledger's other seeds n, interval, recorded and
+    retrained value, inside?) and returns the exit status: 0 when every judged measure lies inside its interval,
+    else 1. InputError when ``k`` < 1 or the ledger holds no record retraining can re-measure."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise InputError(f"--audit takes how many records to retrain, a whole number >= 1; got {k!r}")
     current = []
     for rec in ledger.records():
+        if models is not None and rec["model"] not in models:
+            continue
         spec = ledger.spec_of(rec)
         if rec["group"] == ledger.CHECKPOINT_GROUPS.get(getattr(spec, "family", "")) \
                 and rec["code_key"] == ledger.code_key(spec):

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hedgekit.errors import InputError
-from hedgekit.repro.students import CHECK_TAG, EXERCISE_TAG, LESSON_KEY, has_solution
+from hedgekit.repro.students import CHECK_TAG, EXERCISE_TAG, LESSON_KEY, has_solution, notebook_paths
 
 __all__ = ["read_notebook", "exercises", "lesson_id", "lesson_number", "References", "find_reference", "Exercise",
            "plan_exercises"]
@@ -107,8 +107,6 @@ class References:
     default, the repository's lesson notebooks; each parsed once for its id, and read in full once if it grades."""
 
     def __init__(self, given: list[Path | str] | None):
-        from hedgekit.repro.students import notebook_paths
-
         self.explicit = bool(given)
         paths: list[Path] = []
         for item in (given or []):

@@ -58,6 +58,8 @@ from pathlib import Path
 
 from hedgekit.checks import count_arg, write_bytes_atomic
 from hedgekit.errors import InputError
+from hedgekit.repro import answers
+from hedgekit.repro.checker import CheckerDied, CheckProcess
 from hedgekit.repro.exercise_plan import Exercise, References, find_reference, plan_exercises, read_notebook
 
 __all__ = ["TIMEOUT_S", "MAX_OUTPUT_MB", "MAX_MEMORY_MB", "Grade", "Graded", "grade_notebook", "grade_class",
@@ -183,8 +185,6 @@ class _Copy:
         return self
 
     def _start(self) -> None:
-        from hedgekit.repro.checker import CheckProcess
-
         self.checker = CheckProcess(self.path.resolve().parent, self.max_memory)
         self._context = self.client.setup_kernel()
         self._context.__enter__()
@@ -213,8 +213,6 @@ class _Copy:
 
     def _init_kernel(self) -> None:
         """Cap the kernel's data memory and give it the answers helper (`hedgekit.repro.answers`)."""
-        from hedgekit.repro import answers
-
         source = Path(answers.__file__).read_text(encoding="utf-8")
         cap = self.max_memory * 2 ** 20
         code = ("def __hedgekit_grade_init(source, cap):\n"
@@ -319,8 +317,6 @@ class _Copy:
         """Run one exercise within ``timeout`` seconds: (the errors of the kernel's cells, why names could not
         reach the check, the check process's (label, error) per cell). `_Stop` as `_cell`, and when the check
         process dies or runs out of time."""
-        from hedgekit.repro.checker import CheckerDied
-
         deadline = time.monotonic() + self.timeout
         self.client.reset_output()
         errors = []

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from hedgekit.checks import write_bytes_atomic
 from hedgekit.errors import InputError
 from hedgekit.repro.students import EXERCISE_TAG
 
@@ -455,8 +456,7 @@ def refresh_lesson(path: Path | str, fast: bool = False, kernel: str = "python3"
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
-    from hedgekit.checks import write_bytes_atomic
-    from hedgekit.repro.session import restate_header
+    from hedgekit.repro.session import restate_header  # session imports reproduce, which imports this module
 
     path = Path(path)
     nb = nbformat.read(path, as_version=4)

@@ -18,6 +18,10 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from hedgekit.interactive import models
+
+from hedgekit.zoo import find_checkpoint, ledger
+
 __all__ = ["TIERS", "PlanRow", "plan", "plan_lines"]
 
 TIERS = (("3", 3), ("5", 5), ("more", None))  # (label, the seeds a spec has up to it; None: any number)
@@ -37,9 +41,6 @@ def plan(pairs: Sequence[tuple[str, object]], found: Callable[[object], bool] | 
     """The missing models of ``pairs`` ((notebook, spec), `hedgekit.repro.reproduce.notebook_models`) in the order of
     the module docstring. ``found(spec)``: whether its checkpoint is on this machine (default
     `hedgekit.zoo.find_checkpoint`)."""
-    from hedgekit.interactive import models
-    from hedgekit.zoo import find_checkpoint, ledger
-
     found = found or (lambda spec: find_checkpoint(spec) is not None)
     seeds: dict[str, dict[str, object]] = {}
     for _, spec in pairs:

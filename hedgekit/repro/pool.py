@@ -21,8 +21,15 @@ import time
 from multiprocessing import connection
 from typing import TYPE_CHECKING, Sequence
 
+from hedgekit import zoo
 from hedgekit.checks import check_count, resolve_device
+from hedgekit.commands import TERMINATING
+from hedgekit.errors import StorageError
+from hedgekit.hardware import launch_bound
+from hedgekit.interactive import models
 from hedgekit.paths import data_dir
+from hedgekit.zoo import find_checkpoint, ledger
+from hedgekit.zoo.seed_sets import seed_sets, train_seed_set
 
 if TYPE_CHECKING:
     from hedgekit.zoo import Spec
@@ -89,8 +96,6 @@ def _init_worker() -> None:
     ``terminate``) ends it at once: a forked worker would otherwise inherit the parent's handler
     (`hedgekit.commands.Terminated`)."""
     import torch
-
-    from hedgekit.commands import TERMINATING
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for signum in TERMINATING:
@@ -235,10 +240,6 @@ def _train_job(specs: Sequence[Spec], device: str = "cpu") -> list[dict]:
     Returns one record per model: name, seconds (of the job, for a seed set), source, device, ``stacked`` (how many
     seeds trained together: 1 alone) and ``record``, the ledger record of the measures its checkpoint holds
     (`hedgekit.zoo.ledger.build_record`; None if it holds none), which the parent process writes (`_Tally.done`)."""
-    from hedgekit import zoo
-    from hedgekit.zoo import ledger
-    from hedgekit.zoo.seed_sets import train_seed_set
-
     t0 = time.perf_counter()
     if len(specs) > 1:
         trained = train_seed_set(specs, device)
@@ -285,9 +286,6 @@ class _Tally:
     def done(self, rec: dict) -> None:
         """A model ended: counted, and the measures of one trained now written into the ledger
         (`hedgekit.zoo.ledger.append`; a conflict or an unwritable ledger is reported, under ``unrecorded``)."""
-        from hedgekit.errors import StorageError
-        from hedgekit.zoo import ledger
-
         rec = dict(rec)
         record = rec.pop("record", None)
         self.ended.append(rec["name"])
@@ -325,17 +323,12 @@ class _Tally:
 def _jobs(todo: Sequence[Spec], device: str, stack: bool) -> list[list[Spec]]:
     """The jobs of ``todo``: with ``stack``, its seed sets stacked where the device is launch-bound
     (`hedgekit.hardware.launch_bound`, `hedgekit.zoo.seed_sets.seed_sets`); else one spec per job."""
-    from hedgekit.hardware import launch_bound
-    from hedgekit.zoo.seed_sets import seed_sets
-
     return seed_sets(todo) if stack and launch_bound(device) else [[spec] for spec in todo]
 
 
 def _estimate(specs: Sequence[Spec]) -> float:
     """Seconds a job is expected to take: its models' estimates together
     (`hedgekit.interactive.models.expected_train_seconds`)."""
-    from hedgekit.interactive import models
-
     return float(sum(models.expected_train_seconds(spec) for spec in specs))
 
 
@@ -449,8 +442,6 @@ def train_missing(pairs: Sequence[tuple[str, Spec]], jobs: int = 1, echo=print, 
     (`_end_workers`: no orphan keeps training into the cache) and sets its ``kept``: the models trained, those
     stopped in training (not saved), those not started.
     """
-    from hedgekit.zoo import find_checkpoint
-
     jobs = check_count(jobs, "jobs")
     dev = str(resolve_device(device))
     distinct: dict[str, Spec] = {}

@@ -32,6 +32,7 @@ from typing import Any
 
 from hedgekit.checks import atomic_write
 from hedgekit.errors import InputError
+from hedgekit.paths import REPO_DIR
 
 MANIFEST = "manifest.json"
 PLOTLY_JS = "plotly.min.js"  # the plotly library the HTML figures of a folder share
@@ -89,8 +90,6 @@ def recorded_entry(notebook: str, name: str, folder: str | Path | None = None) -
     "text" or "figure"), ``markdown`` (a table's or text's Markdown), ``frame`` (a table's CSV, as written, its index
     as columns) and ``figure`` (a figure's path). Raises `InputError` when the folder or the entry is missing."""
     import pandas as pd
-
-    from hedgekit.paths import REPO_DIR
 
     folder = Path(folder) if folder is not None else REPO_DIR / COMMITTED_ASSETS / notebook.removesuffix(".ipynb")
     try:

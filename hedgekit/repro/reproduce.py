@@ -60,17 +60,22 @@ from typing import TYPE_CHECKING, Sequence
 from hedgekit.checks import count_arg, device_arg, number_arg, resolve_device
 from hedgekit.commands import TERMINATING
 from hedgekit.errors import HedgekitError, InputError, StorageError
-from hedgekit.paths import REPO_DIR
+from hedgekit.interactive.models import expected_train_seconds
+from hedgekit.paths import notebook_dir
 from hedgekit.repro import times
-from hedgekit.repro.orders import number_cells
+from hedgekit.repro.audit import audit
+from hedgekit.repro.orders import LESSON_HEADING, number_cells, refresh_lesson
+from hedgekit.repro.plan import plan, plan_lines
 from hedgekit.repro.pool import WORKER_MEMORY, train_missing
 from hedgekit.repro.report import not_whole, read_manifest
 from hedgekit.repro.summary import FAST_MODE, write_summary
+from hedgekit.zoo import SHIPPED_DIR, find_checkpoint, register_url_runs
+from hedgekit.zoo.ledger import record_cached
 
 if TYPE_CHECKING:
     from hedgekit.zoo import Spec
 
-__all__ = ["NOTEBOOKS", "PARTIAL", "RunNotWritten", "register", "notebook_dir", "select", "notebook_models",
+__all__ = ["NOTEBOOKS", "PARTIAL", "RunNotWritten", "register", "select", "notebook_models",
            "run_notebook", "trained_in_run", "reproduce", "add_subcommand"]
 
 # The hidden folder beside each destination (notebooks/, <out>/notebooks, <out>/assets) where a run is written and
@@ -106,10 +111,6 @@ def register(group: str, *notebooks: str) -> None:
             names.append(nb)
 
 
-def notebook_dir() -> Path:
-    return REPO_DIR / "notebooks"
-
-
 def select(only: Sequence[str] | str | None = None, registry: dict | None = None) -> list[str]:
     """Notebooks to run: all registered (sorted by name) or those of the named groups / notebooks."""
     reg = NOTEBOOKS if registry is None else registry
@@ -137,7 +138,7 @@ def notebook_models(only: Sequence[str] | str | None = None, fast: bool = False)
     A spec several notebooks share appears once per notebook (``--list-models`` shows each row;
     `train_missing` deduplicates by ``spec.name``).
     """
-    from hedgekit.papers import hib, spe, taha
+    from hedgekit.papers import hib, spe, taha  # a paper's parts: only where needed (tests/test_imports.py)
 
     return [(nb, spec) for nb in select(only)
             for paper in (hib, spe, taha) for spec in paper.experiments.notebook_specs(nb, fast)]
@@ -560,7 +561,8 @@ def add_subcommand(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--audit", type=count_arg(1), default=None, metavar="K",
                    help="retrain K models drawn at random from the ledger from scratch (in memory; on --device), "
                         "and check each measure against the 95%% prediction interval of the ledger's other seeds of "
-                        "its spec; exit 1 if one lies outside")
+                        "its spec; exit 1 if one lies outside. With --only, drawn among the selected notebooks' "
+                        "models")
     p.add_argument("--audit-seed", type=count_arg(0), default=None, metavar="S",
                    help="with --audit: the seed of the draw (default: a fresh one, printed)")
     p.add_argument("--record-cached", action="store_true",
@@ -594,12 +596,12 @@ def _cmd(a) -> int:
     if a.audit_seed is not None and a.audit is None:
         raise InputError("--audit-seed applies to --audit K")
     if a.audit is not None:
-        from hedgekit.repro.audit import audit
+        from hedgekit.papers.url import recipe  # a paper: only in the command that needs it (tests/test_imports.py)
 
-        return audit(a.audit, a.audit_seed, device=str(resolve_device(a.device)))
+        register_url_runs(recipe)  # the ledger's URL records rebuild as URL runs, which the URL paper defines
+        models = None if a.only is None else {spec.name for _, spec in notebook_models(a.only, a.fast)}
+        return audit(a.audit, a.audit_seed, device=str(resolve_device(a.device)), models=models)
     if a.record_cached:
-        from hedgekit.zoo.ledger import record_cached
-
         written, passed = record_cached(spec for _, spec in notebook_models(a.only, a.fast))
         for rec in written:
             print(f"[ledger] recorded {rec['model']} ({rec['group']}, trained on {rec['device']})")
@@ -612,8 +614,6 @@ def _cmd(a) -> int:
     if a.list_models or a.train_missing or a.plan:
         pairs = todo = notebook_models(a.only, a.fast)
     if a.plan or a.budget is not None:
-        from hedgekit.repro.plan import plan, plan_lines
-
         rows = plan(pairs)
         if a.plan:
             print("\n".join(plan_lines(rows)))
@@ -640,8 +640,6 @@ def _refresh_lessons(a) -> int:
     """``--lessons-only``: `hedgekit.repro.orders.refresh_lesson` on each selected notebook that has a lesson."""
     import nbformat
 
-    from hedgekit.repro.orders import LESSON_HEADING, refresh_lesson
-
     for name in select(a.only):
         path = notebook_dir() / name
         if not any(c.cell_type == "markdown" and LESSON_HEADING.search(c.source)
@@ -655,9 +653,6 @@ def _refresh_lessons(a) -> int:
 
 def _list_models(pairs: Sequence[tuple[str, Spec]]) -> None:
     """``--list-models``: each notebook's checkpoints, shipped, cached or missing, and the time the missing take."""
-    from hedgekit.interactive.models import expected_train_seconds
-    from hedgekit.zoo import SHIPPED_DIR, find_checkpoint
-
     print(f"{'notebook':<34} {'checkpoint':<44} status")
     seen: dict[str, bool] = {}
     missing_seconds = 0

@@ -31,10 +31,11 @@ from pathlib import Path
 from typing import Sequence
 
 from hedgekit.errors import InputError
-from hedgekit.paths import REPO_DIR
+from hedgekit.paths import REPO_DIR, notebook_dir
 from hedgekit.repro.render_checks import damage, damage_paragraph, fewer_seeds, fewer_seeds_paragraph
 from hedgekit.repro.rendered import outputs_markdown, partial_run, verdict_blocks
 from hedgekit.repro.report import read_manifest
+from hedgekit.repro.reproduce import select
 
 __all__ = ["NotebookResults", "tally", "extras", "is_current", "html_table_markdown", "notebook_header", "collect",
            "render", "unjudged_section", "results_path", "generate", "add_subcommand"]
@@ -82,7 +83,7 @@ class NotebookResults:
 
 
 def is_current(block: str) -> bool:
-    """True for a verdict rendered by the claims tables of `hedgekit.papers.verdict` (issue 46: every counted claim
+    """True for a verdict rendered by the claims tables of `hedgekit.papers.verdict` (every counted claim
     a row decided by the equivalence rule; its tally line says how many were decided on trained seeds); False for
     one rendered before (the overlap and sign rules, or the older "N matched, M did not")."""
     m = _TALLY.search(block)
@@ -318,7 +319,7 @@ DECISION_RULES = [  # the rules at the top of hedgekit/papers/verdict.py, for th
     "so that it holds) are listed apart and never counted; each comparison is counted once.",
     "- A number printed at the precision shown gives the same outcome as the raw value; an interval end exactly on a "
     "band's edge lies inside the band.", ""]
-BEFORE_CLAIMS_TABLES = (60, 31, 21)  # the tally of the committed runs before issue 46 (docs/results.md, session 26)
+BEFORE_CLAIMS_TABLES = (60, 31, 21)  # the tally of the committed runs before the claims tables (docs/results.md, session 26)
 
 
 def _what_changed(results: list[NotebookResults]) -> list[str]:
@@ -327,7 +328,7 @@ def _what_changed(results: list[NotebookResults]) -> list[str]:
     with_verdicts = [r for r in results if r.verdicts]
     current = [r for r in with_verdicts if r.current_rules]
     ok, bad, unsure = BEFORE_CLAIMS_TABLES
-    lines = [f"Before the claims tables (issue 46) the committed runs tallied {ok} matched, {bad} not matched and "
+    lines = [f"Before the claims tables the committed runs tallied {ok} matched, {bad} not matched and "
              f"{unsure} inconclusive, many decided on a sign or on an interval that merely overlapped the paper's "
              "band. Now every counted claim is a row of its paper's claims table, decided by one engine on the "
              "equivalence rule (matched only when the whole 95% interval lies inside the band the row declares, "
@@ -353,8 +354,6 @@ def results_path() -> Path:
 def generate(unjudged: Sequence = ()) -> str:
     """The text of docs/results.md for the repository's notebooks and committed report, with ``unjudged``'s
     section (`render`)."""
-    from hedgekit.repro.reproduce import notebook_dir, select
-
     return render(collect([notebook_dir() / nb for nb in select()], notebook_dir() / "report"), unjudged)
 
 
@@ -374,8 +373,6 @@ def add_subcommand(subparsers, unjudged: Sequence = ()) -> argparse.ArgumentPars
 
 
 def _cmd(a) -> int:
-    from hedgekit.repro.reproduce import notebook_dir, select
-
     if a.fewer_seeds_because is not None and not a.fewer_seeds_because.strip():
         raise InputError("--fewer-seeds-because needs the reason")
     damaged = {nb: problems for nb in select() if (problems := damage(notebook_dir() / nb))}

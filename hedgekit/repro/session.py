@@ -34,9 +34,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
+import hedgekit
 from hedgekit.checks import MAX_SEED, MAX_SEEDS, MAX_STEPS, MAX_THREADS, check_count, count_arg, resolve_device
 from hedgekit.errors import InputError
+from hedgekit.interactive.models import load_model
+from hedgekit.paths import REPO_DIR
 from hedgekit.repro.report import Report, precision_note
+from hedgekit.repro.reproduce import notebook_models
+from hedgekit.zoo import find_checkpoint, ledger, prototype_head
 
 __all__ = ["Session", "CheckpointRecord", "versions_table", "file_hash", "measured_full_mode", "own_full_mode",
            "tour_sentence", "restate_header", "RUN_RECORD",
@@ -62,8 +67,6 @@ def versions_table() -> dict[str, str]:
     installed metadata, not by importing them: the first cell must not wait for matplotlib, pandas, seaborn, plotly,
     scikit-learn, scipy and papermill, which later cells import when they need them."""
     from importlib.metadata import PackageNotFoundError, version
-
-    import hedgekit
 
     out = {"hedgekit": hedgekit.__version__, "python": sys.version.split()[0], "torch": torch.__version__,
            "numpy": np.__version__, "matplotlib": version("matplotlib")}
@@ -100,8 +103,6 @@ def fast_times(record: str | Path | None = None) -> dict[str, dict]:
     missing or unreadable record, or one that is not a FAST run, gives {}."""
     import json
 
-    from hedgekit.paths import REPO_DIR
-
     path = Path(record) if record is not None else REPO_DIR / FAST_RECORD
     try:
         data = json.loads(path.read_text())
@@ -125,8 +126,6 @@ def fast_time_text(seconds: float, load=None) -> str:
 
 def _pretrain_hint(notebook: str) -> str:
     """How a fresh clone gets the models ``notebook``'s full mode needs."""
-    from hedgekit.repro.reproduce import notebook_models  # reproduce imports this module
-
     name = notebook if notebook.endswith(".ipynb") else f"{notebook}.ipynb"
     try:
         zoo_models = bool(notebook_models(name))
@@ -142,8 +141,6 @@ def measured_full_mode(notebook: str, record: str | Path | None = None) -> str:
     ``record`` (default: the committed report's `RUN_RECORD`), and how to pre-train its models; a notebook with no
     full-mode record says so. Nothing here is typed by hand."""
     import json
-
-    from hedgekit.paths import REPO_DIR
 
     path = Path(record) if record is not None else REPO_DIR / RUN_RECORD
     name = notebook if notebook.endswith(".ipynb") else f"{notebook}.ipynb"
@@ -278,7 +275,7 @@ class Session:
         self.fast = bool(fast)
         self.params = dict(params)
         self.report = Report(report_dir, self.notebook)
-        from hedgekit.viz.style import use_paper_style
+        from hedgekit.viz.style import use_paper_style  # matplotlib: 0.9 s the first cell saves
 
         use_paper_style()
         try:
@@ -306,8 +303,6 @@ class Session:
         `hedgekit.zoo.ledger.LedgerConflict`)."""
         if spec.name in self._models:
             return self._models[spec.name][0]
-        from hedgekit.interactive.models import load_model
-        from hedgekit.zoo import ledger
 
         model, meta = load_model(spec, progress=progress, device=self.device)
         ledger.check_checkpoint(spec, meta)
@@ -337,8 +332,6 @@ class Session:
         source "ledger", listed in the header as such); else None. Nothing trains. For models a notebook decides on
         only if they were trained, e.g. notebook 04's extra seeds
         (`hedgekit.papers.hib.experiments.recorded_table1_seeds`)."""
-        from hedgekit.zoo import find_checkpoint, ledger
-
         if spec.name in self._models or find_checkpoint(spec) is not None:
             return self.meta(spec)
         if spec.name not in self._ledger:
@@ -352,8 +345,6 @@ class Session:
 
     def head(self, spec):
         """The PN / SPE head of the prototype model ``spec`` (`hedgekit.zoo.prototype_head`), loaded via `model`."""
-        from hedgekit.zoo import prototype_head
-
         self.model(spec)
         return prototype_head(self._models[spec.name][1])
 
@@ -420,7 +411,6 @@ def _refusal(name: str, value, expected: str) -> str:
 def _short_path(path) -> str:
     if path is None:
         return ""
-    from hedgekit.paths import REPO_DIR
 
     try:
         return str(Path(path).resolve().relative_to(REPO_DIR))

@@ -1,11 +1,11 @@
 """Student versions of the lesson notebooks, and a runner for their exercise cells.
 
-The lessons follow nbgrader's markers (the "Lesson convention" of issue 34): solution code sits
+The lessons follow nbgrader's markers (the kit's lesson convention, design notes sec. 5): solution code sits
 between the comment lines ``### BEGIN SOLUTION`` and ``### END SOLUTION``; every exercise cell carries
 the cell tag ``exercise``, a check cell the tags ``exercise`` and ``check``. A student version replaces
 each solution region by ``raise NotImplementedError()`` at the markers' indentation, or, where the region only
 assigns the answers the check reads (``GUESS_BETA_0 = "..."  # one of ...``), by the same names set to ``...``
-with the region's own comments (`stub_lines`: the stub names what the check reads, issue 48 item 3), and clears
+with the region's own comments (`stub_lines`: the stub names what the check reads), and clears
 the outputs of the exercise cells (they would show the answers); everything else, the check cells included,
 stays as it is.
 
@@ -29,6 +29,7 @@ from pathlib import Path
 
 from hedgekit.checks import write_bytes_atomic
 from hedgekit.errors import InputError
+from hedgekit.paths import notebook_dir
 
 __all__ = ["BEGIN", "END", "STUB", "ANSWER_STUB", "stub_lines", "EXERCISE_TAG", "CHECK_TAG", "strip_solutions", "has_solution",
            "student_notebook", "notebook_paths", "write_students", "CellRun", "run_exercises", "add_subcommand",
@@ -126,8 +127,6 @@ def student_notebook(nb, name: str = "notebook"):
 
 def notebook_paths(folder: Path | None = None) -> list[Path]:
     """Every numbered notebook (``NN_*.ipynb``) of ``folder`` (default: the repository's notebooks/), by name."""
-    from hedgekit.repro.reproduce import notebook_dir
-
     return sorted((folder or notebook_dir()).glob("[0-9][0-9]_*.ipynb"))
 
 
@@ -202,8 +201,6 @@ def add_subcommand(subparsers) -> argparse.ArgumentParser:
 
 
 def _cmd(a) -> int:
-    from hedgekit.repro.reproduce import notebook_dir
-
     out = Path(a.out) if a.out else notebook_dir() / "students"
     written = write_students(out)
     print(f"{len(written)} student notebooks written to {out}")

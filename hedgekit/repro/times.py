@@ -1,4 +1,4 @@
-"""The whole kit's time table (issue 50 item 4): how long each model and each notebook took, and where.
+"""The whole kit's time table: how long each model and each notebook took, and where.
 
 ``reproduce --train-missing`` records every model it trained in ``<out>/train.json`` (`record_training`: seconds,
 device, how many seeds trained stacked with it, and each run's wall time); ``reproduce`` records every notebook in

@@ -1,4 +1,4 @@
-"""The training set on the training device, and one step's batch drawn from it (issue 37's device-resident path).
+"""The training set on the training device, and one step's batch drawn from it: the device-resident path.
 
 Every trainer (`hedgekit.training.fit.fit`, `hedgekit.training.episodic.fit_episodic`,
 `hedgekit.training.triplets.fit_triplets`, `hedgekit.training.upstream.fit_upstream`) builds its batches here:

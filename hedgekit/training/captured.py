@@ -1,4 +1,4 @@
-"""`fit`'s pair training with the whole step captured once and replayed as one CUDA graph (issue 50 item 2).
+"""`fit`'s pair training with the whole step captured once and replayed as one CUDA graph.
 
 On a GPU a LeNet step at batch 256 costs its ~190 kernel launches (`hedgekit.opcount`), not its arithmetic. A CUDA
 graph (`torch.cuda.CUDAGraph`) records the step once, gather, occlusion, forward, loss, backward and Adam, and
@@ -34,6 +34,7 @@ from hedgekit.data.samplers import ClassBalancedSampler
 from hedgekit.errors import InputError
 from hedgekit.methods import hib_batch_loss
 from hedgekit.nets import EmbeddingNet
+from hedgekit.training import distributed
 from hedgekit.training.batches import DeviceImages
 from hedgekit.training.fit import TrainConfig
 from hedgekit.training.loop import History, lr_factor, memory_format, seed_everything
@@ -53,8 +54,6 @@ def _check(cfg: TrainConfig, augment) -> None:
 def capturable(cfg: TrainConfig, device: str | torch.device, augment) -> bool:
     """Whether `fit_captured` can train ``cfg`` on ``device``: a CUDA device, one process (not torchrun), the soft
     loss on all pairs in float32, HIB App. A's occlusion or none."""
-    from hedgekit.training import distributed
-
     return (torch.device(device).type == "cuda" and not distributed.context().active and cfg.loss == "soft"
             and cfg.pairing == "all" and cfg.precision == "float32"
             and (augment is None or isinstance(augment, RandomOcclusion)))

@@ -79,8 +79,8 @@ def fit_episodic(
 
     Under ``torchrun`` (after `hedgekit.training.distributed.init_from_env`) it trains as `hedgekit.training.fit.fit`
     does: every rank draws the same episode, embeds its share of it and gathers the whole episode, so every rank
-    computes the loss of the whole episode, prototypes from the whole support set (issue 47 item 2: before the
-    shared loop each rank trained alone). The head (SPE's sigma_eps, gamma) is not in `DistributedDataParallel`:
+    computes the loss of the whole episode, prototypes from the whole support set.
+    The head (SPE's sigma_eps, gamma) is not in `DistributedDataParallel`:
     it starts from rank 0's values and, computed from the same gathered embeddings and the same seeded
     Monte-Carlo draws on every rank, its gradient and updates are the same on every rank
     (tests/training/test_distributed.py).

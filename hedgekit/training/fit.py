@@ -43,7 +43,7 @@ __all__ = ["PRECISIONS", "History", "TrainConfig", "body_autocast", "fit", "lr_f
 class TrainConfig:
     """Hyper-parameters of `fit`. Presets live in `hedgekit.zoo.PRESETS`.
 
-    The entry point of the pair losses' inputs (issue 47 item 3; the losses in `hedgekit.methods` compute their
+    The entry point of the pair losses' inputs (the losses in `hedgekit.methods` compute their
     equations unchecked): a batch of P >= 2 classes of Q >= 2 images has matching and non-matching pairs, M > 0,
     K >= 1, beta by `hedgekit.methods.hib.check_beta`, and the K x K sample pairs of the HIB loss must fit memory
     (`hedgekit.methods.hib.check_pair_memory`, for loss="soft").

@@ -1,5 +1,5 @@
 """What every trainer shares: seeding, the device and its memory format, distributed wrapping, the optimisation
-loop with its logging and divergence checks, and the hand-back of the trained model (issue 47 item 2).
+loop with its logging and divergence checks, and the hand-back of the trained model.
 
 A trainer (`hedgekit.training.fit.fit`, `hedgekit.training.episodic.fit_episodic`,
 `hedgekit.training.triplets.fit_triplets`, `hedgekit.training.upstream.fit_upstream`) keeps only how it draws a

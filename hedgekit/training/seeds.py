@@ -1,4 +1,4 @@
-"""S seeds of one recipe trained as one model: seeds as a batch dimension (issue 50).
+"""S seeds of one recipe trained as one model: seeds as a batch dimension.
 
 Every seeded claim needs at least 3 trained seeds, and a LeNet at batch 256 fills a small part of a GPU, whose
 step is paid for by its kernel launches (`hedgekit.hardware.launch_bound`). `fit_seeds` trains S models of one

@@ -33,7 +33,7 @@ class TripletConfig:
     """Hyper-parameters of `fit_triplets`. P, K, the soft margin and batch-hard mining follow the paper
     (sec. 4.1, 5.1); steps and lr are CPU-sized starting points, not yet tuned on a kit dataset.
 
-    The entry point of the triplet losses' settings (issue 47 item 3; `hedgekit.methods.het_triplet` computes its
+    The entry point of the triplet losses' settings (`hedgekit.methods.het_triplet` computes its
     equations unchecked): each field is checked once, when the config is built, and the error names it.
 
     Attributes:

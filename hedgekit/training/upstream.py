@@ -18,7 +18,7 @@ see a label: their batches are P * Q images drawn uniformly without replacement,
 independently, the head gets the 2B views stacked (view 1 of every image, then view 2) and
 ``head.loss(out, None)``, and ``on_step`` gets None for the labels.
 
-What a head's u(x) does during training (issue 49 item 2: does kappa learn, or collapse to a constant?) is
+What a head's u(x) does during training (does kappa learn, or collapse to a constant?) is
 `watch_row`: with ``watch=(x, y)``, every logged row of the `History` also holds the spread of u(x) (and of kappa
 for the vMF heads) and the R-AUROC of u(x) on those images.
 """
@@ -33,6 +33,7 @@ from torch import Tensor, nn
 from hedgekit.data.samplers import ClassBalancedSampler
 from hedgekit.checks import check_batch
 from hedgekit.errors import InputError
+from hedgekit.evaluation.metrics import r_auroc, recall_at_1
 from hedgekit.training.batches import DeviceImages, to_float
 from hedgekit.training.loop import History, Loop
 
@@ -88,7 +89,7 @@ def uniform_batches(n: int, batch: int, seed: int):
 
 def check_upstream_labels(head: nn.Module, y) -> Tensor:
     """``y`` as int64 (N,) if it holds a supervised head's training labels; checked once when `fit_upstream`
-    starts, not in the losses, which keep only their equations (issue 47 item 3).
+    starts, not in the losses, which keep only their equations.
 
     The labels are integer class indices 0..n_classes-1 (``head.n_classes``, where the head has one). A ``pairwise``
     head (InfoNCE, MCInfoNCE, HIB) compares the images of one class within a batch. `ClassBalancedSampler`
@@ -125,8 +126,6 @@ def watch_row(model: UpstreamModel, x: Tensor, y) -> dict[str, float]:
     reports it). The global random stream is
     restored afterwards, so a head that samples in eval mode (MCDropout) trains on the same stream as unwatched.
     """
-    from hedgekit.evaluation.metrics import r_auroc, recall_at_1
-
     was = model.training
     try:
         with torch.random.fork_rng(devices=[x.device] if x.device.type == "cuda" else []):
@@ -161,7 +160,7 @@ def fit_upstream(model: UpstreamModel, x: Tensor, y: Tensor, cfg: UpstreamConfig
     last would change them at float rounding), and in one process only: under ``torchrun`` it raises an
     `InputError` (`_SINGLE_PROCESS` says why). A supervised head's labels are checked first
     (`check_upstream_labels`); an unsupervised head's never reach it: its loss and ``on_step`` get None (the labels
-    are withheld here, once, rather than refused by the loss; issue 47 item 3).
+    are withheld here, once, rather than refused by the loss).
 
     ``watch=(x_watch, y_watch)``: every logged row also holds `watch_row` of those images (float in [0, 1], never
     trained on by this call unless they are in ``x``); the training itself is unchanged.

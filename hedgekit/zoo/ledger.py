@@ -62,10 +62,11 @@ import os
 from pathlib import Path
 from typing import Mapping
 
-from hedgekit.checks import write_bytes_atomic
+from hedgekit.checks import storage_error, write_bytes_atomic
 from hedgekit.errors import InputError
 from hedgekit.paths import PACKAGE_DIR, REPO_DIR, git
 from hedgekit.zoo.specs import ModelSpec, Spec
+from hedgekit.zoo.store import find_checkpoint, is_stale, load_checkpoint, recorded_spec
 from hedgekit.zoo.url_runs import URLSpec
 
 __all__ = ["PAPERS", "GPU_TOLERANCE", "RETIRED_CODE_KEYS", "CHECKPOINT_GROUPS", "FIELDS", "LedgerConflict",
@@ -228,8 +229,6 @@ def record_checkpoint(path_or_spec, folder: str | os.PathLike | None = None, gro
     `hedgekit.zoo.find_checkpoint` finds. InputError if there is none, if it records no spec or no measures, if
     its group is not ``group`` (when given), or if it was trained with another recipe than its spec names today
     (`hedgekit.zoo.is_stale`: its code key would not describe it)."""
-    from hedgekit.zoo.store import find_checkpoint, is_stale, load_checkpoint, recorded_spec
-
     if isinstance(path_or_spec, (str, os.PathLike)):
         path = Path(path_or_spec)
         if not path.is_file():
@@ -259,8 +258,6 @@ def record_cached(specs, folder: str | os.PathLike | None = None) -> tuple[list[
     or cached here, records measures and is not yet held (`held`), e.g. a model trained by ``python -m hedgekit
     train``, inside a notebook, or on a lent GPU machine. Returns (records written, names passed over with the
     reason: no checkpoint here, no measures in it, or another recipe than its spec names today)."""
-    from hedgekit.zoo.store import find_checkpoint
-
     written, passed = [], []
     for spec in {s.name: s for s in specs}.values():
         group = CHECKPOINT_GROUPS.get(getattr(spec, "family", ""))
@@ -485,8 +482,6 @@ def _locked(folder: Path):
         folder.mkdir(parents=True, exist_ok=True)
         fd = os.open(folder, os.O_RDONLY)
     except OSError as exc:
-        from hedgekit.checks import storage_error
-
         raise storage_error(folder, exc) from exc
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

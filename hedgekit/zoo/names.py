@@ -1,4 +1,4 @@
-"""Model names, derived from a spec: one model, one name (issue 47 item 1). Examples::
+"""Model names, derived from a spec: one model, one name. Examples::
 
     hib-n2-d2-c1-beta0.0001-paper-s0        HIB MoG-1 on 2-digit MNIST, D = 2 (Oh et al. 2019, Table 1)
     point-n2-d2-hard-m1-paper-s0            a point embedding with the hard contrastive loss (eq. 1)

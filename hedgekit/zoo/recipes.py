@@ -1,5 +1,4 @@
-"""Recipes: which data and which trainer each spec uses, and the quick check a fresh model is saved with
-(issue 47 item 1).
+"""Recipes: which data and which trainer each spec uses, and the quick check a fresh model is saved with.
 
 `TRAINERS` maps a spec's family to its trainer: pairs (point, HIB: `hedgekit.training.fit` on N-digit MNIST,
 then HIB's Table 1 metrics), episodes (PN, SPE: `hedgekit.training.episodic` on N-digit MNIST or L-shapes, then
@@ -18,7 +17,10 @@ import numpy as np
 import torch
 
 from hedgekit.data import load_ndigit, make_lshapes, random_occlusion
+from hedgekit.data.fashion import load_fashion
 from hedgekit.data.ndigit import per_class_subset
+from hedgekit.data.subsets import (clean_posterior, clean_subset, long_tailed, lookalike_noise, overlay_lookalikes,
+                                   uncertainty_noise)
 from hedgekit.evaluation.episodes import evaluate_episodes
 from hedgekit.methods.pn import PN
 from hedgekit.methods.spe import SPE
@@ -51,6 +53,7 @@ def _train_pairs(spec: ModelSpec, precision: str, progress: bool, device: str,
     """Point / HIB: `hedgekit.training.fit` on N-digit MNIST (on a CUDA device, where it can, with the step captured
     as one CUDA graph: `hedgekit.training.captured.fit_captured`), then HIB's Table 1 metrics, measured on the
     training device (`hedgekit.evaluation.retrieval.table1_metrics`); the model is handed back on the CPU."""
+    # scipy and scikit-learn (through the metrics): 2.4 s of a notebook's first cell, which imports this module
     from hedgekit.evaluation.retrieval import table1_metrics
 
     cfg = trainer_config(spec, precision)
@@ -114,9 +117,6 @@ def triplet_data(spec: TripletSpec, split: str = "train") -> dict:
     ``ambiguous`` mask (`hedgekit.data.subsets.overlay_lookalikes`, clean labels); the training labels flip by
     `hedgekit.data.subsets.uncertainty_noise` under `hedgekit.data.subsets.clean_posterior` (neither clean-subset
     nor ambiguous items flip); "ambclean" is the clean subset alone."""
-    from hedgekit.data.fashion import load_fashion
-    from hedgekit.data.subsets import clean_subset, long_tailed, lookalike_noise
-
     r = spec.recipe_config()
     if spec.data == "fashion" and spec.recipe.startswith("amb"):
         a = r["amb"]
@@ -148,9 +148,6 @@ def triplet_data(spec: TripletSpec, split: str = "train") -> dict:
 def _ambiguous_fashion(split: str, fraction: float, alpha: tuple, clean_fraction: float, noise: float, power: float,
                        seed: int) -> dict:
     """`triplet_data`'s "amb" Fashion-MNIST split (computed once per process: the classifier takes ~10 s)."""
-    from hedgekit.data.fashion import load_fashion
-    from hedgekit.data.subsets import clean_posterior, clean_subset, overlay_lookalikes, uncertainty_noise
-
     ds = load_fashion("train" if split == "train" else "test")
     amb = overlay_lookalikes(ds.images, ds.labels, fraction=fraction, alpha=alpha,
                              seed=seed if split == "train" else seed + 1)
@@ -166,7 +163,7 @@ def _ambiguous_fashion(split: str, fraction: float, alpha: tuple, clean_fraction
 def _train_triplets(spec: TripletSpec, precision: str, progress: bool, device: str,
                     callback) -> tuple[EmbeddingNet, TripletConfig, History, dict]:
     """Triplet / heteroscedastic triplet (Taha et al. 2019): `hedgekit.training.triplets`, then a quick mAP."""
-    from hedgekit.evaluation.query_gallery import query_gallery_map
+    from hedgekit.evaluation.query_gallery import query_gallery_map  # scipy, scikit-learn: see _train_pairs
 
     cfg = trainer_config(spec, precision)
     data = triplet_data(spec)

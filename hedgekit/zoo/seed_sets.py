@@ -1,5 +1,4 @@
-"""Seed sets: the seeds of one pair spec trained as one stacked model, each saved as its own checkpoint (issue 50
-item 3).
+"""Seed sets: the seeds of one pair spec trained as one stacked model, each saved as its own checkpoint.
 
 Every seeded claim needs at least 3 trained seeds, and a LeNet cannot fill a GPU alone: where a step is paid for by
 its launches, ``reproduce --train-missing`` (`hedgekit.repro.pool`) trains the missing seeds of one spec together
@@ -54,6 +53,7 @@ def train_seed_set(specs: Sequence[ModelSpec], device: str = "cpu",
                    progress: bool = False) -> list[tuple[EmbeddingNet, dict]]:
     """Train the seed set ``specs`` as one stacked model on ``device`` and save each seed as `load_or_train` saves
     it (module docstring); returns (model, meta) per spec, models on ``device``, ``meta["source"]`` "trained now"."""
+    # scipy and scikit-learn (through the metrics): 2.4 s of a notebook's first cell, which imports this module
     from hedgekit.evaluation.retrieval import table1_metrics
 
     if len(specs) < 2 or any(not stackable(s) for s in specs) or len(set(map(_without_seed, specs))) != 1:

@@ -1,4 +1,4 @@
-"""Specs: what names a trained model of the kit, and the presets each spec's recipe reads (issue 47 item 1).
+"""Specs: what names a trained model of the kit, and the presets each spec's recipe reads.
 
 A spec names a trained model completely (method, data, N, D and the method's own settings, preset, seed);
 ``Spec(kind=..., ...)`` builds one, a `ModelSpec` of the kind's own type (`SPEC_TYPES`), which checks its fields
@@ -22,11 +22,14 @@ from dataclasses import asdict, dataclass
 from typing import ClassVar
 
 from hedgekit.checks import MAX_STEPS, check_count, check_margin, check_seed
+from hedgekit.data.ndigit import MAX_DIGITS
 from hedgekit.errors import InputError
 from hedgekit.methods.hib import BETA, check_beta
 from hedgekit.methods.pn import PN
 from hedgekit.methods.spe import SAMPLERS, SPE, gamma_init
-from hedgekit.nets import EmbeddingNet, model_from_config
+from hedgekit.nets import INIT_VAR, EmbeddingNet, model_from_config
+from hedgekit.nets.backbones import LSHAPE_BLOCKS
+from hedgekit.nets.embedder import MAX_COMPONENTS, MAX_DIM
 from hedgekit.training.episodic import EpisodicConfig
 from hedgekit.training.fit import TrainConfig
 from hedgekit.training.triplets import TripletConfig
@@ -204,8 +207,6 @@ class ModelSpec:
     @property
     def initial_variance(self) -> float:
         """The variance a Gaussian head starts with: `hedgekit.nets.INIT_VAR` (SPE may choose another)."""
-        from hedgekit.nets import INIT_VAR
-
         return INIT_VAR
 
     def net_config(self) -> dict:
@@ -501,9 +502,6 @@ def _log_every(steps: int) -> int:
 
 def _check_counts(spec: ModelSpec, names: tuple[str, ...]) -> None:
     """The sizes of ``spec`` within their bounds (`hedgekit.nets.embedder.check_model_size` checks the memory)."""
-    from hedgekit.data.ndigit import MAX_DIGITS
-    from hedgekit.nets.embedder import MAX_COMPONENTS, MAX_DIM
-
     bounds = {"n_digits": (MAX_DIGITS, ""), "dim": (MAX_DIM, " (the embedding dimension)"),
               "components": (MAX_COMPONENTS, " (HIB's mixture components)"), "steps": (MAX_STEPS, " (training steps)")}
     for name in names:
@@ -516,8 +514,6 @@ def build_config(head: str, dim: int, n_digits: int, components: int, init_var: 
     """`EmbeddingNet.config` without building the network (`hedgekit.nets.embedder` builders record the same):
     LeNet for N-digit MNIST, or with ``lshapes_channels`` App. A.2's conv net for L-shapes (3 x 64 x 64, one
     component, ``n_digits`` unused)."""
-    from hedgekit.nets.backbones import LSHAPE_BLOCKS
-
     init_var = float(init_var)
     if lshapes_channels is not None:
         return dict(body="conv", kind=head, dim=dim, in_channels=3, height=64, width=64, blocks=LSHAPE_BLOCKS,

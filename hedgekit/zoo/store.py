@@ -1,4 +1,4 @@
-"""The store: checkpoint I/O, provenance and staleness, and `load_or_train` for every model (issue 47 item 1).
+"""The store: checkpoint I/O, provenance and staleness, and `load_or_train` for every model.
 
 `load_or_train` looks for a spec's name among the checkpoints shipped with the package (``hedgekit/checkpoints/``),
 then in the cache (``data/checkpoints/``); if absent it trains the model (`train_spec`, with the trainer of its
@@ -30,7 +30,10 @@ from typing import Mapping
 import numpy as np
 import torch
 
+import hedgekit
 from hedgekit.checks import check_writable, resolve_device, write_bytes_atomic
+from hedgekit.data.fashion import fashion_source
+from hedgekit.data.mnist import mnist_source
 from hedgekit.data.provenance import Source, matches
 from hedgekit.errors import CheckpointError, DataNotFoundError, InputError
 from hedgekit.hardware import device_description, resolve_precision
@@ -53,8 +56,6 @@ _LEGACY_LOSS = {"vib": "soft", "contrastive": "hard"}
 
 def versions() -> dict:
     """The library versions, Python and platform a checkpoint records it was trained with."""
-    import hedgekit
-
     return {"hedgekit": hedgekit.__version__, "torch": str(torch.__version__), "numpy": str(np.__version__),
             "python": sys.version.split()[0], "platform": platform.platform()}
 
@@ -192,9 +193,6 @@ def data_source(spec: ModelSpec) -> Source | None:
     """The data ``spec`` trains on now (`hedgekit.data.mnist.mnist_source`, `hedgekit.data.fashion.fashion_source`),
     None for the generated L-shapes or when the data is not installed (nothing to compare a checkpoint with).
     InputError when the data is not what it is named (e.g. Fashion-MNIST given as MNIST)."""
-    from hedgekit.data.fashion import fashion_source
-    from hedgekit.data.mnist import mnist_source
-
     try:
         return {"ndigit": mnist_source, "fashion": fashion_source}.get(spec.data, lambda: None)()
     except DataNotFoundError:
@@ -393,6 +391,7 @@ def refresh_metrics(path: str | Path) -> dict:
     the code computes today (tests/test_shipped.py checks exactly that). A provenance sidecar
     (`write_provenance`) keeps the data record and is rewritten for the new bytes.
     """
+    # scipy and scikit-learn (through the metrics): 2.4 s of a notebook's first cell, which imports this module
     from hedgekit.evaluation.retrieval import table1_metrics
 
     model, meta = load_checkpoint(path)

@@ -2,10 +2,12 @@
 staleness and load-or-train.
 
 What a run is (its methods, budgets, config, model, folder and trainer) is defined by the URL paper,
-`hedgekit.papers.url.recipe`, which this module imports where a run is first checked or used (`_recipe`): an explicit
-import, the one way the store reaches a paper (tests/test_imports.py), so that ``from hedgekit.zoo import URLSpec``
-works with nothing else imported (issue 47). That module imports nothing of the store, and the benchmark
-(`hedgekit.papers.url.benchmark`), which runs the runs through the store, is above both: no import circle.
+`hedgekit.papers.url.recipe`, which hands itself to the store when it is imported (`register_url_runs`): the
+store imports no paper (tests/test_imports.py), the paper builds on the store. A `URLSpec` is checked and used
+through what was registered (`URL_RUN_FUNCTIONS`, looked up at each call, so that what a test replaces on the
+recipe is what the store uses); before the URL paper is imported, building one is refused with an InputError that
+says what to import. The benchmark (`hedgekit.papers.url.benchmark`), which runs the runs through the store, imports
+the recipe, and so does every entry point that builds URL runs.
 
 A `URLSpec` names a run (``url-ce-converged-s0``); the store's `find_checkpoint`, `is_stale` and `load_or_train`
 (`hedgekit.zoo.store`) hand a URL run to `find_url_run`, `url_run_is_stale` and `load_or_train_url` here.
@@ -35,14 +37,31 @@ from hedgekit.zoo.names import URL_KIND, url_run_name
 URL_FORMAT = "hedgekit-url-run: <method>-s<seed>.json record with weights_sha256 + .pt weights"
 
 
-def _recipe():
-    """`hedgekit.papers.url.recipe`, which defines what a URL run is. Imported here, when a run is first checked or
-    used, not at the store's import (importing it runs ``hedgekit.papers.url``'s package, whose benchmark builds on
-    the store); its functions are looked up on the module at each call, so that what a test replaces there is what
-    the store uses."""
-    from hedgekit.papers.url import recipe
+# What the definition of the URL runs provides (`register_url_runs`): the names the store calls on it
+URL_RUN_FUNCTIONS = ("check_methods", "resolve_budget", "run_config", "build_run_model", "cache_root", "train_run")
+_definition = None  # what `register_url_runs` was handed; None until the URL paper is imported
 
-    return recipe
+
+def register_url_runs(definition) -> None:
+    """Tell the store what a URL run is: ``definition`` (a module, or any object) has `URL_RUN_FUNCTIONS`:
+    ``check_methods(methods)``, ``resolve_budget(budget)``, ``run_config(budget, method)``,
+    ``build_run_model(method, seed, budget)``, ``cache_root()`` and ``train_run(spec, progress=, device=)``. The URL
+    paper's `hedgekit.papers.url.recipe` calls it when it is imported; a later call replaces the earlier one.
+    InputError naming what ``definition`` lacks."""
+    global _definition
+    missing = [name for name in URL_RUN_FUNCTIONS if not callable(getattr(definition, name, None))]
+    if missing:
+        raise InputError(f"a definition of URL runs needs {', '.join(URL_RUN_FUNCTIONS)}; "
+                         f"{definition!r} lacks {', '.join(missing)}")
+    _definition = definition
+
+
+def _recipe():
+    """What `register_url_runs` was handed; InputError saying what to import when nothing was."""
+    if _definition is None:
+        raise InputError("the store knows URL runs only once the URL paper has defined them: import "
+                         "hedgekit.papers.url.recipe (or hedgekit.papers.url.benchmark) first")
+    return _definition
 
 
 @dataclass(frozen=True)

@@ -389,7 +389,7 @@ def test_ndigitset_api(train2):
 @pytest.mark.parametrize(
     "args, match",
     [((2, "valid"), "split must be one of"), ((0, "train"), "n_digits"), ((2, "train", -1), "seed"),
-     ((True, "test_seen"), r"n_digits must be an integer in 1..6, got True"),  # a bool is no count (issue 45)
+     ((True, "test_seen"), r"n_digits must be an integer in 1..6, got True"),  # a bool is no count
      ((np.True_, "test_seen"), "n_digits must be an integer"), ((2, "test_seen", False), "seed must be")],
 )
 def test_load_ndigit_bad_args(args, match):
@@ -428,7 +428,7 @@ def test_per_class_subset_keeps_at_most_per_class_of_every_class():
     assert len(per_class_subset(test, 10_000)) == len(test)  # more than a class holds: all of it
 
 
-# ---------------------------------------------------------------- conventions (issue 16)
+# ----------------------------------------------------------------------------- conventions
 
 
 def arrays_hash(data):
@@ -515,7 +515,7 @@ def test_load_ndigit_rejects_unknown_conventions(options, match):
         load_ndigit(2, "test_seen", **options)
 
 
-# ---------------------------------------------------------------- hardening (issue 14)
+# ------------------------------------------------------------------------------- hardening
 
 
 def test_tampered_but_well_formed_cache_is_detected_and_rebuilt(tmp_path, monkeypatch):

@@ -1,4 +1,4 @@
-"""Tests of hedgekit.data.occlusion's box sides (issue 16): "inclusive" {0..28} (the papers', HIB App. A with
+"""Tests of hedgekit.data.occlusion's box sides: "inclusive" {0..28} (the papers', HIB App. A with
 SPE App. E's zero sides) and "positive" {1..28}, against closed forms by Monte Carlo. The box geometry,
 `occlude` and `clip_box` are tested in test_ndigit.py."""
 import hashlib

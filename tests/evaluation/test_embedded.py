@@ -24,7 +24,7 @@ def test_embed_set_shapes_and_eta(tiny_ndigit):
 
 
 def test_embed_set_refuses_every_kind_of_bad_images(bad_images):
-    """Issue 14: numpy arrays and lists of pixels are accepted (data sets are numpy); the rest is refused,
+    """Numpy arrays and lists of pixels are accepted (data sets are numpy); the rest is refused,
     including an empty set (nothing to embed: an InputError rather than an empty EmbeddedSet)."""
     from types import SimpleNamespace
 

@@ -279,7 +279,7 @@ def test_recall_at_1_metrics_vs_brute_force(rng, metric):
     r1, correct = M.recall_at_1(torch.tensor(emb), labels, chunk=32, metric=metric)
     np.testing.assert_array_equal(correct, brute_force_recall_at_1(emb, labels, metric))
     assert 0 < r1 < 1
-    if metric == "cosine":  # the default: the URL benchmark's (issue 49 item 3)
+    if metric == "cosine":  # the default: the URL benchmark's
         np.testing.assert_array_equal(correct, M.recall_at_1(emb, labels)[1])
     else:
         assert not np.array_equal(correct, M.recall_at_1(emb, labels)[1])
@@ -454,7 +454,7 @@ def test_adjacency_errors():
 
 @pytest.mark.parametrize("k", [-1, 0, 2.5, 3.0, True, None, "3", 31], ids=repr)
 def test_topk_neighbours_refuses_bad_k(k):
-    """Issue 14: top_k = -1 used to return n - 1 rows; any k that is not an integer in [1, n_gallery] is refused."""
+    """top_k = -1 used to return n - 1 rows; any k that is not an integer in [1, n_gallery] is refused."""
     scores = torch.as_tensor(np.random.default_rng(0).normal(size=(5, 30)))
     score = lambda idx: scores[idx]  # noqa: E731
     with pytest.raises(InputError, match="k must be an integer >= 1|k=31 is larger than the gallery"):

@@ -356,7 +356,7 @@ GPU_MODEL = "hib-n2-d2-c1-beta0.0001-paper-s0"
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_table1_on_cuda_reproduces_the_recorded_metrics_within_5_s():
-    """Issue 37: a shipped paper HIB model's Table 1 on 10k images, on the GPU end to end, gives the numbers
+    """A shipped paper HIB model's Table 1 on 10k images, on the GPU end to end, gives the numbers
     recorded on the CPU (the keys tests/test_shipped.py checks, within 1e-4) in <= 5 s (after a warm-up on a
     few images: CUDA's start-up is not timed). var_ratio (~351) is compared to 1e-6 relative: 1e-4 absolute
     would be 3e-7 relative, finer than two float32 forward passes agree (docs/speed.md, "Evaluation on a GPU")."""

@@ -248,7 +248,7 @@ class TestInputs:
 
     @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
     def test_image_from_drawing_refuses_non_finite_pixels(self, bad):
-        drawing = np.full((200, 400), bad)  # a NaN background gave an all-black image (issue 45 item 8)
+        drawing = np.full((200, 400), bad)  # a NaN background gave an all-black image
         drawing[40:160, 90:110] = 255.0
         with pytest.raises(InputError, match=r"the drawing has 77600 NaN or infinite values; pixels must be finite"):
             inputs.image_from_drawing(drawing)

@@ -89,7 +89,7 @@ class TestAnalyse:
 
 @pytest.mark.parametrize("top_k", [-1, 0, 2.0, True, None, "5"], ids=repr)
 def test_analyse_refuses_a_bad_top_k(untrained, top_k):
-    """Issue 14: top_k = -1 listed all classes but one (69 rows); any top_k that is not an integer >= 1 is refused,
+    """top_k = -1 listed all classes but one (69 rows); any top_k that is not an integer >= 1 is refused,
     and one larger than the table lists every class once."""
     model = untrained()
     table = centroids.CentroidTable(np.arange(4), np.random.default_rng(0).normal(size=(4, 2)).astype(np.float32),
@@ -101,7 +101,7 @@ def test_analyse_refuses_a_bad_top_k(untrained, top_k):
 
 
 def test_one_analysis_checks_and_applies_its_boxes_once(untrained, monkeypatch):
-    """Issue 47 item 5: the box walks page -> model_view -> analyse -> model_input -> check_boxes, occlude -> model;
+    """The box walks page -> model_view -> analyse -> model_input -> check_boxes, occlude -> model;
     check_boxes and occlude run once per analysis (they ran twice: the covered fraction checked and occluded again),
     and the covered fraction is that of the union of the boxes (56 + 28 - 2 of 28 x 56 pixels)."""
     calls = []

@@ -73,11 +73,11 @@ class TestRetrieval:
             retrieval.retrieval_gallery(het, test, n_images=10**6)
 
     def test_trained_or_fast(self, monkeypatch):
-        from hedgekit import zoo
+        from hedgekit.interactive import models
 
-        monkeypatch.setattr(zoo, "find_checkpoint", lambda spec: None)
+        monkeypatch.setattr(models, "find_checkpoint", lambda spec: None)
         assert retrieval.retrieval_spec(DIM, "paper").preset == "fast"
-        monkeypatch.setattr(zoo, "find_checkpoint", lambda spec: "somewhere.pt")
+        monkeypatch.setattr(models, "find_checkpoint", lambda spec: "somewhere.pt")
         spec = retrieval.retrieval_spec(DIM, "paper")
         assert spec.preset == "paper" and spec.kind == "het" and spec.dim == DIM
         with pytest.raises(InputError, match="dim"):

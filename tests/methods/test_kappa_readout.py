@@ -1,4 +1,4 @@
-"""kappa is read as the paper reads it (issue 49 item 2): certainty, so u(x) = 1 / kappa(x) (URL sec. 4.1,
+"""kappa is read as the paper reads it: certainty, so u(x) = 1 / kappa(x) (URL sec. 4.1,
 "kappa(x) =: 1/u(x)"; the official code, github.com/mkirchhof/url, ``timm/loss``: ``kappa = 1 / unc``), for every
 vMF head: MCInfoNCE (both heads), ELK, nivMF and HIB.
 

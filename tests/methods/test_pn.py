@@ -44,14 +44,14 @@ def test_head_uses_embedding_means_and_its_loss_is_the_cross_entropy():
 
 
 def test_head_takes_no_sampler_arguments():
-    """A PN is deterministic: it takes no sampler, sample count or generator (issue 47 item 3)."""
+    """A PN is deterministic: it takes no sampler, sample count or generator."""
     for method in (PN.log_posterior, PN.loss):
         assert not {"sampler", "n_samples", "generator"} & set(inspect.signature(method).parameters)
 
 
 def test_input_errors():
     """An episode is checked where it enters, by the head (labels: `hedgekit.checks.check_episode_labels`) and the
-    `Embedding` (values); `pn_prototypes` and `pn_log_posterior` only compute eq. 1 and 2 (issue 47 item 3)."""
+    `Embedding` (values); `pn_prototypes` and `pn_log_posterior` only compute eq. 1 and 2."""
     z, pn = torch.randn(6, 2), PN()
     support, query = Embedding.point(z), Embedding.point(z[:3])
     with pytest.raises(InputError, match="at least one support item"):

@@ -51,7 +51,7 @@ def test_contract(name):
 @pytest.mark.parametrize("name", sorted(METHODS))
 def test_bad_features(name):
     """The features are checked where they enter (``forward``); labels where training starts
-    (tests/training/test_upstream.py), not in the losses (issue 47 item 3)."""
+    (tests/training/test_upstream.py), not in the losses."""
     method = build_method(name, FEAT, CLASSES, DIM)
     with pytest.raises(InputError, match=rf"\(B, {FEAT}\)"):
         method(torch.randn(3, FEAT + 1))

@@ -213,7 +213,7 @@ def test_gradients_flow_to_body_head_and_match():
 
 
 def test_forward_and_embed_refuse_every_kind_of_bad_image_batch(bad_images):
-    """Issue 14: 0..255 floats, 1e30, NaN/inf, wrong dtypes and shapes, an empty batch: a clear InputError."""
+    """0..255 floats, 1e30, NaN/inf, wrong dtypes and shapes, an empty batch: a clear InputError."""
     model = build_model("hib", n_digits=2)
     for name, _what, x, match in bad_images((1, 28, 56)):
         with pytest.raises(InputError, match=match):

@@ -1,4 +1,4 @@
-"""The forest plot of a verdict (issue 46 item 3), checked against a constructed table of claims."""
+"""The forest plot of a verdict, checked against a constructed table of claims."""
 from __future__ import annotations
 
 import math

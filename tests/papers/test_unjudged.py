@@ -9,8 +9,8 @@ import pytest
 
 from hedgekit.papers import unjudged as U
 from hedgekit.papers.verdict import COUNTED
+from hedgekit.paths import notebook_dir
 from hedgekit.repro import results as R
-from hedgekit.repro.reproduce import notebook_dir
 
 SPE_SETTINGS = ((2, 2), (2, 3), (3, 2), (3, 3))
 

@@ -29,7 +29,7 @@ def test_verdict_rendering_and_noise():
     assert "| ❌ | c | 1 | 2 | because |" in md
     assert V.binomial_se_diff(0.5, 100, 0.5, 100) == pytest.approx(math.sqrt(0.005))
     # HIB's claims (Tables 1 and 5 on evaluation repeats, the binomial noise of KNN) are tested as rows of its claims
-    # table in tests/papers/hib/test_claims.py (issue 46)
+    # table in tests/papers/hib/test_claims.py
 
 
 def test_training_seconds_are_cpu_seconds_only_where_every_model_trained_on_a_cpu():
@@ -146,7 +146,7 @@ def test_an_interval_bound_near_zero_shows_its_sign_with_more_decimals(band):
     assert "our 95% interval [-0.0001, +0.136] (" in text, text
 
 
-# ------------------------------------------------------------------ issue 46: the rules, ties at a bound, wording
+# ----------------------------------------------------------------------- the rules, ties at a bound, wording
 @dataclass(frozen=True)
 class Fixed(V.Effect):
     """An effect whose 95% interval is given exactly, so that its ends can sit at, or one ulp off, a bound."""
@@ -331,7 +331,7 @@ def test_fmt_reads_any_non_finite_scalar_as_n_a():
     assert V.fmt(np.float64(0.1234), 2, signed=True) == "+0.12" and V.fmt(3) == "3"
 
 
-# ------------------------------------------------------------------ issue 46 item 1: claims as data, one engine
+# -------------------------------------------------------------------------- claims as data, one engine
 def _row(kind=V.SIZE, measure=lambda m: m, **kw):
     kw.setdefault("paper", 2.0)
     kw.setdefault("band", V.factor_band if kind in V.COUNTED else None)

@@ -76,3 +76,12 @@ def test_an_audit_of_an_empty_ledger_or_a_seed_without_audit_is_refused(tmp_ledg
     assert "holds no record that retraining can re-measure" in capsys.readouterr().err
     assert cli.main(["reproduce", "--audit-seed", "2"]) == 2
     assert "--audit-seed applies to --audit K" in capsys.readouterr().err
+
+
+def test_only_draws_among_the_selected_notebooks_models(retrain, capsys):
+    """The point-fast records belong to no notebook's full-mode models: an audit of 08's finds none to draw; an audit
+    without --only draws among all of them."""
+    retrain(knn=0.83)
+    assert cli.main(["reproduce", "--audit", "1", "--audit-seed", "3", "--only", "08"]) == 2
+    assert "holds no record that retraining can re-measure" in capsys.readouterr().err
+    assert cli.main(["reproduce", "--audit", "1", "--audit-seed", "3"]) == 0

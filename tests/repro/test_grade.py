@@ -14,9 +14,9 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from hedgekit.cli import main
 from hedgekit.errors import InputError
+from hedgekit.paths import notebook_dir
 from hedgekit.repro.exercise_plan import exercises, plan_exercises
 from hedgekit.repro.grade import Graded, format_class, format_table, grade_notebook
-from hedgekit.repro.reproduce import notebook_dir
 from hedgekit.repro.students import student_notebook, write_students
 
 EX = {"tags": ["exercise"]}

@@ -312,7 +312,7 @@ def test_results_refuses_the_notebook_a_real_interrupted_run_leaves(tmp_path, mo
     it leaves is refused by `results` with exit 2 and its name, with its injected-parameters cell and, once that
     is dropped, by its code cells that never ran."""
     from hedgekit.cli import main
-    from hedgekit.repro import reproduce
+    from hedgekit.repro import reproduce, results
 
     _fixture_notebook(tmp_path / "in.ipynb", [SLOW_CELL, "print('never')"])
     partial, marker = tmp_path / "07_partial.ipynb", tmp_path / "kernel.pid"
@@ -324,7 +324,7 @@ def test_results_refuses_the_notebook_a_real_interrupted_run_leaves(tmp_path, mo
     below, _out, _err = _stop(proc, signal.SIGINT)
     _no_survivor(below)
     monkeypatch.setattr(reproduce, "NOTEBOOKS", {"x": [partial.name]})
-    monkeypatch.setattr(reproduce, "notebook_dir", lambda: tmp_path)
+    monkeypatch.setattr(results, "notebook_dir", lambda: tmp_path)
     assert main(["results", "--out", str(tmp_path / "results.md")]) == 2
     err = capsys.readouterr().err
     assert "07_partial.ipynb is a partial run: cell 3 is papermill's injected-parameters cell" in err

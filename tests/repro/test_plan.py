@@ -37,7 +37,8 @@ def stand_ins(tmp_ledger, tmp_path, monkeypatch):
         monkeypatch.setattr(paper.experiments, "notebook_specs", lambda nb, fast: [])
     monkeypatch.setattr(models, "expected_train_seconds", lambda spec: 60 * minutes(spec))
     cached = {A[0].name}
-    monkeypatch.setattr(zoo, "find_checkpoint", lambda spec: tmp_path / "x.pt" if spec.name in cached else None)
+    for module in (PL, P, R):  # where it is called
+        monkeypatch.setattr(module, "find_checkpoint", lambda spec: tmp_path / "x.pt" if spec.name in cached else None)
     tmp_ledger(A[1], {"knn_clean": 0.5})
     now = [0.0]
     monkeypatch.setattr(P, "clock", lambda: now[0])

@@ -11,7 +11,6 @@ import pytest
 from hedgekit import cli
 from hedgekit.papers import verdict as V
 from hedgekit.repro import render_checks as RS
-from hedgekit.repro import reproduce as R
 from hedgekit.repro import results
 
 ROWS = [V.Row("gap", "A beats B", "Table 1", V.SIZE, lambda m: m["gap"], paper=2.0, band=V.factor_band,
@@ -52,8 +51,8 @@ def repo(tmp_path, monkeypatch):
     nbformat.write(_notebook([2.0, 2.1, 1.9]), str(path))
     _git(tmp_path, "add", ".")
     _git(tmp_path, "commit", "-q", "-m", "render on 3 seeds")
-    monkeypatch.setattr(R, "notebook_dir", lambda: tmp_path / "notebooks")
-    monkeypatch.setattr(R, "select", lambda only=None, registry=None: ["07_test.ipynb"])
+    monkeypatch.setattr(results, "notebook_dir", lambda: tmp_path / "notebooks")
+    monkeypatch.setattr(results, "select", lambda only=None, registry=None: ["07_test.ipynb"])
     monkeypatch.setattr(results, "generate", lambda unjudged=(): "generated\n")
     return path
 

@@ -16,6 +16,7 @@ from hedgekit import cli  # noqa: E402
 from hedgekit.repro import pool as P  # noqa: E402
 from hedgekit.repro import reproduce as R  # noqa: E402
 from hedgekit.errors import InputError  # noqa: E402
+from hedgekit.paths import notebook_dir  # noqa: E402
 from hedgekit.repro.report import Report, dataframe_markdown, read_manifest, slug  # noqa: E402
 from hedgekit.repro.summary import write_summary  # noqa: E402
 
@@ -59,7 +60,7 @@ def test_registry_and_selection():
     with pytest.raises(InputError, match="not a group"):
         R.select("nope", reg)
     for nb in R.NOTEBOOKS["hib"]:
-        assert (R.notebook_dir() / nb).is_file(), nb
+        assert (notebook_dir() / nb).is_file(), nb
 
 
 def test_register(monkeypatch):
@@ -595,7 +596,6 @@ def test_ctrl_c_during_parallel_training_stops_the_workers_and_propagates(monkey
     """Ctrl-C while `train_missing --jobs 2` waits: every worker process is terminated (all at once, then each waited
     for), and the KeyboardInterrupt reaches the command's handler (`hedgekit.commands.run_command`) naming the models
     the workers held and the one not started."""
-    from hedgekit import zoo
     from hedgekit.zoo import Spec
 
     calls = []
@@ -614,7 +614,7 @@ def test_ctrl_c_during_parallel_training_stops_the_workers_and_propagates(monkey
             calls.append("end")
 
     monkeypatch.setattr(P, "_Worker", Training)
-    monkeypatch.setattr(zoo, "find_checkpoint", lambda spec: None)
+    monkeypatch.setattr(P, "find_checkpoint", lambda spec: None)
     monkeypatch.setattr(P, "job_limit", lambda: (2, "2 usable cores"))
     specs = [("02", Spec(kind="hib", preset="fast", seed=s)) for s in (0, 1, 2)]
     with pytest.raises(KeyboardInterrupt) as interrupt:
@@ -744,8 +744,6 @@ def test_on_a_launch_bound_device_a_specs_seeds_train_as_one_job_unless_one_by_o
     stand-in that records its sets); ``--one-by-one`` trains each alone, as the CPU always does."""
     import torch
 
-    from hedgekit.zoo import seed_sets
-
     sets = []
 
     def stacked(specs, device):
@@ -753,7 +751,7 @@ def test_on_a_launch_bound_device_a_specs_seeds_train_as_one_job_unless_one_by_o
         return [_fake_load_or_train(s, progress=False, device=device) for s in specs]
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # what a GPU machine says; nothing touches CUDA
-    monkeypatch.setattr(seed_sets, "train_seed_set", stacked)
+    monkeypatch.setattr(P, "train_seed_set", stacked)
     calls = fake_zoo({"01_a.ipynb": [901, 902], "02_b.ipynb": [902, 903, 904]})
     assert cli.main(["reproduce", "--train-missing", "--fast", "--only", "01"]) == 0
     assert sets == [(["point-n2-d2-fast-s901", "point-n2-d2-fast-s902"], "cuda")]

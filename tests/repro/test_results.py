@@ -12,7 +12,8 @@ from hedgekit.papers.hib import numbers as hib
 from hedgekit.papers.spe import numbers as spe
 from hedgekit.repro import results as R
 from hedgekit.repro.rendered import partial_run, verdict_blocks
-from hedgekit.repro.reproduce import notebook_dir, select
+from hedgekit.paths import notebook_dir
+from hedgekit.repro.reproduce import select
 
 MARKS = {"✅": 0, "❌": 1, "–": 2}
 
@@ -160,13 +161,13 @@ def test_the_extra_columns_are_read_from_each_verdicts_tally_line():
     assert R.extras(no_conditions) == (2, 1, 4, 0)
 
 
-# ----------------------------------------------------------- partial runs are refused (issue 45, item 4)
+# ---------------------------------------------------------------------------- partial runs are refused
 def _point_results_at(monkeypatch, folder, names):
     """`python -m hedgekit results` reads ``names`` in ``folder`` instead of the committed notebooks."""
     from hedgekit.repro import reproduce
 
     monkeypatch.setattr(reproduce, "NOTEBOOKS", {"x": list(names)})
-    monkeypatch.setattr(reproduce, "notebook_dir", lambda: folder)
+    monkeypatch.setattr(R, "notebook_dir", lambda: folder)
 
 
 def _unrun_from(nb, index: int):
@@ -178,7 +179,7 @@ def _unrun_from(nb, index: int):
 
 
 def test_a_crafted_partial_notebook_is_refused_by_name_with_exit_2(tmp_path, monkeypatch, capsys):
-    """The fault of issue 45: notebook 02 with 9 of its code cells run was published ("fast, 0 matched") with exit
+    """The fault this guards against: notebook 02 with 9 of its code cells run was published ("fast, 0 matched") with exit
     0. Now the command names it, says why, exits 2 and writes nothing; the complete notebooks still render."""
     import shutil
 

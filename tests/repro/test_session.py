@@ -60,7 +60,6 @@ def test_the_device_parameter_is_where_a_missing_model_trains_and_the_model_come
     import torch
 
     from hedgekit.errors import InputError
-    from hedgekit.interactive import models
     from hedgekit.repro.report import read_manifest
     from hedgekit.zoo import Spec
 
@@ -78,7 +77,7 @@ def test_the_device_parameter_is_where_a_missing_model_trains_and_the_model_come
         return model, {"source": "trained now", "path": "", "train_config": {"steps": 3}, "train_seconds": 1.0,
                        "device": f"{model.where} (as train_spec records it)"}
 
-    monkeypatch.setattr(models, "load_model", fake_load_model)
+    monkeypatch.setattr("hedgekit.repro.session.load_model", fake_load_model)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # a GPU machine, as far as auto can tell
     s = Session("08_het_triplet_retrieval")
     s.configure(fast=True, device="auto", report_dir=str(tmp_path))
@@ -102,8 +101,6 @@ def test_cached_meta_trains_nothing_and_records_only_what_it_found(monkeypatch, 
     missing one gives None and trains nothing."""
     import torch
 
-    from hedgekit import zoo
-    from hedgekit.interactive import models
     from hedgekit.zoo import Spec
 
     found, missing = Spec(kind="point", preset="fast", seed=1), Spec(kind="point", preset="fast", seed=2)
@@ -114,8 +111,9 @@ def test_cached_meta_trains_nothing_and_records_only_what_it_found(monkeypatch, 
         return torch.nn.Linear(1, 1), {"source": "cache", "path": "", "train_config": {"steps": 3},
                                        "train_seconds": 1.0, "metrics": {"seed": spec.seed}}
 
-    monkeypatch.setattr(models, "load_model", fake_load_model)
-    monkeypatch.setattr(zoo, "find_checkpoint", lambda spec: tmp_path / "x.pt" if spec == found else None)
+    monkeypatch.setattr("hedgekit.repro.session.load_model", fake_load_model)
+    monkeypatch.setattr("hedgekit.repro.session.find_checkpoint",
+                        lambda spec: tmp_path / "x.pt" if spec == found else None)
     s = Session("04_known_unknowns")
     s.configure(fast=False, report_dir=str(tmp_path))
     assert s.cached_meta(missing) is None and loaded == [] and s.checkpoints == []
@@ -129,11 +127,10 @@ def test_cached_meta_stands_the_ledgers_record_in_for_a_checkpoint_not_on_this_m
                                                                                       tmp_path):
     """No checkpoint (an empty HEDGEKIT_DATA) but a ledger record: its measures as a checkpoint's metadata, listed in
     the header with source "ledger"; nothing is loaded or trained."""
-    from hedgekit.interactive import models
     from hedgekit.zoo import Spec
 
     monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path / "data"))
-    monkeypatch.setattr(models, "load_model", lambda *a, **k: pytest.fail("nothing is loaded or trained"))
+    monkeypatch.setattr("hedgekit.repro.session.load_model", lambda *a, **k: pytest.fail("nothing is loaded or trained"))
     spec, absent = Spec(kind="point", preset="paper", seed=7), Spec(kind="point", preset="paper", seed=8)
     rec = tmp_ledger(spec, {"knn_corrupt": 0.71, "tau_ap_clean": None, "eval_images": 10_000}, device="cpu")
     s = Session("04_known_unknowns")
@@ -150,7 +147,6 @@ def test_cached_meta_stands_the_ledgers_record_in_for_a_checkpoint_not_on_this_m
 def test_a_loaded_checkpoint_that_disagrees_with_the_ledger_is_refused(tmp_ledger, monkeypatch, tmp_path):
     import torch
 
-    from hedgekit.interactive import models
     from hedgekit.zoo import Spec, ledger
 
     spec = Spec(kind="point", preset="fast", seed=1)
@@ -161,7 +157,7 @@ def test_a_loaded_checkpoint_that_disagrees_with_the_ledger_is_refused(tmp_ledge
         return torch.nn.Linear(1, 1), {"source": "cache", "path": "", "train_config": {"steps": 3},
                                        "metrics": {"knn_corrupt": knn["value"]}, "eval_images": 2000}
 
-    monkeypatch.setattr(models, "load_model", fake_load_model)
+    monkeypatch.setattr("hedgekit.repro.session.load_model", fake_load_model)
     s = Session("04_known_unknowns")
     s.configure(fast=True, report_dir=str(tmp_path))
     s.model(spec)  # agrees with the ledger

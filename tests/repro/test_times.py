@@ -1,5 +1,5 @@
 """Tests of hedgekit.repro.times: the kit's time table from train.json and run.json, and the marked section of
-another file that ``--times-to`` replaces (issue 50 item 4)."""
+another file that ``--times-to`` replaces."""
 import json
 
 import pytest

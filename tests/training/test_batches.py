@@ -1,4 +1,4 @@
-"""Tests of hedgekit.training.batches and the device-resident training step (issue 37).
+"""Tests of hedgekit.training.batches and the device-resident training step.
 
 Oracles: a brute-force per-pixel occlusion, the batch the trainers built before (float conversion first, then
 the occlusion), and a count of the host synchronisations a training step asks for. A synchronisation is a

@@ -9,7 +9,7 @@ from hedgekit.training.episodic import EpisodicConfig, fit_episodic
 
 
 def test_fit_episodic_refuses_every_kind_of_bad_training_images(bad_images):
-    """Issue 14: the episodic trainer checks its images like `fit` (numpy / lists are converted, so not refused)."""
+    """The episodic trainer checks its images like `fit` (numpy / lists are converted, so not refused)."""
     cfg = EpisodicConfig(steps=1, n_classes=2, k_support=1, query_per_class=1)
     for name, what, x, match in bad_images((1, 28, 28), n=4):
         if what == "type":

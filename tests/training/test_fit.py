@@ -193,7 +193,7 @@ def test_divergence_through_weights_raises_floating_point_error(data):
         (dict(beta=float("nan")), "TrainConfig.beta must be a finite number"),
         (dict(beta=float("inf")), "TrainConfig.beta must be a finite number"),
         (dict(beta=1e308), r"TrainConfig.beta, the KL weight of HIB eq. 8, must be <= 1e\+06; got 1e\+308"),
-        (dict(beta=1.000001e6), "the KL weight of HIB eq. 8, must be <= 1e"),  # issue 45 item 8: not "learning rate"
+        (dict(beta=1.000001e6), "the KL weight of HIB eq. 8, must be <= 1e"),  # not "learning rate"
         (dict(per_class=1), "TrainConfig.per_class must be an integer >= 2"),
         (dict(classes_per_batch=-2), "TrainConfig.classes_per_batch must be an integer >= 2"),
         # one class: no non-matching pair for the all-pairs losses (HIB eq. 8, eq. 1); formerly refused by the losses
@@ -216,7 +216,7 @@ def test_train_config_rejects_bad_values(kwargs, match):
 @pytest.mark.parametrize("k", [0, -1, 2.5, 8.0, True, None, "8"], ids=repr)
 def test_bad_k_is_refused_by_the_config_and_by_the_sampler(k):
     """K enters through `TrainConfig` (what `fit` hands the HIB losses) or, for a loss called by hand, through
-    `Embedding.sample`; the losses themselves only compute eq. 5 / 8 (issue 47 item 3)."""
+    `Embedding.sample`; the losses themselves only compute eq. 5 / 8."""
     with pytest.raises(InputError, match="TrainConfig.k must be an integer >= 1"):
         TrainConfig(k=k)
     with pytest.raises(InputError, match=r"k \(samples per input\) must be an integer >= 1"):
@@ -278,7 +278,7 @@ def test_bench_reports_the_preset_budget(capsys):
 
 
 def test_fit_refuses_every_kind_of_bad_training_images(data, bad_images):
-    """Issue 14: `fit` checks the whole training set before the first step (0..255 floats would train)."""
+    """`fit` checks the whole training set before the first step (0..255 floats would train)."""
     model = build_model("point", n_digits=2)
     cfg = TrainConfig(steps=1, classes_per_batch=2, per_class=2)
     for name, _what, x, match in bad_images((1, 28, 56), n=4):

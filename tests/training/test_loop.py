@@ -1,4 +1,4 @@
-"""Tests of hedgekit.training.loop: the shared loop leaves every trainer's numbers as they were (issue 47 item 2),
+"""Tests of hedgekit.training.loop: the shared loop leaves every trainer's numbers as they were,
 and what `Loop` does around a trainer's step (seeding, device, refusal under torchrun, hand-back).
 
 The oracle of the first test is the trainers before the refactor. Each run below (5 steps on small synthetic

@@ -1,6 +1,6 @@
 """Tests of hedgekit.training.triplets: tiny seeded triplet fits (eq. 11 and the vanilla baseline), determinism,
 what the variances do, and the input and config errors: TripletConfig and fit_triplets are the entry points that
-check what the triplet losses take (issue 47 item 3; the losses themselves compute their equations unchecked).
+check what the triplet losses take (the losses themselves compute their equations unchecked).
 
 Data: 4 classes of 28 x 28 images, one Gaussian blob per class in its own quadrant plus pixel noise. The
 classes separate within ~30 steps, after which every mined L_tri is small and eq. 11's optimum e^s = L_tri

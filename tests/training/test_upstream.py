@@ -75,7 +75,7 @@ def test_augment_gets_the_batch_as_stored_and_the_backbone_floats_in_unit_range(
 
 def test_labels_are_checked_once_when_training_starts():
     """The labels' dtype, shape and range against the head's n_classes are refused before any step (the losses no
-    longer check them, issue 47 item 3); int32 labels train exactly as int64 ones."""
+    longer check them); int32 labels train exactly as int64 ones."""
     x, y = torch.rand(12, 1, 2, 2), torch.arange(3).repeat(4)
     cfg = UpstreamConfig(steps=2, classes_per_batch=2, per_class=2)
     model = UpstreamModel(nn.Flatten(), build_method("ce", 4, 3, embed_dim=2))
@@ -124,7 +124,7 @@ def test_predict_concatenates_batches_in_eval_mode():
 
 @pytest.mark.parametrize("name", ["infonce_2v", "mcinfonce_2v"])
 def test_an_unsupervised_heads_loss_gets_labels_none(name, monkeypatch):
-    """The entry point withholds the labels (the loss does not refuse them; issue 47 item 3): every step hands an
+    """The entry point withholds the labels (the loss does not refuse them): every step hands an
     unsupervised head's loss labels=None and the 2B = 12 views of its 6 images."""
     head = build_method(name, 16, 4, embed_dim=3)
     calls, loss = [], head.loss
@@ -157,7 +157,7 @@ def test_unsupervised_heads_never_see_a_label():
 
 def test_watch_rows_measure_u_and_kappa_without_changing_the_training():
     """watch=(x, y) adds `watch_row` to every logged row: the spread of u(x) and kappa(x) and R@1 / R-AUROC on the
-    watched images (issue 49 item 2); the losses and weights are those of the same run unwatched."""
+    watched images; the losses and weights are those of the same run unwatched."""
     x, y = torch.rand(40, 1, 4, 4), torch.arange(4).repeat(10)
     cfg = UpstreamConfig(steps=4, classes_per_batch=2, per_class=3, log_every=2)
     runs = []

@@ -98,8 +98,8 @@ def proto_sandbox(tmp_path, monkeypatch):
 
 @pytest.fixture
 def url_defined():
-    """The URL benchmark; what a run is, `hedgekit.papers.url.recipe` (which `hedgekit.zoo.url_runs` imports where a
-    run is used), is re-exported by it."""
+    """The URL benchmark; what a run is, `hedgekit.papers.url.recipe` (which registers itself with the store when
+    imported: `hedgekit.zoo.url_runs.register_url_runs`), is re-exported by it."""
     from hedgekit.papers.url import benchmark
 
     return benchmark

@@ -28,11 +28,11 @@ def test_triplet_data_noisy_and_clean_fashion(monkeypatch):
     and records the truth; the clean recipe is exactly the clean subset."""
     from types import SimpleNamespace
 
-    import hedgekit.data.fashion as fashion
+    from hedgekit.zoo import recipes
 
     rng = np.random.default_rng(0)
     fake = SimpleNamespace(images=rng.integers(0, 255, (4000, 28, 28), dtype=np.uint8), labels=np.arange(4000) % 10)
-    monkeypatch.setattr(fashion, "load_fashion", lambda split="train": fake)
+    monkeypatch.setattr(recipes, "load_fashion", lambda split="train": fake)
     noisy = zoo.triplet_data(Spec(kind="het", data="fashion", dim=8, recipe="noisy"))
     assert noisy["flipped"].mean() == pytest.approx(0.95 * 0.38, abs=0.03)
     assert not noisy["flipped"][noisy["clean"]].any() and noisy["clean"].mean() == pytest.approx(0.05)
@@ -56,7 +56,7 @@ def test_triplet_model_trains_once_then_loads(sandbox, monkeypatch):
 
 
 def test_training_a_zoo_model_shows_progress_for_training_and_evaluation(sandbox, capsys):
-    """Issue 14: notebooks training FAST models must show a sign of life: a tqdm bar for the steps, then one for
+    """Notebooks training FAST models must show a sign of life: a tqdm bar for the steps, then one for
     the Table 1 evaluation (about a third of a FAST model's time); nothing with progress=False."""
     spec = Spec(kind="hib", n_digits=1, dim=2, preset="fast", seed=3)
     load_or_train(spec, progress=True, save=False)
@@ -67,7 +67,7 @@ def test_training_a_zoo_model_shows_progress_for_training_and_evaluation(sandbox
 
 
 def test_beta_goes_from_the_spec_through_the_recipe_to_the_loss(sandbox, monkeypatch):
-    """Issue 47 item 5, steps 3-8 of the beta walk (docs/extending.md): the spec's beta reaches the config the recipe
+    """Steps 3-8 of the beta walk (docs/extending.md): the spec's beta reaches the config the recipe
     builds (the one `fit` gets), every step's `hib_batch_loss`, and the checkpoint's train_config, unchanged."""
     import hedgekit.training.fit as fit
 

@@ -1,5 +1,5 @@
 """Tests of hedgekit.zoo.seed_sets: a seed set trained stacked by ``reproduce --train-missing`` on a launch-bound
-device is saved as the one-by-one path saves each seed (issue 50 item 3). The CPU takes the stacked path inside
+device is saved as the one-by-one path saves each seed. The CPU takes the stacked path inside
 `hedgekit.hardware.as_launch_bound` (what `launch_bound` says on CUDA and MPS)."""
 import pytest
 import torch
@@ -94,9 +94,9 @@ def test_a_stacked_seed_set_is_saved_as_each_seed_trained_alone_and_loads_withou
 
 def test_on_the_cpu_each_seed_trains_alone(own_cache, monkeypatch):
     """Recorded results were trained one by one on the CPU: there a seed set is not stacked."""
-    from hedgekit.zoo import seed_sets as S
+    from hedgekit.repro import pool
 
-    monkeypatch.setattr(S, "train_seed_set", lambda *a, **k: pytest.fail("stacked on the CPU"))
+    monkeypatch.setattr(pool, "train_seed_set", lambda *a, **k: pytest.fail("stacked on the CPU"))
     trained = []
 
     def one_by_one(spec, **_):

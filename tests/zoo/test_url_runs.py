@@ -118,11 +118,11 @@ def test_a_url_run_that_load_or_train_trains_is_saved_as_a_run_pair_and_found(ur
     assert load_or_train(spec)[1]["source"] == "trained now" and len(calls) == 3
 
 
-def test_a_url_spec_works_in_a_fresh_interpreter_with_nothing_else_imported(tmp_path):
-    """Issue 47: a `URLSpec` used to work only after `hedgekit.papers.url.benchmark` had been imported, because
-    that module filled a registry of the zoo when imported. Now the zoo imports what a run is where a run is first
-    checked (`url_runs._recipe`): in a fresh interpreter, a spec is checked, named, placed and configured, and
-    an unknown method is refused naming the known ones, with nothing imported before ``from hedgekit.zoo``."""
+def test_a_url_spec_works_once_the_url_paper_is_imported_and_not_before(tmp_path):
+    """The store knows what a URL run is only from the URL paper, which registers its recipe when imported
+    (`hedgekit.zoo.url_runs.register_url_runs`). In a fresh interpreter: before, a spec is refused with an
+    InputError naming the module to import; after importing the recipe alone (not the benchmark), a spec is checked,
+    named, placed and configured, and an unknown method is refused naming the known ones."""
     import os
     import subprocess
     import sys
@@ -131,6 +131,12 @@ def test_a_url_spec_works_in_a_fresh_interpreter_with_nothing_else_imported(tmp_
         "import sys\n"
         "from hedgekit.zoo import URLSpec, find_checkpoint, url_run_path\n"
         "from hedgekit.errors import InputError\n"
+        "assert not [m for m in sys.modules if m.startswith('hedgekit.papers')]\n"
+        "try:\n"
+        "    URLSpec('nivmf', 'converged', 2)\n"
+        "except InputError as exc:\n"
+        "    print('before:', exc)\n"
+        "import hedgekit.papers.url.recipe\n"
         "assert 'hedgekit.papers.url.benchmark' not in sys.modules\n"
         "spec = URLSpec('nivmf', 'converged', 2)\n"
         "cfg = spec.run_config()\n"
@@ -144,21 +150,40 @@ def test_a_url_spec_works_in_a_fresh_interpreter_with_nothing_else_imported(tmp_
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, env=env,
                          timeout=120)
     assert out.returncode == 0, out.stderr
-    first, refused = out.stdout.splitlines()
+    before, first, refused = out.stdout.splitlines()
+    assert before.startswith("before: the store knows URL runs only once the URL paper has defined them: import "
+                             "hedgekit.papers.url.recipe")
     assert first == "url-nivmf-converged-s2 url/converged/nivmf-s2.json None 400 16 12"
     assert refused.startswith("refused: unknown method(s) ['nope']") and "nivmf" in refused
 
 
-def test_what_a_run_is_sits_below_both_the_store_and_the_benchmark():
-    """Issue 47: the store's URL runs and the benchmark imported each other (url_runs -> benchmark.run_config,
-    benchmark -> zoo). What both need, `hedgekit.papers.url.recipe`, imports neither, anywhere in its import closure
-    (imports inside functions too); the store reaches it, not the benchmark, and the benchmark re-exports it."""
+def test_the_store_imports_no_paper_and_the_recipe_registers_itself(url_defined):
+    """The arrow runs one way: nothing in the store's import closure (imports inside functions too) is a paper; the
+    URL recipe builds on the store and registers itself there when imported; the benchmark builds on both and
+    re-exports the recipe; the recipe does not import the benchmark."""
     from hedgekit.papers.url import benchmark, recipe
     from hedgekit.papers.url.code_hash import module_closure
+    from hedgekit.zoo import url_runs
 
+    store = module_closure(["hedgekit.zoo"])
+    assert "hedgekit.zoo.url_runs" in store and [m for m in store if m.startswith("hedgekit.papers")] == []
     below = module_closure(["hedgekit.papers.url.recipe"])
-    assert {"hedgekit.papers.url.protocol", "hedgekit.training.upstream"} <= set(below)
-    assert [m for m in below if m.startswith("hedgekit.zoo") or m == "hedgekit.papers.url.benchmark"] == []
-    store = module_closure(["hedgekit.zoo.url_runs"])
-    assert "hedgekit.papers.url.recipe" in store and "hedgekit.papers.url.benchmark" not in store
+    assert {"hedgekit.papers.url.protocol", "hedgekit.training.upstream", "hedgekit.zoo.url_runs"} <= set(below)
+    assert "hedgekit.papers.url.benchmark" not in below
+    assert url_runs._recipe() is recipe
     assert benchmark.run_config is recipe.run_config and benchmark.BUDGETS is recipe.BUDGETS
+
+
+def test_a_definition_of_url_runs_must_have_every_function():
+    """`register_url_runs` refuses a definition without the functions the store calls, naming the missing ones,
+    and leaves the registered one in place."""
+    from types import SimpleNamespace
+
+    from hedgekit.zoo import url_runs
+
+    before = url_runs._definition
+    partial = SimpleNamespace(**{name: (lambda *a, **k: None) for name in url_runs.URL_RUN_FUNCTIONS[:-1]},
+                              train_run="not callable")
+    with pytest.raises(InputError, match="lacks train_run"):
+        zoo.register_url_runs(partial)
+    assert url_runs._definition is before

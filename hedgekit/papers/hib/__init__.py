@@ -6,4 +6,4 @@
 from hedgekit.papers import lazy_parts
 
 __all__ = ["analysis", "claims", "experiments", "figures", "numbers", "protocol", "widgets"]
-__getattr__, __dir__ = lazy_parts(__name__, __all__)  # parts load on first use (issue 48 item 6)
+__getattr__, __dir__ = lazy_parts(__name__, __all__)  # parts load on first use

@@ -1,4 +1,4 @@
-"""HIB's claims as data (issue 46 item 1): one claims table, `CLAIMS`, decided by the one engine of
+"""HIB's claims as data: one claims table, `CLAIMS`, decided by the one engine of
 `hedgekit.papers.verdict` (`Verdict.decide`, the band rule of design notes sec. 6).
 
 Each notebook's function keeps its name and signature; it builds a ``measured`` mapping from its arguments and
@@ -6,7 +6,7 @@ decides the table on it (rows whose numbers the notebook did not measure are lef
 
 * **size** rows decide a gap the paper sizes (Table 1 and Table 4 "MoG beats point", Table 5 "β = 1e-4 improves",
   Table 7's "corrupt probe correlates best", App. D's adjacency and run-length gaps) on our interval against half to
-  twice the paper's gap (`factor_band`), never on its sign (issue 46, review item 1).
+  twice the paper's gap (`factor_band`), never on its sign.
 * **level** rows decide a number the paper reports: Tables 2 and 4's τ (the mean of a model's four τ), Table 4's
   clean AP, App. D's adjacency ranges, and the absolute numbers of Tables 1 and 4 as one row each (the mean distance
   |ours - paper| over their accuracy cells, against ±0.02).

@@ -65,7 +65,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from hedgekit.zoo import PRESETS, Spec, shipped_or_fast
+from hedgekit.zoo import PRESETS, Spec, find_checkpoint, ledger, load_checkpoint, shipped_or_fast
 
 __all__ = ["SWEEP_DIVISOR", "FIG12_BETAS", "FAST_BETAS", "TABLE5_BETAS", "FIG6_MARGINS", "FAST_MARGINS",
            "TABLE1_SETTINGS", "TABLE4_SETTING", "PAPER_K", "LONG_STEPS", "preset", "hib_k",
@@ -148,7 +148,7 @@ def table1_specs(n: int, d: int, fast: bool, seed: int = 0) -> list[Spec]:
     return _table1_trio(n, d, "paper", seed, table1_training(n, d, fast))
 
 
-SEEDED_SETTINGS = ((2, 2), (2, 3), (3, 3))  # (N, D) of Table 1's headline "MoG-1 beats point" rows (issue 35)
+SEEDED_SETTINGS = ((2, 2), (2, 3), (3, 3))  # (N, D) of Table 1's headline "MoG-1 beats point" rows
 HEADLINE_SEEDS = 3  # independently trained seeds per model for those claims: the seed-to-seed spread is the noise
 
 
@@ -297,8 +297,7 @@ def recorded_table1(preset_name: str = "paper", seed: int = 0,
     ``settings=(TABLE4_SETTING,)`` reads Table 4's three models instead.
     ``python -m hedgekit table1`` prints them beside the paper.
     """
-    from hedgekit.papers.hib.protocol import RepeatedEvaluation
-    from hedgekit.zoo import find_checkpoint, load_checkpoint
+    from hedgekit.papers.hib.protocol import RepeatedEvaluation  # scipy, scikit-learn: 2.2 s of a first cell
 
     results, missing = {}, []
     for n, d in settings:
@@ -318,8 +317,6 @@ def recorded_meta(spec: Spec) -> dict | None:
     """The metadata of ``spec``'s checkpoint where it is shipped or cached (its measures must agree with the
     ledger's record of it, `hedgekit.zoo.ledger.check_checkpoint`), else the ledger's record of its measures in that
     form (`hedgekit.zoo.ledger.ledger_meta`, ``source`` "ledger"), else None. Nothing trains."""
-    from hedgekit.zoo import find_checkpoint, ledger, load_checkpoint
-
     path = find_checkpoint(spec)
     if path is None:
         return ledger.ledger_meta(spec)
@@ -356,7 +353,7 @@ def recorded_table1_seeds(seeds: int = HEADLINE_SEEDS, meta=None) -> tuple[dict,
     `hedgekit.repro.session.Session.meta` trains a missing seed and lists its checkpoint in the run's header (then
     ``missing`` is empty); `~hedgekit.repro.session.Session.cached_meta` lists the cached ones and the ledger's and
     trains none (notebook 04's ``TRAIN_SEEDS = False``). `seed_sources` says where a row's seeds came from."""
-    from hedgekit.papers.hib.protocol import RepeatedEvaluation
+    from hedgekit.papers.hib.protocol import RepeatedEvaluation  # scipy, scikit-learn: 2.2 s of a first cell
 
     metas, missing = table1_seed_metas(seeds, meta)
     out = {}

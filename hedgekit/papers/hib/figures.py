@@ -30,7 +30,7 @@ function               paper
 =====================  ==========================================================
 
 The figures of the data (App. A) live in `hedgekit.papers.hib.data_figures` and the charts of measured numbers
-(App. D, Figures 5, 6, 9, sec. 2.4's histogram) in `hedgekit.papers.hib.charts` (issue 47); this module holds the
+(App. D, Figures 5, 6, 9, sec. 2.4's histogram) in `hedgekit.papers.hib.charts`; this module holds the
 embedding-space figures and re-exports the others, so ``figures.digit_grid`` and the rest keep their names.
 """
 from __future__ import annotations
@@ -45,6 +45,7 @@ from matplotlib.offsetbox import AnnotationBbox, OffsetImage
 from matplotlib.patches import Ellipse, Rectangle
 
 from hedgekit.errors import InputError
+from hedgekit.papers.hib.analysis import digit_at
 from hedgekit.papers.hib.charts import (adjacency_figure, eta_bins_figure, eta_histogram, margin_figure,
                                         match_score_figure)
 from hedgekit.papers.hib.data_figures import _img, class_split_figure, digit_grid, occlusion_steps, twins_figure
@@ -59,8 +60,6 @@ __all__ = ["digit_colours", "as_covs", "ellipse_collection", "digit_grid",
 
 def digit_colours(class_ids, position: int, n_digits: int = 2) -> np.ndarray:
     """(K, 4) RGBA tab10 colour of the digit at ``position`` (0 = leftmost) of every class."""
-    from hedgekit.papers.hib.analysis import digit_at
-
     return np.array([(*TAB10[d], 1.0) for d in digit_at(class_ids, position, n_digits)]).reshape(-1, 4)
 
 
@@ -307,7 +306,6 @@ def ellipsoids_3d(clean_mean, clean_var, corrupt_mean, corrupt_var, labels, n_di
     from plotly.subplots import make_subplots
 
     labels = np.asarray(labels)
-    from hedgekit.papers.hib.analysis import digit_at
 
     digits = digit_at(labels, color_by, n_digits)
     hexes = [matplotlib.colors.to_hex(c) for c in TAB10]
@@ -369,7 +367,6 @@ def number_line_figure(lines: Mapping[str, object], n_digits: int = 2, rank: boo
     names = list(lines)
     k_max = max(len(lines[n].order) for n in names)
     fig, axes = _figure(len(names), 1, figsize=(max(10, 0.16 * k_max), 1.5 * len(names) + 0.6), squeeze=False)
-    from hedgekit.papers.hib.analysis import digit_at
 
     for ax, name in zip(axes[:, 0], names):
         nl = lines[name]

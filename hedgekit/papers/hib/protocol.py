@@ -32,7 +32,7 @@ import torch
 from hedgekit.checks import check_count, check_memory
 from hedgekit.evaluation import metrics as M
 from hedgekit.papers.hib import numbers
-from hedgekit.data import NDigitSet
+from hedgekit.data import NDigitSet, class_split, load_ndigit
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 from hedgekit.evaluation.retrieval import binned_tau, knn, verification
@@ -357,8 +357,6 @@ def display_frame(df: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
 # ---------------------------------------------------------------------------- Table 3 (data)
 def dataset_counts(n_digits: int) -> dict:
     """Table 3's numbers measured on hedgekit's N-digit MNIST (builds/caches the splits)."""
-    from hedgekit.data import class_split, load_ndigit
-
     seen, unseen = class_split(n_digits)
     train = load_ndigit(n_digits, "train")
     ts, tu = load_ndigit(n_digits, "test_seen"), load_ndigit(n_digits, "test_unseen")

@@ -20,6 +20,7 @@ import numpy as np
 
 from hedgekit.data.occlusion import DIGIT_SIZE
 from hedgekit.errors import InputError
+from hedgekit.interactive.occlusion import analyse
 from hedgekit.papers.hib.figures import beta_ellipses, occlusion_view
 
 __all__ = ["occlusion_explorer", "row_occlusion_slider", "beta_selector"]
@@ -47,8 +48,6 @@ def occlusion_explorer(model, table, image, title: str = "", n_points: int = 409
         ``box.analyse()`` returns the current `hedgekit.interactive.occlusion.Analysis`.
     """
     import ipywidgets as W
-
-    from hedgekit.interactive.occlusion import analyse
 
     img = np.asarray(image)
     n_digits = img.shape[1] // DIGIT_SIZE
@@ -96,11 +95,9 @@ def row_occlusion_slider(model, image, centroids, class_ids=None, description: s
     the 1/2/3-sigma ellipse over the class ``centroids`` (C, 2) and eta(x) (HIB eq. 9).
 
     Every name it needs is its own (closed over when it is built), so a cell that later rebinds the notebook's names
-    cannot break it (issue 48, item 2). Returns an ``ipywidgets.VBox``: ``box.children[0]`` is the slider, and
+    cannot break it. Returns an ``ipywidgets.VBox``: ``box.children[0]`` is the slider, and
     ``box.analyse()`` returns the current `hedgekit.interactive.occlusion.Analysis`."""
     import ipywidgets as W
-
-    from hedgekit.interactive.occlusion import analyse
 
     img, centroids = np.asarray(image), np.asarray(centroids)
     class_ids = np.arange(len(centroids)) if class_ids is None else np.asarray(class_ids)

@@ -1,4 +1,4 @@
-"""The claims notebooks 06-07 check against SPE (Scott, Ridgeway & Mozer 2019), as data (issue 46 item 1): Table 2
+"""The claims notebooks 06-07 check against SPE (Scott, Ridgeway & Mozer 2019), as data: Table 2
 side by side, and two claims tables that the one engine (`hedgekit.papers.verdict.decide`) decides. The paper's
 numbers live in `hedgekit.papers.spe.numbers`; every row declares its kind, band, the band's reason and its noise.
 
@@ -25,7 +25,8 @@ from typing import Mapping, Sequence
 from hedgekit.papers.spe.numbers import (CONDITION_NAMES, PAPER_TRAINING, SPE_LSHAPES, TABLE2_METHODS, paper_mean,
                                          paper_table2)
 from hedgekit.papers.verdict import (EVALUATION, LEVEL, ONE_SEED, SANITY, SEEDS, SIZE, Check, Effect, Row, Verdict,
-                                     check_table, factor_band, models_paragraph, tolerance_band, unpaired_effect)
+                                     check_table, factor_band, models_paragraph, spread, tolerance_band,
+                                     unpaired_effect)
 
 __all__ = ["PAPER_ROW_OF", "table2_side_by_side", "SPEVerdict", "spe_training_context", "lshapes_verdict",
            "ndigit_verdict", "seed_accuracies", "seed_table", "SEEDED_SETTING", "LSHAPES", "ndigit_table",
@@ -473,8 +474,6 @@ def seed_table(seeds: Mapping):
     the seeds' SPE − PN gap with its standard error (`hedgekit.papers.verdict.unpaired_effect`: the noise that
     decides the seeded claims of `ndigit_verdict`) and the paper's gap at `SEEDED_SETTING`."""
     import pandas as pd
-
-    from hedgekit.papers.verdict import spread
 
     n, d = SEEDED_SETTING
     out, index = [], []

@@ -24,6 +24,11 @@ FAST mode evaluates Table 2 on the shipped `paper` models of N = 2, D = 2 (`tabl
 """
 from __future__ import annotations
 
+from hedgekit.embedding import Embedding
+from hedgekit.errors import InputError
+from hedgekit.evaluation.embedded import EmbeddedSet, embed_set
+from hedgekit.evaluation.episodes import evaluate_episodes
+from hedgekit.methods.pn import PN
 from hedgekit.zoo import PRESETS, Spec, shipped_or_fast
 
 __all__ = ["TABLE2_STEP_FACTORS", "TABLE2_EPS_INIT", "table2_steps", "table2_settings", "table2_specs", "fig4_specs",
@@ -71,7 +76,7 @@ def table2_specs(fast: bool, seed: int = 0) -> dict[tuple[int, int], dict[str, S
                                    "eps" if (n, d) in TABLE2_EPS_INIT else "unit") for n, d in table2_settings(fast)}
 
 
-HEADLINE_SEEDS = 3  # independently trained seeds of PN and SPE in Table 2's N = 2, D = 2 row (issue 35)
+HEADLINE_SEEDS = 3  # independently trained seeds of PN and SPE in Table 2's N = 2, D = 2 row
 
 
 def table2_seed_specs(fast: bool, seeds: int = HEADLINE_SEEDS) -> dict[str, list[Spec]]:
@@ -147,12 +152,6 @@ def corrupt_support_geometry(entries, sets, n_episodes: int = 1000, k_support: i
     import numpy as np
     import pandas as pd
     import torch
-
-    from hedgekit.embedding import Embedding
-    from hedgekit.errors import InputError
-    from hedgekit.evaluation.embedded import EmbeddedSet, embed_set
-    from hedgekit.evaluation.episodes import evaluate_episodes
-    from hedgekit.methods.pn import PN
 
     if len(sets) < 2:
         raise InputError(f"corrupt_support_geometry fits its correction on another split: it needs two or more "

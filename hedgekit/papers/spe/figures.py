@@ -30,7 +30,9 @@ import numpy as np
 from matplotlib.offsetbox import AnnotationBbox, OffsetImage
 from matplotlib.patches import Circle, Patch
 
+from hedgekit.data.lshapes import CLASS_CENTERS, CLASS_STD, class_log_likelihood, render_lshape
 from hedgekit.errors import InputError
+from hedgekit.papers.hib.analysis import digit_at
 from hedgekit.viz.style import FACE, TAB10, figure as _figure
 from hedgekit.viz.geometry import ellipse_points
 
@@ -56,8 +58,6 @@ def class_sample_grid(n: int = 5, span: float = 2.0, floor: float = 0.04) -> dic
     ``exp(-(a^2 + b^2) / 2)`` at (a, b) std away (wrapped normals), floored at ``floor`` so the corners
     stay visible. Returns dict(orientation, hue, alpha, offsets) with (4, n, n) arrays and offsets (n,) in std.
     """
-    from hedgekit.data.lshapes import CLASS_CENTERS, CLASS_STD, class_log_likelihood
-
     if n < 2 or span <= 0 or not 0 <= floor < 1:
         raise InputError(f"need n >= 2, span > 0 and 0 <= floor < 1; got {n}, {span}, {floor}")
     offsets = np.linspace(-span, span, n)
@@ -312,8 +312,6 @@ def lshape_explorer(model, prototypes=None, context=None, axis_names=("$z_1$", "
     import torch
     from IPython.display import display
 
-    from hedgekit.data.lshapes import render_lshape
-
     sl = dict(orientation=W.FloatSlider(135.0, min=0, max=360, step=5, description="orientation °"),
               hue=W.FloatSlider(135.0, min=0, max=360, step=5, description="hue °"),
               noise=W.FloatSlider(0.0, min=0, max=90, step=3, description="hue noise °"),
@@ -425,8 +423,6 @@ def prototype_map(prototypes, class_ids, unseen=None, n_digits: int = 2, title: 
 
     prototypes (K, 2); class_ids (K,); unseen (K,) bool.
     """
-    from hedgekit.papers.hib.analysis import digit_at
-
     mu = np.asarray(prototypes, dtype=float)
     ids = np.asarray(class_ids)
     if mu.ndim != 2 or mu.shape[1] != 2 or len(mu) != len(ids):

@@ -1,4 +1,4 @@
-"""What the SPE lessons of notebooks 06 and 07 measure (issue 34): corrupt support images in an episode.
+"""What the SPE lessons of notebooks 06 and 07 measure: corrupt support images in an episode.
 
 SPE's claim (Scott et al. 2019, sec. 3.1, eq. 5) is that a prototype built as a product of Gaussians
 discounts an uncertain support image, where a Prototypical Network averages it in with full weight.

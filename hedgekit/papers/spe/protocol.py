@@ -22,8 +22,9 @@ from hedgekit.data.samplers import EpisodeSampler
 from hedgekit.evaluation.episodes import evaluate_episodes
 from hedgekit.evaluation.embedded import EmbeddedSet, embed_set, images_to_tensor
 from hedgekit.errors import InputError
-from hedgekit.methods.pn import PN
+from hedgekit.methods.pn import PN, pn_prototypes
 from hedgekit.methods.spe import SPE
+from hedgekit.papers.hib.analysis import digit_at
 
 
 # (support, query) corruption conditions of Table 2 / Figure 6 (App. E), in the paper's order.
@@ -95,8 +96,6 @@ def class_prototypes(head, embedded: Embedding, labels) -> tuple[np.ndarray, np.
         if isinstance(head, SPE):
             mu, var = head.prototypes(embedded, y, len(ids))
         else:
-            from hedgekit.methods.pn import pn_prototypes
-
             mu = pn_prototypes(embedded.mixture_mean(), y, len(ids))
             var = torch.zeros_like(mu)
     return ids, mu.numpy(), var.numpy()
@@ -109,8 +108,6 @@ def digit_axes(prototypes, class_ids, n_digits: int = 2) -> np.ndarray:
     means of coordinate j (weighted by group size) over its total variance. Figure 7's "horizontal
     dimension represents the first digit ... vertical the second" is eta^2 ~ [[1, 0], [0, 1]].
     """
-    from hedgekit.papers.hib.analysis import digit_at
-
     mu = np.asarray(prototypes, dtype=float)
     if mu.ndim != 2 or len(mu) != len(np.asarray(class_ids)):
         raise InputError(f"prototypes must be (K, D) with one row per class id; got {mu.shape}")
@@ -136,8 +133,6 @@ def unseen_placement(seen_mu, seen_ids, unseen_mu, unseen_ids, n_digits: int = 2
     Returns {"accuracy": fraction of unseen classes placed correctly, "per_position": (n_digits,)
     fraction of digits read correctly, "axes": (n_digits,) coordinate used per position, "chance": 10^-N}.
     """
-    from hedgekit.papers.hib.analysis import digit_at
-
     seen_mu, unseen_mu = np.asarray(seen_mu, float), np.asarray(unseen_mu, float)
     eta2 = digit_axes(seen_mu, seen_ids, n_digits)
     axes = eta2.argmax(0)

@@ -8,4 +8,4 @@ triplet retrieval): notebook 08.
 from hedgekit.papers import lazy_parts
 
 __all__ = ["ambiguity_noise", "claims", "experiments", "figures", "noise_study", "numbers", "protocol"]
-__getattr__, __dir__ = lazy_parts(__name__, __all__)  # parts load on first use (issue 48 item 6)
+__getattr__, __dir__ = lazy_parts(__name__, __all__)  # parts load on first use

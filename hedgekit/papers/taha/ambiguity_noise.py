@@ -45,16 +45,19 @@ import torch
 
 from hedgekit.data.subsets import AMBIGUITY_FLIPS, ambiguity_noise, clean_posterior, overlay_lookalikes
 from hedgekit.checks import check_writable
+from hedgekit.data.fashion import load_fashion
 from hedgekit.errors import CheckpointError, InputError
 from hedgekit.evaluation import metrics as M
 from hedgekit.evaluation.retrieval import map_after_removing_uncertain
 from hedgekit.papers.taha import noise_study as NS
 from hedgekit.papers.taha import protocol as P
+from hedgekit.papers.taha.claims import noise_verdict
 from hedgekit.papers.taha.experiments import DIM, NOISE_ROWS
 from hedgekit.papers.verdict import Spread
 from hedgekit.paths import cache_path
 from hedgekit.training.fit import seed_everything
 from hedgekit.training.triplets import TripletConfig, fit_triplets
+from hedgekit.viz.style import figure
 from hedgekit.zoo import Spec
 from hedgekit.zoo.store import checkpoint_bytes, load_checkpoint, save_checkpoint
 
@@ -115,8 +118,6 @@ class Design:
 # --------------------------------------------------------------------------- data
 def fashion(split: str) -> tuple[np.ndarray, np.ndarray]:
     """(images, labels) of a Fashion-MNIST split (tests replace this function with small synthetic sets)."""
-    from hedgekit.data.fashion import load_fashion
-
     ds = load_fashion(split)
     return ds.images, ds.labels.copy()
 
@@ -372,8 +373,6 @@ def _groups(flipped, ambiguous) -> dict:
 def sigma_figure(u, flipped, ambiguous):
     """sigma^2 against the truth: box plots (log scale) of the training images' sigma^2 in the four groups of
     `sigma_groups`; a flipped label or a blend is what sigma^2 should mark. Returns (fig, ax)."""
-    from hedgekit.viz.style import figure
-
     u, flipped, ambiguous = np.asarray(u), np.asarray(flipped, bool), np.asarray(ambiguous, bool)
     groups = {k: u[m] for k, m in _groups(flipped, ambiguous).items() if m.any()}
     fig, ax = figure(figsize=(6.4, 3.4))
@@ -395,8 +394,6 @@ def run_study(seeds: Sequence[int] = range(5), design: Design = Design(), detect
     stop and source, `train_run`), ``figure``: `sigma_figure` of the first run, and ``design``. ``detect_images``:
     the training images of each run that flip detection reads (`measure`; None: all). ``log``: called with each
     run's line of progress (e.g. print)."""
-    from hedgekit.papers.taha.claims import noise_verdict
-
     runs, records, fig = [], [], None
     for seed in seeds:
         data = run_data(seed, design)

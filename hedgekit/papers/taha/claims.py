@@ -1,5 +1,5 @@
 """The claims notebook 08 checks against Taha et al. 2019: Tables 1-4 side by side, and one claims table (`TABLE`)
-that `hedgekit.papers.verdict`'s engine decides (issue 46 item 1).
+that `hedgekit.papers.verdict`'s engine decides.
 
 Each row of `TABLE` is one statement of the paper (its numbers in `hedgekit.papers.taha.numbers`) as data: its
 words and place, its kind, what it measures, the paper's value, the band it is decided on with the band's reason,
@@ -12,7 +12,7 @@ Like with like: the paper's absolute levels (DukeMTMC-reID, Clothing1M, HDD) are
 (2-digit MNIST, Fashion-MNIST); only gaps between rows of the same table are. The side-by-side tables put each
 row's gap to its reference row (`TABLE1_BASE`, `TABLE2_BASE`) beside the paper's same gap.
 
-How the rows read the paper (design notes sec. 6; issue 46's review of this file):
+How the rows read the paper (design notes sec. 6):
 
 * A gap the paper gives a size for is decided on its size: half to twice the paper's gap (`factor_band`): Table 2's
   clean + noisy vs clean only (+9.08), hetero vs triplet on noisy labels (+0.57) and uncertainty vs random cleaning

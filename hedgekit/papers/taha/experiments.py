@@ -8,7 +8,7 @@ is `hedgekit.papers.taha.protocol`.
   queried on the unseen ones; triplet vs het, each without ("main") and with ("aug") occlusion augmentation.
 * Table 2 analogue (Clothing1M -> Fashion-MNIST with look-alike label noise): the clean subset only
   (triplet, "clean"), triplet and het on the noisy labels ("noisy").
-* Table 2 with image-dependent noise (`NOISE_ROWS`, recipes "ambclean" / "ambnoisy"; issue 35): labels flip
+* Table 2 with image-dependent noise (`NOISE_ROWS`, recipes "ambclean" / "ambnoisy"): labels flip
   where a clean classifier is unsure, 10% of train and test images are blended look-alike garments with clean
   labels, the clean subset is 0.5%; run by `hedgekit.papers.taha.noise_study`. `TABLE2_ROWS` ("clean" /
   "noisy") stay as the "independent noise" contrast, whose flips ignore the image.

@@ -1,4 +1,4 @@
-"""Taha et al. 2019's Table 2 with image-dependent label noise (issue 35): can sigma^2 clean a gallery when the
+"""Taha et al. 2019's Table 2 with image-dependent label noise: can sigma^2 clean a gallery when the
 noise follows the images?
 
 The set-up (`hedgekit.papers.taha.experiments.NOISE_ROWS`, recipes "ambclean" / "ambnoisy" of
@@ -29,6 +29,7 @@ import numpy as np
 from hedgekit.errors import InputError
 from hedgekit.evaluation import metrics as M
 from hedgekit.papers.taha import protocol as P
+from hedgekit.papers.taha.claims import NOISE_TITLE, noise_verdict
 from hedgekit.papers.taha.experiments import NOISE_ROWS, noise_specs, table2_specs
 from hedgekit.papers.verdict import Spread
 from hedgekit.zoo import load_or_train, triplet_data
@@ -167,8 +168,6 @@ def run_study(fast: bool = False, n_runs: int | None = None, seed: int = 0, step
 
 def _main(argv: Sequence[str] | None = None) -> None:
     import argparse
-
-    from hedgekit.papers.taha.claims import NOISE_TITLE, noise_verdict
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--fast", action="store_true", help="the fast preset (150 steps) instead of paper (1,500)")

@@ -8,4 +8,4 @@ computed verdicts) and `url.figures`.
 from hedgekit.papers import lazy_parts
 
 __all__ = ["benchmark", "claims", "figures", "numbers", "protocol"]
-__getattr__, __dir__ = lazy_parts(__name__, __all__)  # parts load on first use (issue 48 item 6)
+__getattr__, __dir__ = lazy_parts(__name__, __all__)  # parts load on first use

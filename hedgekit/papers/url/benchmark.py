@@ -15,15 +15,14 @@ CUB / CARS / SOP. Here (see `hedgekit.papers.url.protocol` for the data and metr
   imports and the trainer / evaluation code: `run_config`), is stale (`hedgekit.zoo.is_stale`) and retrained, so
   `run_benchmark` resumes where it stopped and a second call trains nothing;
 * a run whose training diverges, or whose embedding or u(x) is NaN or inf at evaluation, is one row that says
-  "diverged at step N (seed s)" (`run_one`; issue 45 item 7): the other runs are trained, ranked and written, and
+  "diverged at step N (seed s)" (`run_one`): the other runs are trained, ranked and written, and
   the diverged run is not cached (the next call trains it again);
 * `leaderboard` (`hedgekit.papers.url.leaderboard`): mean ± std (sample std, ddof = 1) over seeds per method;
   `write_leaderboard` writes it as CSV and Markdown under the git-ignored data cache.
 
-What a run is (its budgets, model, config and trainer) is `hedgekit.papers.url.recipe`, below both this module and
-the store, which imports it where a `URLSpec` is first checked or used (issue 47: an explicit import, not a registry
-this module fills when imported, and no import circle between the store and the paper); its names are re-exported
-here. The code key's module closure: `hedgekit.papers.url.code_hash`.
+What a run is (its budgets, model, config and trainer) is `hedgekit.papers.url.recipe`, which registers itself with
+the store when imported (`hedgekit.zoo.register_url_runs`: the paper builds on the store, never the other way);
+its names are re-exported here. The code key's module closure: `hedgekit.papers.url.code_hash`.
 """
 from __future__ import annotations
 
@@ -37,6 +36,7 @@ import torch
 from hedgekit.checks import (MAX_SEEDS, MAX_THREADS, atomic_write, check_count, check_seed, check_writable, count_arg,
                              device_arg)
 from hedgekit.errors import CheckpointError, DivergedError, InputError
+from hedgekit.evaluation.metrics import recall_at_1
 from hedgekit.papers.url import recipe
 from hedgekit.papers.url.code_hash import module_closure
 from hedgekit.papers.url.leaderboard import (LABELS, MAY_BE_NAN, METRICS, NOT_TRAINED, TRAINED, TRAINED_AT, label,
@@ -106,7 +106,7 @@ def run_one(method: str, seed: int, budget="fast", retrain: bool = False, progre
 
 
 def diverged_record(method: str, seed: int, budget: str, exc: DivergedError) -> dict:
-    """The record of a run that diverged (issue 45 item 7): ``source`` "diverged", ``diverged_at`` (the step),
+    """The record of a run that diverged: ``source`` "diverged", ``diverged_at`` (the step),
     ``failure`` ("diverged at step N (seed s)", the leaderboard's words), ``error`` (what was seen) and every
     metric of `METRICS` NaN, so that `run_status` never counts it as trained."""
     at = f"at step {exc.step}" if exc.step is not None else "(step unknown)"
@@ -201,7 +201,7 @@ def uncertainty_extremes(method: str, seed: int = 0, budget="fast", k: int = 8) 
 
 
 def uncertainty_truth(methods, seed: int = 0, budget="fast", sets=("up", "unseen", "fashion")):
-    """u(x) against the truth (issue 49 item 4): for the cached run of each of ``methods`` (``seed``, ``budget``),
+    """u(x) against the truth: for the cached run of each of ``methods`` (``seed``, ``budget``),
     every image of each of ``sets`` (names of `eval_sets`: "up" = seen digits, "unseen" = unseen digits,
     "fashion" = Fashion pairs; the run's own evaluation images) with its u(x) and whether its R@1 neighbour
     (cosine, as `protocol.evaluate_set` scores the run) shares its class. A good u(x) is high where R@1 is wrong:
@@ -214,8 +214,6 @@ def uncertainty_truth(methods, seed: int = 0, budget="fast", sets=("up", "unseen
     trains it) for a run that is not cached (`load_run_model`), and for no method, an unknown method or set.
     """
     import pandas as pd
-
-    from hedgekit.evaluation.metrics import recall_at_1
 
     names = [m.strip() for m in methods.split(",") if m.strip()] if isinstance(methods, str) else list(methods)
     if not names:
@@ -307,7 +305,7 @@ def _seeds_arg(text: str) -> int:
 def cmd_url_benchmark(a) -> int:
     """``python -m hedgekit url-benchmark``: run (or read back) every run, print and write the leaderboard. A run
     that diverged is its method's status in the leaderboard and one line below it; the others are ranked and the
-    command exits 0 (issue 45 item 7). The leaderboard's folder is checked writable before anything trains."""
+    command exits 0. The leaderboard's folder is checked writable before anything trains."""
     torch.set_num_threads(a.threads)
     budget = "fast" if a.fast else a.budget
     methods = recipe.check_methods(a.methods or list(recipe.method_registry()))

@@ -1,4 +1,4 @@
-"""The claims notebook 09 checks against URL (Kirchhof et al. 2023), as one claims table (`TABLE`, issue 46): our
+"""The claims notebook 09 checks against URL (Kirchhof et al. 2023), as one claims table (`TABLE`): our
 leaderboard beside the paper's statements, the paper's rank correlations recomputed on our runs, and the verdict,
 every row decided by the one engine of `hedgekit.papers.verdict` (`Verdict.decide`: the whole 95% interval inside
 the row's declared band is matched, wholly outside is not matched, else inconclusive).
@@ -33,7 +33,8 @@ import math
 
 import numpy as np
 
-from hedgekit.papers.url import numbers
+from hedgekit.errors import InputError
+from hedgekit.papers.url import benchmark, numbers
 from hedgekit.papers.url.leaderboard import (NOT_TRAINED, TRAINED, TRAINED_AT, UX_NOT_LEARNED, correlated_runs,
                                              label, lower_end, rank_intervals, ranked, ranking, tied_groups,
                                              trained_runs)
@@ -114,8 +115,6 @@ def ranks(board, column: str, statuses=(TRAINED,)) -> dict:
 def _groups_text(runs) -> tuple[dict, dict]:
     """method -> "k of K" (its tied group) and method -> "[lo, hi]" (its rank set) of `ranking`; empty when the
     runs cannot be ranked (one run per method)."""
-    from hedgekit.errors import InputError
-
     try:
         r = ranking(runs)
     except InputError:
@@ -387,9 +386,6 @@ def _cached_sweep(runs, seed: int):
     budget; None when no sweep run is cached."""
     import pandas as pd
 
-    from hedgekit.errors import InputError
-    from hedgekit.papers.url import benchmark
-
     try:
         budgets = benchmark.sweep_budgets(runs["budget"].iloc[0]) if "budget" in runs else []
     except InputError:  # a budget with no sweep
@@ -405,8 +401,6 @@ def _rank_sets(runs, metric: str):
     """`leaderboard.rank_intervals` of ``runs`` by ``metric`` (no rows when there are no runs), or why the runs
     cannot be ranked (one run per method)."""
     import pandas as pd
-
-    from hedgekit.errors import InputError
 
     if runs.empty:
         return pd.DataFrame(columns=["mean", "runs", "rank", "rank lo", "rank hi"])

@@ -1,6 +1,5 @@
 """The code a URL run executes, as module files: what `hedgekit.papers.url.benchmark.run_config` hashes into a run's
-code key, so that an edit to any code the run executes makes its cached run stale (issue 47: split from the
-benchmark).
+code key, so that an edit to any code the run executes makes its cached run stale.
 
 `module_closure` follows a module's hedgekit imports (module-level and inside functions) with `ast` and
 `importlib.util.find_spec`; `source_text` is the text that is hashed.

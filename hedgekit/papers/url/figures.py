@@ -5,7 +5,7 @@
 * `crop_examples` -- the crop of the cropped-image rate (`hedgekit.papers.url.protocol.crop_images`).
 * `correlation_scatter` -- Fig. 4: downstream R-AUROC against upstream R-AUROC (left) and against the
   upstream cropped-image rate (right), one point per run, Spearman's rho in the titles.
-* `uncertainty_vs_truth` -- u(x) against the truth (issue 49 item 4): per method, u's rank on the images whose R@1
+* `uncertainty_vs_truth` -- u(x) against the truth: per method, u's rank on the images whose R@1
   neighbour is right and on those where it is wrong, one panel per evaluation set.
 
 A method that did not train (`hedgekit.papers.url.benchmark.method_status`) is drawn grey and hatched (bars) or as
@@ -143,7 +143,7 @@ def crop_examples(sets: dict, n: int = 3, seed: int = 0):
 
 
 def uncertainty_vs_truth(frame):
-    """u(x) against the truth (issue 49 item 4): for each method (rows, the leaderboard's `label`, the frame's order
+    """u(x) against the truth: for each method (rows, the leaderboard's `label`, the frame's order
     top down) two horizontal boxes of u's rank within (method, set), over the images whose R@1 neighbour is right
     (blue) and over those where it is wrong (red); one panel per set, a dashed line at 0.5. A u(x) that flags
     R@1 errors (Kirchhof et al. 2023, Sec. 3.1: R-AUROC is the AUROC of u at flagging them) puts the red box to

@@ -1,10 +1,10 @@
 """The URL benchmark's leaderboard (Kirchhof et al. 2023, Table 1 at kit scale): which runs trained, mean ± std over
-seeds per method, the ranking's stability across seeds, and the Markdown table (issue 47: split from the benchmark).
+seeds per method, the ranking's stability across seeds, and the Markdown table.
 
 A run has learned an embedding when it clears `TRAINED_AT` (`run_status`); only the methods whose every run did
 (`method_status`) are ranked (`leaderboard`, `ranked`), so that no u(x) is scored on an embedding it never learned.
 A method that learned an embedding but whose upstream u(x) is not above chance on its seeds (`upstream_learned`) is
-marked `UX_NOT_LEARNED` and kept out of the uncertainty ranking too (issue 46, "Rankings").
+marked `UX_NOT_LEARNED` and kept out of the uncertainty ranking too.
 
 Rankings are decided with rank sets that hold at the seeds we have (design notes sec. 6): `rank_sets` compares every
 pair of methods by a t test on the pooled within-method variance over seeds, Holm-corrected over all pairs (Holm
@@ -41,8 +41,8 @@ def label(method: str) -> str:
 
 
 # metric -> column title in the leaderboard (in order). Each crop rate has the official code's second cropping metric
-# beside it, Spearman's rho between -u of a crop and the share it kept (``crop_corr``, `protocol.evaluate_set`; issue
-# 49 item 3). Runs recorded before it (`CONVERGED`, older cached runs) lack it: a column no run has is left out, and a
+# beside it, Spearman's rho between -u of a crop and the share it kept (``crop_corr``, `protocol.evaluate_set`).
+# Runs recorded before it (`CONVERGED`, older cached runs) lack it: a column no run has is left out, and a
 # method whose runs lack it shows "—" (`leaderboard_markdown`).
 METRICS = {"down_rauroc": "R-AUROC (down)", "down_r1": "R@1 (down)", "rauroc": "R-AUROC unseen", "r1": "R@1 unseen",
            "fashion_rauroc": "R-AUROC Fashion", "fashion_r1": "R@1 Fashion", "crop": "crop rate unseen",
@@ -53,12 +53,12 @@ METRICS = {"down_rauroc": "R-AUROC (down)", "down_r1": "R@1 (down)", "rauroc": "
 
 # A run has learned an embedding when it clears these on the upstream (seen-class) test images: R@1, and for heads
 # that classify, accuracy (NaN for the others: not checked, `MAY_BE_NAN`). Below them a method's u(x) is scored on
-# an embedding it never learned (issue 35: Losspred at 0.05 accuracy), so it is not ranked.
+# an embedding it never learned (Losspred at the `paper` budget: 0.05 accuracy), so it is not ranked.
 TRAINED_AT = {"up_r1": 0.7, "up_acc": 0.7}
 MAY_BE_NAN = ("up_acc",)  # the accuracy of a head without logits; every other NaN metric is a failed run
 TRAINED, NOT_TRAINED = "trained", "did not train"
 # A method whose upstream R-AUROC is not above chance (`upstream_learned`): its embedding trained, its u(x) did not,
-# so it is kept out of the uncertainty ranking and the correlations (issue 46: ELK 0.46, nivMF 0.45 were ranked)
+# so it is kept out of the uncertainty ranking and the correlations (ELK at 0.46 and nivMF at 0.45 would be ranked)
 UX_NOT_LEARNED = "u(x) did not learn"
 CHANCE = 0.5  # R-AUROC of a u(x) that ranks the retrieval errors at random
 ALPHA = 0.05  # family-wise error rate of `rank_sets`' pairwise comparisons: the sets hold jointly at 95%
@@ -68,7 +68,7 @@ def run_status(runs):
     """Per run (row of ``runs``): `TRAINED` if it reaches every threshold of `TRAINED_AT`, else `NOT_TRAINED`.
 
     A NaN metric counts as trained only where `MAY_BE_NAN` allows it (the accuracy of a head without logits); a
-    NaN upstream R@1 (a run that diverged, `diverged_record`) never does (issue 45 item 7), nor does a run with a
+    NaN upstream R@1 (a run that diverged, `diverged_record`) never does, nor does a run with a
     ``diverged_at`` step. A missing column is not checked."""
     import pandas as pd
 

@@ -12,7 +12,7 @@ R@1 uses cosine similarity like the official code (``recall_at_1(..., metric="co
 classification accuracy for heads that output logits; with the crops of `crop_images` (every image cropped, a
 kept area drawn per image), the cropped-image rate (`crop_uncertainty_rate`) and the official code's second
 cropping metric ``rcorr_crop_unc``, Spearman's rho between -u(crop) and the share of the image kept
-(`crop_uncertainty_correlation`, issue 49 item 3).
+(`crop_uncertainty_correlation`).
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from hedgekit.data.fashion import load_fashion
 from hedgekit.errors import InputError
 from hedgekit.evaluation.metrics import crop_uncertainty_correlation, crop_uncertainty_rate, r_auroc, recall_at_1
 
@@ -93,8 +94,6 @@ def fashion_pairs(n_per_class: int, seed: int = 0, fashion=None) -> tuple[torch.
     if n_per_class < 1:
         raise InputError(f"n_per_class must be >= 1; got {n_per_class}")
     if fashion is None:
-        from hedgekit.data.fashion import load_fashion
-
         fashion = load_fashion("test")
     rng = np.random.default_rng([seed, 7031])
     labels = np.repeat(np.arange(100), n_per_class)
@@ -115,7 +114,7 @@ def _safe_r_auroc(u, correct) -> float:
 
 
 def _check_finite_outputs(out: dict, name: str) -> None:
-    """FloatingPointError if the model's embedding or u(x) holds NaN or inf: the model diverged (issue 45 item 7);
+    """FloatingPointError if the model's embedding or u(x) holds NaN or inf: the model diverged;
     its metrics would be undefined, not a result."""
     for key, what in (("embedding", "the embedding"), ("uncertainty", "u(x)")):
         values = np.asarray(out[key], dtype=float)

@@ -1,12 +1,12 @@
 """What a run of the URL benchmark is (Kirchhof et al. 2023 at kit scale): its budget, its model, the config and
-code key its record must match, and how it is trained and evaluated (issue 47: below both the model store and the
-benchmark).
+code key its record must match, and how it is trained and evaluated.
 
-`hedgekit.zoo.url_runs` (a run as a model of the store: `hedgekit.zoo.URLSpec`, its files, staleness and
-load-or-train) calls `check_methods`, `resolve_budget`, `run_config`, `build_run_model`, `cache_root` and
-`train_run` here, looked up on this module at each call so that what a test replaces here is what the store uses;
-`hedgekit.papers.url.benchmark` runs the benchmark through the store (runs, leaderboards, the command). This module
-imports neither, so the store and the paper no longer import each other.
+This module registers itself with the model store when imported (`hedgekit.zoo.url_runs.register_url_runs`): a
+run as a model of the store (`hedgekit.zoo.URLSpec`, its files, staleness and load-or-train) calls
+`check_methods`, `resolve_budget`, `run_config`, `build_run_model`, `cache_root` and `train_run` here, looked up on
+this module at each call so that what a test replaces here is what the store uses. The arrow runs one way: the
+paper builds on the store, the store imports no paper. `hedgekit.papers.url.benchmark` runs the benchmark through
+the store (runs, leaderboards, the command); this module does not import it.
 
 * one backbone for all methods, `LeNetBody` on 28x56 two-digit images (120 features), with the method's head
   (`hedgekit.methods.upstream.build_method`, embedding dimension `EMBED_DIM`) on top, trained jointly;
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
@@ -29,14 +30,21 @@ import numpy as np
 import torch
 
 from hedgekit.checks import resolve_device
+from hedgekit.data import load_ndigit, random_occlusion
+from hedgekit.data.ndigit import per_class_subset
 from hedgekit.errors import DivergedError, InputError
 from hedgekit.hardware import device_description
+import hedgekit.methods
+from hedgekit.methods.upstream import METHODS
+from hedgekit.nets.backbones import LeNetBody
 from hedgekit.papers.url import code_hash, protocol
 from hedgekit.papers.url.code_hash import module_closure
 from hedgekit.papers.url.leaderboard import label
 from hedgekit.papers.url.numbers import DISPLAY
 from hedgekit.papers.url.views import TwoViews
+from hedgekit.paths import data_dir
 from hedgekit.training.upstream import UpstreamConfig, UpstreamModel, fit_upstream, predict
+from hedgekit.zoo.url_runs import register_url_runs
 
 __all__ = ["EMBED_DIM", "Setting", "Budget", "BUDGETS", "LR_SWEEP", "TWO_VIEWS", "RUN_MODULES", "method_registry",
            "check_methods", "resolve_budget", "sweep_budgets", "eval_sets", "build_model", "build_run_model",
@@ -88,7 +96,7 @@ BUDGETS = {
     # converged: every method trains until it has learned an embedding (upstream R@1 and accuracy >= TRAINED_AT),
     # with the paper's per-method hyper-parameters where App. B gives them and a small search where it does not
     # (the search and its numbers: docs/recipes.md, "URL: a budget where every method learns"). Shared: 400 steps
-    # (CE: upstream accuracy 0.75 at 200 steps, issue 35; R@1 0.82 and accuracy 0.90 at 400) and the paper
+    # (CE: upstream accuracy 0.75 at 200 steps; R@1 0.82 and accuracy 0.90 at 400) and the paper
     # budget's lr and evaluation sets; the table holds only what differs from them.
     "converged": Budget("converged", UpstreamConfig(steps=400, log_every=50), eval_per_class=25, settings={
         "losspred": Setting(hparams={"lam": 0.1}, why=(
@@ -99,23 +107,23 @@ BUDGETS = {
         "mcinfonce": Setting(hparams={"kappa_init": 100.0}, why=(
             "App. B.3 makes kappa's start a hyper-parameter; at the default kappa_init 16 (in 16 dimensions a vMF "
             "sample keeps little of its mean) the loss falls to log(B - 1) = 4.84, every embedding at one point "
-            "(200 steps: R@1 0.20); kappa_init 100: R@1 0.88 at 200 steps (kappa = softplus, issue 35); with "
-            "kappa = 1/u (issue 49): R@1 0.92 at 400 steps on 2000 held-out training images")),
+            "(200 steps: R@1 0.20); kappa_init 100: R@1 0.88 at 200 steps (kappa = softplus); with "
+            "kappa = 1/u: R@1 0.92 at 400 steps on 2000 held-out training images")),
         "mcinfonce_2v": Setting(steps=1000, hparams={"kappa_init": 100.0}, why=(
             "the head and start of mcinfonce, the views and steps of infonce_2v (R@1 0.61 at 400 steps on 2000 "
             "held-out training images, infonce_2v 0.60)")),
         "infonce_2v": Setting(steps=1000, hparams={"t": 8.0}, why=(
-            "App. B.2 searches t in [8, 64]: R@1 0.38 at t = 8, 0.33 at the default 16 (issue 35, views of a "
-            "2-pixel shift); with TWO_VIEWS (issue 49) R@1 on 2000 held-out training images 0.60 at 400 steps, "
+            "App. B.2 searches t in [8, 64]: R@1 0.38 at t = 8, 0.33 at the default 16 (views of a "
+            "2-pixel shift); with TWO_VIEWS R@1 on 2000 held-out training images 0.60 at 400 steps, "
             "0.64 at 1000 and 0.61 at 2000 (flat from step 500 on): 1000 steps, the plateau; the shared lr 2e-3: "
             "6e-3 gave 0.63 at 1000 steps (0.62 at 400), 1e-3 0.54 at 400. Below TRAINED_AT: docs/recipes.md, "
-            "issue 49")),
+            "\"URL: uncertainties that learn\"")),
         "hib": Setting(steps=600, hparams={"different": "hib"}, why=(
             "eq. 5 as URL writes it (+log p for different-class pairs) did not learn in any of 4 settings "
             "(t, b, kappa_init in {16, 0, 16}, {16, 0, 100}, {8, -4, 100}, {16, 8, 100}: R@1 0.17-0.26): log p is "
             "concave, so pushing its mean down favours a few antipodal clusters over separated classes; HIB's own "
             "-log(1 - p) (which URL replaced): R@1 0.72 at 400 steps (kappa = softplus, kappa_init 100), so 600 "
-            "steps for a margin. With kappa = 1/u (issue 49) the default kappa_init 16: R@1 0.88 and 0.86, upstream "
+            "steps for a margin. With kappa = 1/u the default kappa_init 16: R@1 0.88 and 0.86, upstream "
             "R-AUROC 0.58 and 0.55 on 2000 held-out training images (seeds 0, 1), against 0.49 at kappa_init 100 "
             "and 0.46 at 1000 (seed 0)")),
     }),
@@ -127,9 +135,6 @@ def method_registry() -> dict:
     `hedgekit.methods` registers itself when imported, so all of them are imported first."""
     import importlib
     import pkgutil
-
-    import hedgekit.methods
-    from hedgekit.methods.upstream import METHODS
 
     for info in pkgutil.iter_modules(hedgekit.methods.__path__):
         importlib.import_module(f"hedgekit.methods.{info.name}")
@@ -171,8 +176,6 @@ def resolve_budget(budget) -> Budget:
 
 @lru_cache(maxsize=1)
 def _train_data():
-    from hedgekit.data import load_ndigit
-
     train = load_ndigit(2, "train")
     classes = np.unique(train.labels)
     index = np.searchsorted(classes, train.labels)
@@ -182,9 +185,6 @@ def _train_data():
 @lru_cache(maxsize=4)
 def eval_sets(per_class: int) -> dict:
     """The three evaluation sets with ``per_class`` images per class: ``{"up", "unseen", "fashion"}`` -> (x, y)."""
-    from hedgekit.data import load_ndigit
-    from hedgekit.data.ndigit import per_class_subset
-
     out = {name: per_class_subset(load_ndigit(2, split), per_class, seed=0).tensors()
            for name, split in (("up", "test_seen"), ("unseen", "test_unseen"))}
     out["fashion"] = protocol.fashion_pairs(per_class, seed=0)
@@ -193,8 +193,6 @@ def eval_sets(per_class: int) -> dict:
 
 def build_model(method: str, seed: int, n_classes: int = 70, **hparams) -> UpstreamModel:
     """LeNetBody (28x56 input, 120 features) + the method's head, initialised with ``seed``."""
-    from hedgekit.nets.backbones import LeNetBody
-
     torch.manual_seed(seed)
     backbone = LeNetBody(1, 28, 56)
     head = method_registry()[method](backbone.out_features, n_classes, embed_dim=EMBED_DIM, **hparams)
@@ -209,8 +207,6 @@ def build_run_model(method: str, seed: int, budget: Budget) -> UpstreamModel:
 
 def cache_root() -> Path:
     """``<data cache>/url``: the runs (``<budget>/<method>-s<seed>.json``) and the leaderboards."""
-    from hedgekit.paths import data_dir
-
     return data_dir() / "url"
 
 
@@ -265,7 +261,7 @@ def run_config(budget: Budget, method: str) -> dict:
     return {**out, "hparams": hparams} if hparams else out
 
 
-# the unsupervised heads' views (`hedgekit.papers.url.views`, issue 49 item 2; the search: docs/recipes.md, "URL:
+# the unsupervised heads' views (`hedgekit.papers.url.views`; the search: docs/recipes.md, "URL:
 # uncertainties that learn")
 TWO_VIEWS = TwoViews()
 
@@ -275,8 +271,6 @@ def augmentation(method: str, cfg: UpstreamConfig):
     ``cfg.occlusion_p`` (`RandomOcclusion`, on the stored uint8 batch on the device); for an unsupervised head
     (two views, App. B.2) then `TWO_VIEWS` (a random resized crop, a small turn and shear, thicker or thinner
     strokes and an occlusion box), drawn afresh for each view. `fit_upstream` converts the result to float."""
-    from hedgekit.data import random_occlusion
-
     occlude = random_occlusion(cfg.occlusion_p)
     if getattr(method_registry()[method], "supervised", True):
         return occlude
@@ -299,7 +293,7 @@ def train_run(spec, progress: bool = False, device: str = "cpu") -> tuple[Upstre
     (`protocol.evaluate` on `eval_sets`): the URL family's trainer of `hedgekit.zoo.load_or_train`. Returns (model
     on the CPU, record without ``source``; `hedgekit.papers.url.benchmark.run_one` lists its fields). Its
     ``history`` holds, at every log step, the loss and `hedgekit.training.upstream.watch_row` of the upstream test
-    images (the spread of u(x) and kappa(x), R@1 and R-AUROC there: how u(x) learned, issue 49 item 2; measured,
+    images (the spread of u(x) and kappa(x), R@1 and R-AUROC there: how u(x) learned; measured,
     never used to choose anything). A training that diverges (FloatingPointError from the loop) or a model whose
     embedding or u(x) is not finite at evaluation
     (after the last step, ``steps - 1``) raises `DivergedError` with the step."""
@@ -345,3 +339,6 @@ def sweep_budgets(base="converged", factors=LR_SWEEP) -> list[Budget]:
                                why=f"{b.name} x {f:g} learning rate (sweep)") for m in method_registry()}
         out.append(replace(b, name=f"{b.name}-lr{f:g}x", settings=settings))
     return out
+
+
+register_url_runs(sys.modules[__name__])  # the store's URL runs are this module's (`hedgekit.zoo.url_runs`)

@@ -1,5 +1,5 @@
-"""The two augmented views of the unsupervised URL heads (InfoNCE and MCInfoNCE, Kirchhof et al. 2023, App. B.2-B.3;
-issue 49 item 2), at kit scale and in plain torch.
+"""The two augmented views of the unsupervised URL heads (InfoNCE and MCInfoNCE, Kirchhof et al. 2023, App. B.2-B.3),
+at kit scale and in plain torch.
 
 The paper trains them SimCLR-style on two random views of every ImageNet image. Its official code
 (github.com/mkirchhof/url, ``timm/data/ssl_dataloader.py``, ``ImagenetTransform``) draws each view as a random

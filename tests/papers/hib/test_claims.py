@@ -1,4 +1,4 @@
-"""hedgekit.papers.hib.claims: HIB's claims table (issue 46), every row driven to every outcome its kind allows
+"""hedgekit.papers.hib.claims: HIB's claims table, every row driven to every outcome its kind allows
 through the engine, on hand-built numbers (no trained model); then the notebooks' functions on the review's cases."""
 from __future__ import annotations
 
@@ -209,7 +209,7 @@ def test_size_rows_are_decided_on_half_to_twice_the_papers_gap():
     assert next(r for r in CLAIMS if r.id == "d.adjacency.gap").declared_band() == (5.5, 58.0)  # gap 11-29
 
 
-# ------------------------------------------------------------------ the review's cases (issue 46)
+# ------------------------------------------------------------------------------ the review's cases
 def _seeds(n, d, label, **per_seed):
     return [RepeatedEvaluation.from_metrics(label, n, d, {k: v[i] for k, v in per_seed.items()}, 10_000)
             for i in range(len(next(iter(per_seed.values()))))]
@@ -444,7 +444,7 @@ def test_notebook_05_decides_table5_and_lists_figures_12_and_6_apart():
 
 
 def test_the_notebooks_functions_are_thin_and_no_function_is_long():
-    """Issue 46 item 1: the table carries the variety; each notebook's function only builds what it measured."""
+    """The table carries the variety; each notebook's function only builds what it measured."""
     import ast
 
     tree = ast.parse(open(HC.__file__, encoding="utf-8").read())

@@ -1,4 +1,6 @@
-"""hedgekit.papers.hib.experiments: notebook 04's model grid with HIB Table 4 (issue 16)."""
+"""hedgekit.papers.hib.experiments: notebook 04's model grid with HIB Table 4."""
+import pytest
+
 import hedgekit.papers.hib.experiments as X
 from hedgekit import zoo
 from hedgekit.zoo import store

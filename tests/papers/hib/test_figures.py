@@ -131,7 +131,7 @@ def test_ellipsoid_mesh_lies_on_the_n_sigma_surface():
 
 
 def test_equal_aspect_figures_draw_without_matplotlib_warnings_and_keep_one_scale(caplog):
-    """Issue 14: fixed limits + adjustable="datalim" made matplotlib log "Ignoring fixed x limits to fulfill fixed
+    """Fixed limits + adjustable="datalim" made matplotlib log "Ignoring fixed x limits to fulfill fixed
     data aspect" in the notebooks' outputs. Each 2D embedding panel must draw silently, with the limits it set, at one
     scale: a data unit is as long on screen along x as along y."""
     import logging

@@ -143,7 +143,7 @@ def test_table3_frame():
 
 @pytest.mark.parametrize("k", [0, -1, 8.0, True, None, 10**7], ids=repr)
 def test_eta_mc_refuses_bad_or_huge_k_before_allocating(k):
-    """Issue 14: K = 1e7 ran 88 s and took 11 GB; now any K that is not an integer >= 1, or whose K x K distances
+    """K = 1e7 ran 88 s and took 11 GB; now any K that is not an integer >= 1, or whose K x K distances
     exceed the memory budget, is refused at once."""
     emb = Embedding.gaussian(torch.zeros(64, 2), torch.ones(64, 2))
     with pytest.raises(InputError, match=r"k \(Monte-Carlo samples per input\) must be an integer >= 1|K=10000000 on 64"):

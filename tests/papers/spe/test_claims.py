@@ -1,5 +1,5 @@
 """hedgekit.papers.spe.claims: every row of the claims tables of notebooks 06-07 driven to each outcome its kind and
-noise allow (issue 46), through the notebook-facing functions, on hand-built numbers (no trained model).
+noise allow, through the notebook-facing functions, on hand-built numbers (no trained model).
 
 Oracles: the paper's own cells (a gap equal to the paper's lies in its band), hand-computed t intervals over three
 seeds (t(0.975, 2) = 4.303), and the review's case of SPE seeded, seen clean/clean (+6.27, se 0.83, three seeds)."""

@@ -57,7 +57,6 @@ def test_triplet_data_image_dependent_recipe(monkeypatch):
 
     import numpy as np
 
-    import hedgekit.data.fashion as fashion
     from hedgekit import zoo
     from hedgekit.data.subsets import FASHION_LOOKALIKES
     from hedgekit.zoo import Spec, recipes
@@ -65,7 +64,7 @@ def test_triplet_data_image_dependent_recipe(monkeypatch):
     rng = np.random.default_rng(0)
     sets = {s: SimpleNamespace(images=rng.integers(0, 255, (n, 8, 8), dtype=np.uint8), labels=np.arange(n) % 10)
             for s, n in (("train", 6000), ("test", 2000))}
-    monkeypatch.setattr(fashion, "load_fashion", lambda split="train": sets[split])
+    monkeypatch.setattr(recipes, "load_fashion", lambda split="train": sets[split])
     recipes._ambiguous_fashion.cache_clear()
     try:
         spec = Spec(kind="het", data="fashion", dim=8, recipe="ambnoisy")

@@ -400,7 +400,7 @@ def test_an_ad_hoc_budget_trains_under_its_name_and_the_registered_one_finds_its
     assert benchmark.run_one("standin", 0, own)["source"] == "trained now" and len(tiny) == 3
 
 
-# ---------------------------------------------------------------- one method's failure is one row (issue 45 item 7)
+# ---------------------------------------------------------------------------------- one method's failure is one row
 
 
 class DivergesAtStep2(StandIn):

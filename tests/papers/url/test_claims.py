@@ -1,6 +1,6 @@
 """Oracles for URL's claims and figures on hand-made runs: Spearman against scipy, its bootstrap interval, the
 side-by-side table, and the claims table (`claims.TABLE`): every row driven to every outcome its kind allows through
-the engine on hand-built measurements, and the review's findings (issue 46) through `url_verdict`."""
+the engine on hand-built measurements, and the review's findings through `url_verdict`."""
 import math
 
 import matplotlib

@@ -285,7 +285,7 @@ def test_the_shipped_converged_leaderboard_reads_back_and_matches_the_committed_
 
 
 def test_runs_recorded_before_the_crop_correlation_show_a_dash_not_a_failure():
-    shipped, _ = leaderboard.converged_runs()  # runs recorded before issue 49 item 3 had no crop_corr columns
+    shipped, _ = leaderboard.converged_runs()  # runs recorded before the crop correlation had no crop_corr columns
     old = shipped.drop(columns=[c for c in ("crop_corr", "up_crop_corr") if c in shipped])
     board = leaderboard.leaderboard(old)
     assert "crop rho unseen" not in board and "crop rho (up)" not in board  # a column no run has is left out

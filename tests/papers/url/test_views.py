@@ -1,4 +1,4 @@
-"""The unsupervised URL heads' two views (hedgekit.papers.url.views; issue 49 item 2).
+"""The unsupervised URL heads' two views (hedgekit.papers.url.views).
 
 Oracles: the identity view returns the image; a shear keeps the middle row; a stroke change is a 3 x 3 dilation or
 erosion; a 180-degree turn is a flip of both axes and a 90-degree turn of a
