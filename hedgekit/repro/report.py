@@ -81,7 +81,7 @@ def read_manifest(folder: str | Path) -> list[dict]:
     return json.loads(path.read_text())["entries"]
 
 
-COMMITTED_ASSETS = Path("notebooks") / "report" / "assets"  # relative to the repository: the committed report's
+COMMITTED_ASSETS = Path("notebooks") / "report" / "assets"  # relative to the repository: the committed report's assets
 
 
 def recorded_entry(notebook: str, name: str, folder: str | Path | None = None) -> dict:
