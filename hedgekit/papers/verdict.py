@@ -26,6 +26,10 @@ A band can fail and can pass:
   narrower than 10 seeds resolve at kit scale") and the seeds it would take; it is never quietly widened.
 * **Bands live inside the measure's range** (``bounds``: τ <= 1, an accuracy <= 100): a band that reaches beyond
   it is cut there (`Row.declared_band`), and a band narrower than the row's printed precision is refused.
+* **Band edges sit on the row's printed precision** (`snap_band`): each edge moves inward to the nearest number of
+  ``digits`` decimals (half to twice a paper gap of 0.027 at 3 decimals is [0.014, 0.054], not [0.0135, 0.054]), so
+  an edge prints as it is decided and a result that matches the printed band matches the band. A row whose band
+  that would narrow by more than `SNAP_SHRINK` of its width prints with one more decimal, until it does not.
 * **Each comparison is counted once**: a row names what it compares (``compares``: models, measure, protocol
   cell), and the same comparison in two named tables, or under two ids, is refused when the tables are built.
 
@@ -76,7 +80,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
 from functools import lru_cache
 from itertools import combinations
 from numbers import Real
@@ -96,7 +100,7 @@ __all__ = ["Claim", "Verdict", "PAPER_STEPS", "OUTCOMES", "MATCHED", "NOT_MATCHE
            "tolerance_band", "band_verdict", "seeds_to_decide", "shown_decimals", "SEEDS_CAP", "SIZE", "LEVEL",
            "RANKING", "SANITY", "CONDITION", "KINDS", "COUNTED", "SEEDS", "EVALUATION", "BORROWED", "NOISES",
            "borrowed", "Check", "Interval", "Row", "check_table", "decide_row", "decide", "WORDS_OF_OUTCOME",
-           "centre_seeds", "POLICY_SEEDS", "NARROW", "MIN_SD0_RUNS"]
+           "centre_seeds", "POLICY_SEEDS", "NARROW", "MIN_SD0_RUNS", "snap_band", "SNAP_SHRINK"]
 
 MATCHED, NOT_MATCHED, INCONCLUSIVE = "matched", "not matched", "inconclusive"
 OUTCOMES = {True: MATCHED, False: NOT_MATCHED, None: INCONCLUSIVE}
@@ -107,6 +111,7 @@ SEEDS_CAP = 50  # seeds_to_decide looks no further: beyond it a row is undecidab
 NARROW = "band narrower than 10 seeds resolve at kit scale"  # the policy's reason for an undecidable row
 MIN_SD0_RUNS = 3  # band_verdict: identical runs (spread 0) are matched only on this many runs or more
 POLICY_SEEDS = 10  # the band policy: a result at a band's centre must match with this many seeds per arm or fewer
+SNAP_SHRINK = 0.1  # snap_band: a band may narrow by at most this share of its width at the row's precision
 EXACT_EXTRA = 4  # shown_decimals: a bound prints exactly where that takes at most digits + EXACT_EXTRA decimals
 
 
@@ -208,6 +213,27 @@ def _check_band(band, digits: int | None = None) -> tuple[float, float]:
                          f"precision of {10.0 ** -digits:g} ({digits} decimals): widen it with its reason, or print "
                          "the measure with more decimals")
     return low, high
+
+
+def _snap(x: float, digits: int, rounding: str) -> float:
+    """``x`` on the grid of ``digits`` decimals, rounded the way ``rounding`` says; a float a representation error
+    away from a grid point (0.24000000000000005) is that point."""
+    v, step = Decimal(repr(x)), Decimal(1).scaleb(-digits)
+    near = v.quantize(step, ROUND_HALF_EVEN)
+    return float(near if abs(near - v) <= Decimal("1e-9") * max(1, abs(v)) else v.quantize(step, rounding))
+
+
+def snap_band(band, digits: int) -> tuple[tuple[float, float], int]:
+    """The band with its edges moved inward onto the grid of ``digits`` decimals, and the decimals it prints with:
+    ``digits``, or more while that grid would narrow it by more than `SNAP_SHRINK` of its width (the module's rule
+    "band edges sit on the row's printed precision"). Inward, so that a result inside the printed band is inside the
+    band; `InputError` for a band that is no (low, high) pair, or narrower than 10^-``digits``."""
+    low, high = _check_band(band, digits)
+    while True:
+        snapped = _snap(low, digits, ROUND_CEILING), _snap(high, digits, ROUND_FLOOR)
+        if (snapped[0] - low) + (high - snapped[1]) <= SNAP_SHRINK * (high - low) or digits >= 15:
+            return _check_band(snapped, digits), digits
+        digits += 1
 
 
 def _paper_range(paper) -> tuple[float, float]:
@@ -442,14 +468,19 @@ class Row:
         if self.bounds is not None:
             lo, hi = _check_band(self.bounds)
             object.__setattr__(self, "bounds", (lo, hi))
+        if self.kind in COUNTED:  # the decimals its band's edges need (`snap_band`): ``digits`` at least
+            object.__setattr__(self, "digits", snap_band(self._cut_band(), self.digits)[1])
 
-    def declared_band(self) -> tuple[float, float]:
-        """The band as a checked (low, high) pair (`_check_band` at the row's printed precision), cut at the
-        measure's range ``bounds`` where it reaches beyond it (τ <= 1, an accuracy <= 100)."""
+    def _cut_band(self) -> tuple[float, float]:
         low, high = _check_band(self.band(self.paper) if callable(self.band) else self.band)
         if self.bounds is not None:
             low, high = max(low, self.bounds[0]), min(high, self.bounds[1])
-        return _check_band((low, high), self.digits)
+        return low, high
+
+    def declared_band(self) -> tuple[float, float]:
+        """The band as a checked (low, high) pair: cut at the measure's range ``bounds`` where it reaches beyond it
+        (τ <= 1, an accuracy <= 100), its edges moved inward onto the row's printed precision (`snap_band`)."""
+        return snap_band(self._cut_band(), self.digits)[0]
 
     def null_value(self) -> float:
         """What a result with no skill gives: the declared ``null``, or an effect of 0 for a size row."""

@@ -418,12 +418,14 @@ def test_engine_outcome_wording_and_printed_numbers_agree_at_and_one_ulp_off_eve
     rng = np.random.default_rng(461)
     for _ in range(600):
         low, high = sorted(rng.choice(np.arange(-4000, 4001), 2, replace=False) / 1000)
+        if high - low < 0.01 or low <= 0 <= high:  # narrower than 2 decimals, or holding the null: refused
+            continue
+        row = _row(V.LEVEL, paper=None, band=(low, high), reason="declared")
+        low, high = row.declared_band()  # on the row's printed precision
         x = float(rng.choice([v for e in (low, high) for v in _near(e)]))
         y = float(rng.choice([low, high])) if rng.random() < 0.3 else float(rng.uniform(-6, 6))
         lo, hi = min(x, y), max(x, y)
-        if high - low < 0.01 or low <= 0 <= high:  # narrower than 2 decimals, or holding the null: refused
-            continue
-        c = V.decide_row(_row(V.LEVEL, paper=None, band=(low, high), reason="declared"), fixed(lo, hi))
+        c = V.decide_row(row, fixed(lo, hi))
         want = True if low <= lo and hi <= high else False if hi < low or lo > high else None
         if V.centre_seeds(fixed(lo, hi), (low, high)) > V.POLICY_SEEDS:  # the band policy: undecidable, said so
             assert c.matched is None and c.why.startswith(V.NARROW), c.why
