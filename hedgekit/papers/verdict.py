@@ -100,7 +100,7 @@ __all__ = ["Claim", "Verdict", "PAPER_STEPS", "OUTCOMES", "MATCHED", "NOT_MATCHE
            "tolerance_band", "band_verdict", "seeds_to_decide", "shown_decimals", "SEEDS_CAP", "SIZE", "LEVEL",
            "RANKING", "SANITY", "CONDITION", "KINDS", "COUNTED", "SEEDS", "EVALUATION", "BORROWED", "NOISES",
            "borrowed", "Check", "Interval", "Row", "check_table", "decide_row", "decide", "WORDS_OF_OUTCOME",
-           "centre_seeds", "POLICY_SEEDS", "NARROW", "MIN_SD0_RUNS", "snap_band", "SNAP_SHRINK"]
+           "centre_seeds", "POLICY_SEEDS", "NARROW", "MIN_SD0_RUNS", "snap_band", "SNAP_SHRINK", "POLICY_MARK"]
 
 MATCHED, NOT_MATCHED, INCONCLUSIVE = "matched", "not matched", "inconclusive"
 OUTCOMES = {True: MATCHED, False: NOT_MATCHED, None: INCONCLUSIVE}
@@ -112,6 +112,7 @@ NARROW = "band narrower than 10 seeds resolve at kit scale"  # the policy's reas
 MIN_SD0_RUNS = 3  # band_verdict: identical runs (spread 0) are matched only on this many runs or more
 POLICY_SEEDS = 10  # the band policy: a result at a band's centre must match with this many seeds per arm or fewer
 SNAP_SHRINK = 0.1  # snap_band: a band may narrow by at most this share of its width at the row's precision
+POLICY_MARK = "bands held to the policy"  # the tally line's words: this render decided every row under the band policy
 EXACT_EXTRA = 4  # shown_decimals: a bound prints exactly where that takes at most digits + EXACT_EXTRA decimals
 
 
@@ -675,7 +676,7 @@ class Verdict:
         if self.not_counted:
             extra.append(f"{len(self.shown)} claim(s) shown, not counted")
         return (f"**{ok} matched, {bad} not matched" + (f", {unsure} {INCONCLUSIVE}" if unsure else "") + "** "
-                "(computed from the numbers above; " + "; ".join(extra) + ").")
+                f"(computed from the numbers above, {POLICY_MARK}; " + "; ".join(extra) + ").")
 
     def markdown(self) -> str:
         lines = [f"### What matched, what did not, and why — {self.title}", "", self.tally_line(), "",

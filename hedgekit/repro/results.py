@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Sequence
 
 from hedgekit.errors import InputError
+from hedgekit.papers.verdict import POLICY_MARK
 from hedgekit.paths import REPO_DIR, notebook_dir
 from hedgekit.repro.render_checks import damage, damage_paragraph, fewer_seeds, fewer_seeds_paragraph
 from hedgekit.repro.rendered import outputs_markdown, partial_run, verdict_blocks
@@ -83,11 +84,12 @@ class NotebookResults:
 
 
 def is_current(block: str) -> bool:
-    """True for a verdict rendered by the claims tables of `hedgekit.papers.verdict` (every counted claim
-    a row decided by the equivalence rule; its tally line says how many were decided on trained seeds); False for
-    one rendered before (the overlap and sign rules, or the older "N matched, M did not")."""
+    """True for a verdict rendered under the current rules of `hedgekit.papers.verdict`: every counted claim a row
+    of a claims table decided by the equivalence rule (its tally line says how many were decided on trained seeds)
+    and every band held to the band policy (its tally line says so, `POLICY_MARK`); False for one rendered before
+    (the claims tables before the band policy, the overlap and sign rules, or the older "N matched, M did not")."""
     m = _TALLY.search(block)
-    return m is not None and _SEEDS.search(block) is not None
+    return m is not None and _SEEDS.search(block) is not None and POLICY_MARK in block
 
 
 def extras(block: str) -> tuple[int | None, int | None, int, int | None]:
@@ -333,11 +335,13 @@ def _what_changed(results: list[NotebookResults]) -> list[str]:
              "band. Now every counted claim is a row of its paper's claims table, decided by one engine on the "
              "equivalence rule (matched only when the whole 95% interval lies inside the band the row declares, "
              "with sanity checks and conditions listed apart and never counted); "
-             f"{len(current)} of the {len(with_verdicts)} notebooks with verdicts are rendered under it so far.", ""]
+             f"{len(current)} of the {len(with_verdicts)} notebooks with verdicts are rendered under it and the band "
+             "policy so far.", ""]
     if len(current) < len(with_verdicts):
-        lines += ["A notebook whose committed run predates the claims tables says *earlier* under *rules*: its "
-                  "tallies are as that run rendered them, not recomputed, and its columns for seeds, evaluation-only "
-                  "claims and conditions read —. Re-running it in full mode (`python -m hedgekit reproduce --only NN "
+        lines += ["A notebook whose committed run predates the current rules (the claims tables, or the band policy "
+                  "below) says *earlier* under *rules*: its tallies are as that run rendered them, not recomputed, its "
+                  "bands may break the policy, and where the run predates the claims tables its columns for seeds, "
+                  "evaluation-only claims and conditions read —. Re-running it in full mode (`python -m hedgekit reproduce --only NN "
                   "--inplace`, with the checkpoints `reproduce --list-models` names) updates them.", ""]
     return lines
 

@@ -99,10 +99,19 @@ def test_render_lists_every_record_once():
 
 def test_the_section_follows_the_notebooks_and_escapes_pipes():
     nb = R.NotebookResults("04_x", "x", "full", "2026-11-27 03:30", 60.0, verdicts=[
-        "**2 matched, 1 not matched** (computed from the numbers above; 2 decided on trained seeds; 1 on evaluation "
+        "**2 matched, 1 not matched** (computed from the numbers above, bands held to the policy; 2 decided on trained seeds; 1 on evaluation "
         "repeats only; 4 sanity check(s) listed apart, 4 passed)."])
     record = U.Unjudged("hib", "Table 9", "a | b", "04_x", "why")
     text = R.render([nb], unjudged=[record])
     assert text.index("## 04_x") < text.index(R.UNJUDGED_HEADING)
     assert "| HIB (Oh et al. 2019) | Table 9 | a \\| b | [04_x](#04_x) | why |" in _section(text)
     assert R.render([nb], unjudged=[]).rstrip().endswith("|---|---|---|---|---|")
+
+
+def test_every_counted_row_prints_its_band_edges_at_its_precision():
+    """The band policy's "band edges sit on the row's printed precision" (`hedgekit.papers.verdict.snap_band`),
+    on every counted row of every claims table."""
+    for rows in _counted_rows().values():
+        for r in rows:
+            low, high = r.declared_band()
+            assert float(f"{low:.{r.digits}f}") == low and float(f"{high:.{r.digits}f}") == high, (r.id, low, high)

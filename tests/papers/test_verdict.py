@@ -110,7 +110,7 @@ def test_sanity_checks_are_listed_apart_and_never_counted():
     assert v.counts == (1, 0, 0)
     assert [c.outcome for c in v.claims] == ["matched", "sanity check passed", "sanity check failed"]
     md = v.markdown()
-    assert ("**1 matched, 0 not matched** (computed from the numbers above; 0 decided on trained seeds; 0 on "
+    assert ("**1 matched, 0 not matched** (computed from the numbers above, bands held to the policy; 0 decided on trained seeds; 0 on "
             "evaluation repeats only; 2 sanity check(s) listed apart, 1 passed).") in md
     head, checks = md.split("**Sanity checks**")
     assert "by construction" not in head and "| ✔ | by construction |" in checks
@@ -377,7 +377,7 @@ def test_sanity_and_condition_rows_are_listed_apart_and_never_counted():
     assert [c.outcome for c in v.claims[1:]] == ["sanity check passed", "sanity check failed", "condition held"]
     assert [c.row_id for c in v.checks] == ["s1", "s2"] and [c.row_id for c in v.conditions] == ["c1"]
     md = v.markdown()
-    assert ("(computed from the numbers above; 1 decided on trained seeds; 0 on evaluation repeats only; 2 sanity "
+    assert ("(computed from the numbers above, bands held to the policy; 1 decided on trained seeds; 0 on evaluation repeats only; 2 sanity "
             "check(s) listed apart, 1 passed; 1 condition(s) listed apart, 1 held).") in md
     assert md.index("**Conditions**") > md.index("**Sanity checks**") and "| ✔ | Table 1: A beats B | 2.00 | 52.1 vs 50.3 | clean share chosen |" in md
 
@@ -446,7 +446,7 @@ def test_a_verdict_shown_not_counted_lists_its_claims_under_its_reason_and_adds_
     assert shown.counts == (0, 0, 0) and shown.noise_counts == (0, 0) and shown.counted == []
     assert [c.row_id for c in shown.shown] == ["size"] and [c.row_id for c in shown.conditions] == ["c1"]
     md = shown.markdown()
-    assert "**0 matched, 0 not matched** (computed from the numbers above; 0 decided on trained seeds; " in md
+    assert "**0 matched, 0 not matched** (computed from the numbers above, bands held to the policy; 0 decided on trained seeds; " in md
     assert "; 1 claim(s) shown, not counted)." in md
     assert "**Shown, not counted** (seeds 0-4 chose the design):" in md
     assert md.index("**Shown, not counted**") < md.index("| ✅ | Table 1: A beats B |")  # the claim is still listed
@@ -570,3 +570,20 @@ def test_seeds_to_decide_is_per_arm_and_says_undecidable_beyond_fifty():
     assert "more than 50 seeds per arm (undecidable at this spread)" in why
     ok, why = V.band_verdict(V.Effect(3.0, 0.6, 3), (1.0, 4.0))
     assert "seeds per arm would decide" in why
+
+
+def test_band_edges_move_inward_onto_the_rows_printed_precision():
+    assert V.snap_band((0.0135, 0.054), 3) == ((0.014, 0.054), 3)  # half of a paper gap of 0.027
+    assert V.snap_band((0.24000000000000005, 0.8400000000000001), 2) == ((0.24, 0.84), 2)  # float noise is the point
+    assert V.snap_band((-0.002, -0.0005), 3) == ((-0.002, -0.0005), 4)  # 3 decimals would narrow it by a third
+    rng = np.random.default_rng(57)
+    for _ in range(500):
+        low, high = sorted(rng.uniform(-50, 50, 2))
+        digits = int(rng.integers(0, 4))
+        if high - low < 10.0 ** -digits:
+            continue
+        (a, b), d = V.snap_band((low, high), digits)
+        assert low <= a < b <= high and d >= digits, (low, high, digits, a, b, d)
+        assert (a - low) + (high - b) <= V.SNAP_SHRINK * (high - low) + 1e-12
+        assert float(f"{a:.{d}f}") == a and float(f"{b:.{d}f}") == b  # each edge prints as it is decided
+

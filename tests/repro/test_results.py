@@ -130,12 +130,13 @@ def test_tally_needs_the_bold_line():
     # which rules rendered a block: the claims tables (the tally line says what decided), or the ones before
     assert R.is_current(CURRENT) and not R.is_current("**2 matched, 5 not matched** (computed)")
     assert not R.is_current("**3 matched, 2 did not**")
+    assert not R.is_current(CURRENT.replace(", bands held to the policy", ""))  # claims tables before the band policy
     assert not R.is_current("no tally at all")
     with pytest.raises(InputError, match="no '\\*\\*N matched"):
         R.tally("### What matched, what did not, and why — x\n\nnothing")
 
 
-CURRENT = ("**2 matched, 1 not matched** (computed from the numbers above; 2 decided on trained seeds; 1 on "
+CURRENT = ("**2 matched, 1 not matched** (computed from the numbers above, bands held to the policy; 2 decided on trained seeds; 1 on "
            "evaluation repeats only; 4 sanity check(s) listed apart, 4 passed; 1 condition(s) listed apart, 1 held).")
 
 
