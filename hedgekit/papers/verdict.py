@@ -112,7 +112,8 @@ NARROW = "band narrower than 10 seeds resolve at kit scale"  # the policy's reas
 MIN_SD0_RUNS = 3  # band_verdict: identical runs (spread 0) are matched only on this many runs or more
 POLICY_SEEDS = 10  # the band policy: a result at a band's centre must match with this many seeds per arm or fewer
 SNAP_SHRINK = 0.1  # snap_band: a band may narrow by at most this share of its width at the row's precision
-POLICY_MARK = "bands held to the policy"  # the tally line's words: this render decided every row under the band policy
+POLICY_MARK = "bands held to the policy"  # the tally line's words: every row held to the band policy (read by
+# `hedgekit.repro.rendered`, which names them too: a test holds the two equal)
 EXACT_EXTRA = 4  # shown_decimals: a bound prints exactly where that takes at most digits + EXACT_EXTRA decimals
 
 

@@ -3,9 +3,10 @@
 (docs/results.md) and `hedgekit.repro.render_checks` (what a render must pass before it is published)."""
 from __future__ import annotations
 
-__all__ = ["VERDICT_HEADING", "outputs_markdown", "verdict_blocks", "partial_run"]
+__all__ = ["VERDICT_HEADING", "POLICY_MARK", "outputs_markdown", "verdict_blocks", "partial_run"]
 
 VERDICT_HEADING = "### What matched, what did not, and why — "  # the heading `hedgekit.papers.verdict.Verdict` writes
+POLICY_MARK = "bands held to the policy"  # the words of its tally line that say every row was held to the band policy
 
 
 def outputs_markdown(cell) -> list[str]:

@@ -31,10 +31,9 @@ from pathlib import Path
 from typing import Sequence
 
 from hedgekit.errors import InputError
-from hedgekit.papers.verdict import POLICY_MARK
 from hedgekit.paths import REPO_DIR, notebook_dir
 from hedgekit.repro.render_checks import damage, damage_paragraph, fewer_seeds, fewer_seeds_paragraph
-from hedgekit.repro.rendered import outputs_markdown, partial_run, verdict_blocks
+from hedgekit.repro.rendered import POLICY_MARK, outputs_markdown, partial_run, verdict_blocks
 from hedgekit.repro.report import read_manifest
 from hedgekit.repro.reproduce import select
 

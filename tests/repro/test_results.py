@@ -131,6 +131,10 @@ def test_tally_needs_the_bold_line():
     assert R.is_current(CURRENT) and not R.is_current("**2 matched, 5 not matched** (computed)")
     assert not R.is_current("**3 matched, 2 did not**")
     assert not R.is_current(CURRENT.replace(", bands held to the policy", ""))  # claims tables before the band policy
+    from hedgekit.papers import verdict as V
+    from hedgekit.repro.rendered import POLICY_MARK
+
+    assert V.POLICY_MARK == POLICY_MARK and R.is_current(V.Verdict("t").markdown())  # what the engine writes
     assert not R.is_current("no tally at all")
     with pytest.raises(InputError, match="no '\\*\\*N matched"):
         R.tally("### What matched, what did not, and why — x\n\nnothing")
