@@ -5,13 +5,12 @@ unnormalised embedding z in R^d and s = log sigma^2 (`hedgekit.nets.heads.Hetero
     (e^-s_a + e^-s_p + e^-s_n) * L_tri(a, p, n) / 2 + (s_a + s_p + s_n) / 2,
 
 optimal at e^s = L_tri for a fixed L_tri: inputs whose triplets stay violated are explained as noise (sec. 2.1).
-u(x) = sigma^2 = e^s. Where a step is launch-bound (a GPU) the losses mine with the masked forms of
+u(x) = sigma^2 = e^s. The triplets come from the miners of eq. 3 and 4 (`hedgekit.methods.mining`); where a step is launch-bound (a GPU) the losses mine with the masked forms of
 `hedgekit.methods.fast.het_triplet`; what they take is checked where it enters (`hedgekit.training.triplets`).
 """
 from __future__ import annotations
 
 import functools
-import math
 
 import torch
 import torch.nn.functional as F
@@ -22,8 +21,8 @@ from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 from hedgekit.hardware import launch_bound
 from hedgekit.methods.fast.het_triplet import batch_hard_masked, semi_hard_masked, weighted_mean
+from hedgekit.methods.mining import batch_all_triplets, batch_hard_triplets, semi_hard_triplets
 
-MININGS = ("batch_hard", "semi_hard", "batch_all")
 SEMI_HARD_WINDOW = 1.0  # m of eq. 3 when the loss has a soft margin (no m of its own)
 _TINY = 1e-30  # keeps sqrt's gradient finite; distances below 1e-15 are treated as 0
 
@@ -81,46 +80,6 @@ def pairwise_distances(z: Tensor) -> Tensor:
     return torch.where(sq > _TINY, sq.clamp_min(_TINY).sqrt(), torch.zeros_like(sq))
 
 
-def batch_hard_triplets(dist: Tensor, labels: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """Batch-hard mining (eq. 4; Hermans et al. 2017): (anchor, positive, negative) int64 indices, one triplet per
-    anchor that has a positive and a negative; dist (B, B), e.g. `pairwise_distances(z)`, labels (B,)."""
-    p, n, valid = hardest_per_anchor(dist, labels)
-    a = torch.nonzero(valid).squeeze(1)
-    return a, p[a], n[a]
-
-
-def hardest_per_anchor(dist: Tensor, labels: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """Eq. 4 for every anchor a: p = argmax_i D(a, i) over the other images of its class, n = argmin_i D(a, i) over
-    the other classes (ties to the lowest index), and whether a has both; each (B,)."""
-    dist, (pos, neg) = dist.detach(), _masks(labels)
-    return (torch.where(pos, dist, -math.inf).argmax(1), torch.where(neg, dist, math.inf).argmin(1),
-            pos.any(1) & neg.any(1))
-
-
-def semi_hard_triplets(dist: Tensor, labels: Tensor, margin: float) -> tuple[Tensor, Tensor, Tensor]:
-    """Semi-hard mining (eq. 3; Schroff et al. 2015): (anchor, positive, negative) int64 indices, one triplet per pair
-    (a, p) of distinct images of one class that has a semi-hard negative, the band's width m = ``margin`` > 0."""
-    n, valid = nearest_semi_hard(dist, labels, margin)
-    a, p = torch.nonzero(valid, as_tuple=True)
-    return a, p, n[a, p]
-
-
-def nearest_semi_hard(dist: Tensor, labels: Tensor, margin: float) -> tuple[Tensor, Tensor]:
-    """Eq. 3 for every pair (a, p): the nearest negative n with D(a, p) < D(a, n) < D(a, p) + m (ties to the lowest
-    index), and whether (a, p) is an anchor-positive pair that has one; each (B, B)."""
-    pos, neg = _masks(labels)
-    d_ap, d_an = dist.detach().unsqueeze(2), dist.detach().unsqueeze(1)  # (a, p, 1), (a, 1, n)
-    valid = pos.unsqueeze(2) & neg.unsqueeze(1) & (d_an > d_ap) & (d_an < d_ap + margin)  # (a, p, n)
-    return torch.where(valid, d_an, math.inf).argmin(2), valid.any(2)
-
-
-def batch_all_triplets(dist: Tensor, labels: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """Batch-all mining (Hermans et al. 2017): every (a, p, n), p != a of a's class, n of another, in lexicographic
-    order; ``dist`` is not read (every miner takes (dist, labels))."""
-    pos, neg = _masks(labels)
-    return torch.nonzero(pos.unsqueeze(2) & neg.unsqueeze(1), as_tuple=True)
-
-
 def _mined_triplet_losses(z: Tensor, labels, mining: str, margin: float | None, semi_hard_margin: float | None):
     """((a, p, n), L_tri per triplet, mined, stats) of the batch. ``mined`` is None where the miners select (the CPU:
     the path every recorded result was trained with), else the masked forms' 0/1 weight of each triplet."""
@@ -141,12 +100,6 @@ def _mined_triplet_losses(z: Tensor, labels, mining: str, margin: float | None, 
     stats = {"triplet": _mean(l_tri.detach(), mined), "active": _mean((d_an < d_ap + (margin or 0.0)).float(), mined),
              "triplets": len(a) if mined is None else mined.sum()}
     return (a, p, n), l_tri, mined, stats
-
-
-def _masks(labels: Tensor) -> tuple[Tensor, Tensor]:
-    """(B, B) masks: positives (same class, i != j) and negatives (other class)."""
-    same = labels.unsqueeze(0) == labels.unsqueeze(1)
-    return same & ~torch.eye(len(labels), dtype=torch.bool, device=labels.device), ~same
 
 
 def _mean(t: Tensor, mined: Tensor | None, *inputs: Tensor) -> Tensor:

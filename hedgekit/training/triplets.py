@@ -22,7 +22,8 @@ from hedgekit.data.occlusion import DIGIT_SIZE, random_occlusion
 from hedgekit.data.samplers import PKSampler
 from hedgekit.checks import check_batch, check_fields, check_margin, check_training_set
 from hedgekit.errors import InputError
-from hedgekit.methods.het_triplet import MININGS, heteroscedastic_triplet_loss, triplet_batch_loss, z_and_log_var
+from hedgekit.methods.het_triplet import heteroscedastic_triplet_loss, triplet_batch_loss, z_and_log_var
+from hedgekit.methods.mining import MININGS
 from hedgekit.nets.heads import HeteroscedasticHead
 from hedgekit.training.batches import DeviceImages
 from hedgekit.training.loop import PRECISIONS, History, Loop, body_autocast

@@ -1,4 +1,5 @@
-"""Oracle tests of hedgekit.methods.het_triplet (Taha et al. 2019, eq. 2-4, 8, 11) and the "het" head.
+"""Oracle tests of hedgekit.methods.het_triplet and its miners, hedgekit.methods.mining (Taha et al. 2019, eq. 2-4,
+8, 11), and the "het" head.
 
 Oracles: hand-computed soft and hard margins, closed-form optima of eq. 11 (e^s = L for a fixed
 L_tri; e^s_i = mean L_tri over the triplets holding image i), explicit Python loops over all
@@ -11,9 +12,9 @@ import torch
 
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
-from hedgekit.methods.het_triplet import (SEMI_HARD_WINDOW, batch_all_triplets, batch_hard_triplets,
-                                          heteroscedastic_triplet_loss, pairwise_distances, semi_hard_triplets,
+from hedgekit.methods.het_triplet import (SEMI_HARD_WINDOW, heteroscedastic_triplet_loss, pairwise_distances,
                                           triplet_batch_loss, triplet_loss, uncertainty, z_and_log_var)
+from hedgekit.methods.mining import batch_all_triplets, batch_hard_triplets, semi_hard_triplets
 from hedgekit.nets.embedder import build_conv_model, build_model, model_from_config
 from hedgekit.nets.heads import HeteroscedasticHead
 

@@ -8,8 +8,9 @@ import torch
 from hedgekit.hardware import as_launch_bound
 from hedgekit.methods import het_triplet
 from hedgekit.methods.fast.het_triplet import batch_hard_masked, semi_hard_masked, weighted_mean
-from hedgekit.methods.het_triplet import (SEMI_HARD_WINDOW, batch_hard_triplets, heteroscedastic_triplet_loss,
-                                          pairwise_distances, semi_hard_triplets, triplet_batch_loss)
+from hedgekit.methods.het_triplet import (SEMI_HARD_WINDOW, heteroscedastic_triplet_loss, pairwise_distances,
+                                          triplet_batch_loss)
+from hedgekit.methods.mining import batch_hard_triplets, semi_hard_triplets
 
 
 def batch(seed: int, sizes: tuple, dim: int = 3):
