@@ -286,3 +286,23 @@ def _streamlit_disk_cache_in_a_temp_dir(request, tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(storage, "get_cache_folder_path", lambda: folder)
         yield
+
+
+# ------------------------------------------------------------------ headless Chromium (the tests marked browser)
+CHROMIUM = "/usr/bin/chromium"  # Debian's chromium (.ci/run installs it); the playwright package drives it
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture(scope="module")
+def browser(request):
+    """Headless Chromium for a module of browser tests, with the module's ``WAIT_MS`` as the timeout of every
+    ``expect``; the test is skipped, with the reason, without `CHROMIUM` or the playwright package."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} is missing: apt-get install -y chromium")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the Python package only)")
+    sync_api.expect.set_options(timeout=request.module.WAIT_MS)
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()

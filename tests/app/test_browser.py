@@ -24,18 +24,14 @@ from pathlib import Path
 
 import pytest
 
-CHROMIUM = "/usr/bin/chromium"
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
 WAIT_MS = 180_000  # any one wait: a first visit computes centroid tables, slow on 2 cores shared with other work
 START_S = 120  # the Streamlit server's start (imports torch and the app)
 
 pytestmark = [
     pytest.mark.slow,  # drives the app in headless Chromium
     pytest.mark.browser,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing: apt-get install -y chromium"),
 ]
 
 
@@ -43,17 +39,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """Headless Chromium, with `WAIT_MS` as the timeout of every ``expect``."""
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the Python package only)")
-    sync_api.expect.set_options(timeout=WAIT_MS)
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture

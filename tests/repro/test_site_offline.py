@@ -17,9 +17,6 @@ import pytest
 
 from hedgekit.paths import REPO_DIR
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
 WAIT_MS = 120_000  # any one wait: MathJax typesets a long page slowly on 2 cores shared with other work
 ARTIFACTS = REPO_DIR / "test-artifacts"
 # lessons with equations and widget outputs (progress bars, explorers with and without a saved state); 02 also
@@ -35,7 +32,6 @@ TYPESET = "() => MathJax.isReady && MathJax.Hub.queue.pending === 0 && MathJax.H
 pytestmark = [
     pytest.mark.slow,  # builds two pages and drives headless Chromium
     pytest.mark.browser,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing: apt-get install -y chromium"),
 ]
 
 
@@ -45,16 +41,6 @@ def site(tmp_path_factory) -> Path:
     from hedgekit.repro.site import build_site
 
     return build_site(tmp_path_factory.mktemp("site"), [REPO_DIR / "notebooks" / f"{n}.ipynb" for n in LESSONS])
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the Python package only)")
-    sync_api.expect.set_options(timeout=WAIT_MS)
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture
