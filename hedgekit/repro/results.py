@@ -309,8 +309,9 @@ DECISION_RULES = [  # the rules at the top of hedgekit/papers/verdict.py, for th
     "- **Band policy** (held by every counted row, and tested): a null result cannot match (no effect, the base "
     "rate, chance or the effect a claim denies lies outside the band); a result at the band's centre would match "
     "with 10 seeds per arm or fewer at the measured spread, else the row is *inconclusive: band narrower than 10 "
-    "seeds resolve at kit scale*; bands are cut at the measure's range; a band narrower than the printed precision "
-    "is refused; each row names the comparison it makes, and the same comparison twice is refused.",
+    "seeds resolve at kit scale*; bands are cut at the measure's range; their edges sit on the row's printed "
+    "precision (moved inward: a result inside the printed band is inside the band); a band narrower than the printed "
+    "precision is refused; each row names the comparison it makes, and the same comparison twice is refused.",
     "- Evidence is runs with their count: a bare (mean, SD) is refused, non-finite runs are dropped and flagged, a "
     "spread of 0 is never matched on fewer than 3 runs, and *decided on seeds* means an interval from at least 2 "
     "trained seeds. Seeds to decide are per arm, and read *more than 50 (undecidable at this spread)* beyond 50.",
