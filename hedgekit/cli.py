@@ -19,8 +19,8 @@
 
 Every command answers bad input with one ``error:`` line and exit status 2, and Ctrl-C (SIGTERM, SIGHUP) with one line
 saying what was kept and how to resume, exit status 130 (143, 129) (`run_command`). A model flag that does not apply to
-the kind is refused (`kind_flags`: the kind's method record says which it takes); sizes and seeds are bounded (`hedgekit.checks.MAX_SEED`,
-`hedgekit.nets.embedder.MAX_DIM`, ...) before anything is built.
+the kind is refused (`kind_flags`: the kind's method record says which it takes); sizes and seeds are bounded
+(`hedgekit.checks.MAX_SEED`, `hedgekit.nets.embedder.MAX_DIM`, ...) before anything is built.
 """
 from __future__ import annotations
 

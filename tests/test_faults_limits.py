@@ -129,7 +129,8 @@ SAMPLE = {"--kind": None, "--data": None, "--n-digits": "3", "--dim": "3", "--co
 DATA = {"point": "ndigit", "hib": "ndigit", "pn": "lshapes", "spe": "lshapes", "triplet": "ndigit", "het": "ndigit"}
 FIELD = {"--data": ("data", "lshapes"), "--n-digits": ("n_digits", 3), "--dim": ("dim", 3),
          "--components": ("components", 2), "--beta": ("beta", 0.01), "--preset": ("preset", "fast"),
-         "--seed": ("seed", 5), "--steps": ("steps", 10), "--init-var": ("init_var", "eps"), "--samples": ("samples", 3),
+         "--seed": ("seed", 5), "--steps": ("steps", 10), "--init-var": ("init_var", "eps"),
+         "--samples": ("samples", 3),
          "--recipe": ("recipe", "main"), "--sampler": ("sampler", "naive"), "--loss": ("loss", "hard"),
          "--margin": ("margin", 1.0)}
 

@@ -92,9 +92,10 @@ def load_model(spec, progress: bool = False, **kwargs):
 def expected_train_seconds(spec) -> int:
     """Rough wall time to train ``spec`` with one torch thread (the app's progress message, ``reproduce
     --list-models``, ``--plan`` and ``--budget``): its method record's ``train_seconds`` of its preset and kind (or
-    kind and recipe, e.g. SPE on L-shapes; `hedgekit.zoo.kit_methods` says where the kit's were measured), times N / 2 for N-digit images (28 x 28N: the cost grows with the image), times K / the
-    preset's K for a HIB model that draws its own samples per input, times steps / the preset's steps for a steps
-    override. An unknown preset counts as ``paper``."""
+    kind and recipe, e.g. SPE on L-shapes; `hedgekit.zoo.kit_methods` says where the kit's were measured), times
+    N / 2 for N-digit images (28 x 28N: the cost grows with the image), times K / the preset's K for a HIB model
+    that draws its own samples per input, times steps / the preset's steps for a steps override. An unknown preset
+    counts as ``paper``."""
     seconds = method(spec.kind).train_seconds
     table = seconds.get(spec.preset, seconds["paper"])
     base = table.get(f"{spec.kind}-{spec.recipe_key}", table[spec.kind])

@@ -9,7 +9,8 @@
     url-ce-converged-s0                     a run of the URL benchmark (Kirchhof et al. 2023)
 
 Every name is ``<kind>-<data or nN>-d<D>-<the kind's own settings>-<preset[steps]>-s<seed>`` (`model_name`), the
-kind's own settings spelled by its spec type (`hedgekit.zoo.specs.ModelSpec.name_parts`); a URL run's is ``url-<method>-<budget>-s<seed>`` (`url_run_name`).
+kind's own settings spelled by its spec type (`hedgekit.zoo.specs.ModelSpec.name_parts`); a URL run's is
+``url-<method>-<budget>-s<seed>`` (`url_run_name`).
 A name is derived from a spec and never parsed back into one: a checkpoint records its spec whole and is loaded
 by the spec it records (`hedgekit.zoo.store.recorded_spec`, which reads the flat spec of the shipped checkpoints
 too); no command takes a typed model name (the CLI builds a spec from its flags).

@@ -51,9 +51,10 @@ def trainer_config(spec: ModelSpec, precision: str = "float32") -> TrainConfig |
 
 def _train_pairs(spec: ModelSpec, precision: str, progress: bool, device: str,
                  callback) -> tuple[EmbeddingNet, TrainConfig, History, dict]:
-    """Point / HIB (any pair-trained kind): `hedgekit.training.fit` with its record's step loss on N-digit MNIST (on a CUDA device, where it can, with the step captured
-    as one CUDA graph: `hedgekit.training.captured.fit_captured`), then HIB's Table 1 metrics, measured on the
-    training device (`hedgekit.evaluation.retrieval.table1_metrics`); the model is handed back on the CPU."""
+    """Point / HIB (any pair-trained kind): `hedgekit.training.fit` with its record's step loss on N-digit MNIST
+    (on a CUDA device, where it can, with the step captured as one CUDA graph: `hedgekit.training.captured.
+    fit_captured`), then HIB's Table 1 metrics, measured on the training device
+    (`hedgekit.evaluation.retrieval.table1_metrics`); the model is handed back on the CPU."""
     # scipy and scikit-learn (through the metrics): 2.4 s of a notebook's first cell, which imports this module
     from hedgekit.evaluation.retrieval import table1_metrics
 

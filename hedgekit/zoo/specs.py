@@ -1,10 +1,10 @@
 """Specs: what names a trained model of the kit, and the presets each spec's recipe reads.
 
 A spec names a trained model completely (method, data, N, D and the method's own settings, preset, seed);
-``Spec(kind=..., ...)`` builds one, a `ModelSpec` of the kind's own type (its method record's ``spec_type``), which checks its fields
-when it is built; its name is derived from it (`hedgekit.zoo.names`). Each method belongs to a training *family*
-(its record's ``family``): pairs (`hedgekit.training.fit`), episodes (`hedgekit.training.episodic`) or triplets
-(`hedgekit.training.triplets`); a spec gives its trainer's config (`train_config`) from its preset's recipe
+``Spec(kind=..., ...)`` builds one, a `ModelSpec` of the kind's own type (its method record's ``spec_type``), which
+checks its fields when it is built; its name is derived from it (`hedgekit.zoo.names`). Each method belongs to a
+training *family* (its record's ``family``): pairs (`hedgekit.training.fit`), episodes (`hedgekit.training.episodic`)
+or triplets (`hedgekit.training.triplets`); a spec gives its trainer's config (`train_config`) from its preset's recipe
 (`PRESETS`) and builds its untrained network (`build`) and prototype head (`build_head`). Every default is written
 once: in a spec type's fields, in `PRESETS`, or in `DEFAULT_SAMPLES` / `DATA_N_DIGITS` for what depends on the
 data set. A run of the URL benchmark is a `hedgekit.zoo.url_runs.URLSpec` (``Spec(kind="url", ...)``).
