@@ -34,7 +34,7 @@ def preset_or_stop() -> str:
 
 
 def model_spec(choice: str, beta: float = app_models.DEFAULT_BETA):
-    """The zoo spec of model ``choice`` (a `hedgekit.interactive.models.APP_MODELS` key) at the app's preset."""
+    """The zoo spec of model ``choice`` (a `hedgekit.interactive.models.app_models` key) at the app's preset."""
     return app_models.app_spec(choice, preset_or_stop(), beta, N_DIGITS)
 
 

@@ -5,9 +5,11 @@ Run from the repository root:
     streamlit run app/main.py
 
 The preset of the models comes from env var ``HEDGEKIT_PRESET`` ("paper" by
-default, "fast" for tests and quick looks). Pages live in ``app/views/`` (not
-``app/pages/``: Streamlit would also serve that folder as a legacy multipage app,
-bypassing this script on direct links) and only lay out widgets. Shared by them:
+default, "fast" for tests and quick looks); the modules named in ``HEDGEKIT_PLUGINS``
+register their methods first (`hedgekit.zoo.load_plugins`), so their models join the
+lists. Pages live in ``app/views/`` (not ``app/pages/``: Streamlit would also serve that
+folder as a legacy multipage app, bypassing this script on direct links) and only lay out
+widgets. Shared by them:
 
 * ``app/state.py``: `AppState`, everything a browser session keeps (the only code
   that touches Streamlit's session state);
@@ -27,6 +29,7 @@ import streamlit as st
 import torch
 
 from hedgekit.interactive.latency import APP_THREADS
+from hedgekit.zoo import load_plugins
 
 APP_DIR = Path(__file__).resolve().parent
 if str(APP_DIR) not in sys.path:  # pages import the shared modules above (`state`, `cached`, ...)
@@ -38,6 +41,7 @@ def main() -> None:
 
     if torch.get_num_threads() != APP_THREADS:
         torch.set_num_threads(APP_THREADS)
+    load_plugins()  # methods of HEDGEKIT_PLUGINS: the playground offers their `app_models`
     st.set_page_config(page_title="hedgekit: hedged embeddings", page_icon=":material/blur_on:", layout="wide")
     pages = [
         st.Page(APP_DIR / "views" / "playground.py", title="Occlusion playground", icon=":material/blur_on:",

@@ -49,7 +49,7 @@ class AppState:
     KEY: ClassVar[str] = "hk_state"
 
     # Settings, each edited by the widget with key "w_<field name>" (see `widget`).
-    model: str = DEFAULT_MODEL  # the playground's model, a `hedgekit.interactive.models.APP_MODELS` key
+    model: str = DEFAULT_MODEL  # the playground's model, a `hedgekit.interactive.models.app_models` key
     color: str = "tens"  # colour the class centroids by their "tens" or "ones" digit
     sigmas: list[float] = field(default_factory=lambda: [1.0, 2.0, 3.0])  # the n-sigma ellipses drawn
     map_view: str = "all classes"  # or "zoom on input"

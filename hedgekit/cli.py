@@ -19,8 +19,8 @@
 
 Every command answers bad input with one ``error:`` line and exit status 2, and Ctrl-C (SIGTERM, SIGHUP) with one line
 saying what was kept and how to resume, exit status 130 (143, 129) (`run_command`). A model flag that does not apply to
-the kind is refused (`KIND_FLAGS`); sizes and seeds are bounded (`hedgekit.checks.MAX_SEED`,
-`hedgekit.nets.embedder.MAX_DIM`, ...) before anything is built.
+the kind is refused (`kind_flags`: the kind's method record says which it takes); sizes and seeds are bounded
+(`hedgekit.checks.MAX_SEED`, `hedgekit.nets.embedder.MAX_DIM`, ...) before anything is built.
 """
 from __future__ import annotations
 
@@ -35,65 +35,55 @@ from pathlib import Path
 import torch
 
 from hedgekit.checks import (MAX_SEED, MAX_STEPS, MAX_THREADS, NO_SPACE, STORAGE_ERRNOS, count_arg, device_arg,
-                             number_arg, resolve_device, storage_error)
+                             resolve_device, storage_error)
 from hedgekit.commands import run_command
 from hedgekit.data import load_ndigit
 from hedgekit.data.ndigit import MAX_DIGITS
 from hedgekit.errors import HedgekitError, InputError, StorageError
 from hedgekit.evaluation.retrieval import table1_metrics
 from hedgekit.hardware import cpu_summary, native_bfloat16
-from hedgekit.methods.hib import BETA
 from hedgekit.nets import build_model
-from hedgekit.nets.embedder import MAX_COMPONENTS, MAX_DIM
+from hedgekit.nets.embedder import MAX_DIM
 from hedgekit.paths import is_within, moved_by
 from hedgekit.repro import grade, reproduce, results, site, students
 from hedgekit.repro.report import dataframe_markdown
 from hedgekit.training.distributed import init_from_env
 from hedgekit.training.fit import PRECISIONS
 from hedgekit.uncertainty import self_mismatch
-from hedgekit.zoo import DATASETS, INIT_VARS, KINDS, Spec, load_or_train
+from hedgekit.zoo import METHODS, PRESETS, Flag, Spec, every_flag, load_or_train, load_plugins, method
 
 
-# kind -> every flag of `train` / `evaluate` that the kind takes. A flag given for a kind that does not take it is
-# refused (`_spec`), not ignored; --n-digits only applies to N-digit MNIST (`DATA_FLAGS`).
+# The flags of `train` / `evaluate` every kind takes; a kind takes these and its method record's ``flags``
+# (`kind_flags`). A flag given for a kind that does not take it is refused (`_spec`), not ignored; --n-digits only
+# applies to N-digit MNIST (`DATA_FLAGS`).
 _EVERY_KIND = ("--kind", "--dim", "--n-digits", "--preset", "--seed", "--steps", "--device", "--retrain",
                "--precision")
-KIND_FLAGS: dict[str, frozenset[str]] = {
-    "point": frozenset(_EVERY_KIND),
-    "hib": frozenset(_EVERY_KIND + ("--components", "--beta")),  # MoG-C and the KL weight of eq. 8
-    "pn": frozenset(_EVERY_KIND + ("--data",)),  # N-digit MNIST or L-shapes
-    "spe": frozenset(_EVERY_KIND + ("--data", "--init-var")),
-    "triplet": frozenset(_EVERY_KIND + ("--data",)),  # N-digit MNIST (Fashion-MNIST needs a recipe: `Spec`)
-    "het": frozenset(_EVERY_KIND + ("--data",)),
-}
 DATA_FLAGS = {"ndigit": frozenset(("--n-digits",)), "lshapes": frozenset(), "fashion": frozenset()}
-# What each kind-specific flag sets, for the message that refuses it, and the Spec field it fills.
-_FLAG_FIELDS = {"--data": ("data", "the data set; point and hib models train on N-digit MNIST only"),
-                "--n-digits": ("n_digits", "N, the digits per N-digit MNIST image"),
-                "--components": ("components", "HIB's mixture components C; other kinds have one"),
-                "--beta": ("beta", "the weight of HIB's KL term (eq. 8); other kinds have no KL term"),
-                "--init-var": ("init_var", "where SPE's variances start: init_var='eps' is sigma_eps^2 "
-                                                   "of SPE App. B")}
+_N_DIGITS = Flag("n_digits", "N, the digits per N-digit MNIST image", aliases=("-n",),
+                 type=count_arg(1, MAX_DIGITS), help="digits per image, N-digit MNIST only (default 2)")
+
+
+def kind_flags(kind: str) -> frozenset[str]:
+    """Every flag of `train` / `evaluate` that ``kind`` takes: those of every kind and its record's."""
+    return frozenset(_EVERY_KIND + tuple(method(kind).flags))
+
+
+def _flags() -> dict[str, Flag]:
+    """Flag -> `Flag` of every spec field a flag sets beside the ones every spec has: --n-digits and the records'."""
+    return {"--n-digits": _N_DIGITS, **every_flag()}
 
 
 def _spec_args(p: argparse.ArgumentParser) -> None:
     given = argparse.SUPPRESS  # kind-specific flags are absent from the namespace unless given (`_spec`)
-    p.add_argument("--kind", choices=KINDS, default="hib")
-    p.add_argument("--data", choices=DATASETS, default=given,
-                   help="pn / spe: ndigit or lshapes; triplet / het: ndigit (default ndigit)")
-    p.add_argument("--n-digits", "-n", type=count_arg(1, MAX_DIGITS), default=given,
-                   help="digits per image, N-digit MNIST only (default 2)")
+    p.add_argument("--kind", choices=tuple(METHODS), default="hib")
     p.add_argument("--dim", "-d", type=count_arg(1, MAX_DIM, " (the embedding dimension D)"), default=2)
-    p.add_argument("--components", "-c", type=count_arg(1, MAX_COMPONENTS, " (one linear branch each)"),
-                   default=given, help="hib only: mixture components (default 1)")
-    p.add_argument("--beta", type=number_arg(0.0), default=given, help=f"hib only: KL weight (default {BETA:g})")
-    p.add_argument("--preset", choices=("fast", "paper"), default="paper")
+    for name, flag in _flags().items():
+        p.add_argument(name, *flag.aliases, dest=flag.field, type=flag.type, choices=flag.choices, default=given,
+                       help=flag.help)
+    p.add_argument("--preset", choices=tuple(PRESETS), default="paper")
     p.add_argument("--seed", type=count_arg(0, MAX_SEED, " = 2^63 - 1"), default=0)
     p.add_argument("--steps", type=count_arg(1, MAX_STEPS), default=None,
                    help="override the preset's number of steps")
-    p.add_argument("--init-var", choices=INIT_VARS, default=given,
-                   help="spe only: 'eps' starts the variances at sigma_eps^2 (App. B), as notebook 07's N = 3, "
-                        "D = 3 SPE (default unit)")
     p.add_argument("--device", type=device_arg, default="cpu", help="cpu, cuda, cuda:N, mps or auto")
     p.add_argument("--retrain", action="store_true", help="train even if a checkpoint exists")
     p.add_argument("--precision", choices=PRECISIONS, default="float32",
@@ -102,18 +92,19 @@ def _spec_args(p: argparse.ArgumentParser) -> None:
 
 
 def _spec(a):
-    """The `Spec` the flags name; InputError for a flag that does not apply to the kind (`KIND_FLAGS`)."""
-    given = {flag for flag, (field, _) in _FLAG_FIELDS.items() if hasattr(a, field)}
+    """The `Spec` the flags name; InputError for a flag that does not apply to the kind (`kind_flags`)."""
+    flags = _flags()
+    given = {name for name, flag in flags.items() if hasattr(a, flag.field)}
     data = getattr(a, "data", "ndigit")
-    allowed = KIND_FLAGS[a.kind] - (frozenset(("--n-digits",)) - DATA_FLAGS[data])
+    allowed = kind_flags(a.kind) - (frozenset(("--n-digits",)) - DATA_FLAGS[data])
     refused = sorted(given - allowed)
     if refused:
-        what = "; ".join(f"{flag} sets {_FLAG_FIELDS[flag][1]}" for flag in refused)
+        what = "; ".join(f"{name} sets {flags[name].sets}" for name in refused)
         on = "" if data == "ndigit" else f" on {data}"
         raise InputError(f"{', '.join(refused)} {'does' if len(refused) == 1 else 'do'} not apply to {a.kind} models"
                          f"{on} ({what}); leave {'it' if len(refused) == 1 else 'them'} out. {a.kind} models{on} "
                          f"take {', '.join(sorted(allowed - {'--kind'}))}")
-    fields = {field: getattr(a, field) for field, _ in _FLAG_FIELDS.values() if hasattr(a, field)}
+    fields = {flag.field: getattr(a, flag.field) for flag in flags.values() if hasattr(a, flag.field)}
     return Spec(kind=a.kind, dim=a.dim, preset=a.preset, seed=a.seed, steps=a.steps, **fields)
 
 
@@ -363,6 +354,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:  # the modules of HEDGEKIT_PLUGINS register their methods: their kinds and flags join the parser
+        load_plugins()
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     args = build_parser().parse_args(argv)
     return run_command(_answering_storage_errors(args.fn), args, argv)
 

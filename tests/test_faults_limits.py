@@ -2,7 +2,7 @@
 
 Oracles: the parameter count of a built network (the memory estimate counts the same parameters without
 building anything), the refusals happen before anything is allocated or trained (the allocating functions
-are replaced by ones that fail the test), every CLI flag against every kind (the table `cli.KIND_FLAGS`),
+are replaced by ones that fail the test), every CLI flag against every kind (`cli.kind_flags`, from the method records),
 the exit code and the single line of an interrupted command, a URL run interrupted between its two files,
 and images built here with PIL whose right reading is known (a rotated JPEG, a GIF with a blank first frame,
 blank images of several sizes, an inverted array whose analysis must equal the original's).
@@ -124,12 +124,15 @@ def test_cli_size_limits_are_usage_errors(no_training, capsys, argv, said):
 # A valid value for every option of `train` (None: a switch); every option the parser has must be here.
 SAMPLE = {"--kind": None, "--data": None, "--n-digits": "3", "--dim": "3", "--components": "2", "--beta": "0.01",
           "--preset": "fast", "--seed": "5", "--steps": "10", "--init-var": "eps", "--device": "cpu",
-          "--retrain": None, "--precision": "bfloat16"}
+          "--retrain": None, "--precision": "bfloat16", "--samples": "3", "--recipe": "main", "--sampler": "naive",
+          "--loss": "hard", "--margin": "1"}
 DATA = {"point": "ndigit", "hib": "ndigit", "pn": "lshapes", "spe": "lshapes", "triplet": "ndigit", "het": "ndigit"}
-# (triplet / het models on Fashion-MNIST need a recipe the command line does not set: `Spec` says so)
 FIELD = {"--data": ("data", "lshapes"), "--n-digits": ("n_digits", 3), "--dim": ("dim", 3),
          "--components": ("components", 2), "--beta": ("beta", 0.01), "--preset": ("preset", "fast"),
-         "--seed": ("seed", 5), "--steps": ("steps", 10), "--init-var": ("init_var", "eps")}
+         "--seed": ("seed", 5), "--steps": ("steps", 10), "--init-var": ("init_var", "eps"),
+         "--samples": ("samples", 3),
+         "--recipe": ("recipe", "main"), "--sampler": ("sampler", "naive"), "--loss": ("loss", "hard"),
+         "--margin": ("margin", 1.0)}
 
 
 def _train_options() -> set[str]:
@@ -140,21 +143,21 @@ def _train_options() -> set[str]:
 
 
 def test_the_flag_table_covers_every_flag_and_kind():
-    from hedgekit.zoo import KINDS
+    from hedgekit.zoo import METHODS
 
-    assert _train_options() == set(SAMPLE) == set().union(*cli.KIND_FLAGS.values())
-    assert set(cli.KIND_FLAGS) == set(KINDS)
+    assert _train_options() == set(SAMPLE) == set().union(*map(cli.kind_flags, METHODS))
+    assert set(DATA) == set(METHODS)
 
 
 @pytest.mark.parametrize("kind", list(DATA))
 @pytest.mark.parametrize("flag", [f for f in SAMPLE if f != "--kind"])
 def test_every_flag_against_every_kind(no_training, capsys, kind, flag):
-    """A flag is accepted (and reaches the Spec) exactly when `KIND_FLAGS` says it applies to the kind."""
+    """A flag is accepted (and reaches the Spec) exactly when `kind_flags` says it applies to the kind."""
     value = DATA[kind] if flag == "--data" else SAMPLE[flag]
     argv = ["train", "--kind", kind, flag] + ([value] if value is not None else [])
     rc = cli.main(argv)
     err = capsys.readouterr().err
-    if flag in cli.KIND_FLAGS[kind]:
+    if flag in cli.kind_flags(kind):
         assert rc == 0, err
         spec = no_training[-1]
         if flag in FIELD and flag != "--data":

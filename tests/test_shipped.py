@@ -4,11 +4,11 @@ import math
 import pytest
 
 from hedgekit.evaluation.retrieval import table1_metrics
-from hedgekit.interactive.models import APP_MODELS, app_spec
+from hedgekit.interactive.models import app_models, app_spec
 from hedgekit.zoo import (SHIPPED_DIR, episode_metrics, eval_set, is_stale, load_checkpoint, prototype_head,
                           recorded_spec, shipped_names, shipped_specs)
 
-APP_DEFAULTS = [app_spec(choice, preset="paper").name for choice in APP_MODELS]  # the playground's four models
+APP_DEFAULTS = [app_spec(choice, preset="paper").name for choice in app_models()]  # the playground's four models
 # KNN re-ranks 10,000 probes against the whole gallery by match probability: 1-5 CPU-min per HIB checkpoint, most
 # of this file's time. The KNN code itself is checked against a naive loop (tests/evaluation/test_retrieval.py), so
 # the recorded KNN numbers are reproduced for every point checkpoint and one HIB checkpoint, the rest of Table 1 for

@@ -10,8 +10,9 @@ import cached
 import input_widgets
 import ui
 from hedgekit.data import occlude
-from hedgekit.interactive.models import (APP_MODELS, DEFAULT_BETA, TRAIN_SECONDS, CompareEntry, beta_options,
-                                         compare_entries, expected_train_seconds)
+from hedgekit.interactive.models import (DEFAULT_BETA, CompareEntry, app_models, beta_options, compare_entries,
+                                         expected_train_seconds)
+from hedgekit.zoo import method
 from hedgekit.interactive.prototypes import APP_SUPPORT_IMAGES, spe_spec
 from hedgekit.interactive.view import model_view
 from hedgekit.viz import interactive as pi
@@ -50,8 +51,8 @@ def beta_picker(preset: str) -> float:
     listed = ", ".join(f"{b:g}" for b, ok in opts if ok) or "none yet"
     st.caption(f"Checkpoints for MoG-1 with preset `{preset}` exist for β ∈ {{{listed}}}. The default β = 1e-4 is "
                "trained on first use; other values are trained only when you ask (fast preset: about "
-               f"{TRAIN_SECONDS['fast']['hib']} s per model; paper preset: about "
-               f"{TRAIN_SECONDS['paper']['hib'] // 60} min).")
+               f"{method('hib').train_seconds['fast']['hib']} s per model; paper preset: about "
+               f"{method('hib').train_seconds['paper']['hib'] // 60} min).")
     return float(state.beta)
 
 
@@ -63,7 +64,7 @@ def column(entry: CompareEntry, beta: float, clean, boxes, image_key, color_by, 
         spe_column(entry, clean, boxes, image_key, color_by, zoom, dark)
         return
     state = AppState.get()
-    kind = APP_MODELS[entry.choice]["kind"]
+    kind = app_models()[entry.choice]["kind"]
     b = beta if kind == "hib" else DEFAULT_BETA
     spec = cached.model_spec(entry.choice, b)
     name = spec.name

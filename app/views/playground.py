@@ -10,7 +10,7 @@ import cached
 import input_widgets
 import ui
 from hedgekit.interactive.maps import anchor_point
-from hedgekit.interactive.models import APP_MODELS, POINT_MODEL
+from hedgekit.interactive.models import POINT_MODEL, app_models
 from hedgekit.interactive.occlusion import analyse, eta_floor
 from hedgekit.interactive.view import model_view
 from hedgekit.viz import interactive as pi
@@ -49,7 +49,7 @@ def sidebar() -> tuple[str, str, list[float], bool, bool]:
     """The model and display settings: (model choice, colour by, sigmas, trail shown, point-model overlay)."""
     state = AppState.get()
     with st.sidebar:
-        state.widget(st.selectbox, "Model", "model", list(APP_MODELS),
+        state.widget(st.selectbox, "Model", "model", list(app_models()),
                      help="point = deterministic embedding; MoG-C = HIB with C Gaussian components (HIB sec. 2.2)")
         state.widget(st.radio, "Colour centroids by", "color", ["tens", "ones"], horizontal=True,
                      format_func=lambda v: f"{v} digit")

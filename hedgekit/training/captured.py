@@ -36,7 +36,7 @@ from hedgekit.methods import hib_batch_loss
 from hedgekit.nets import EmbeddingNet
 from hedgekit.training import distributed
 from hedgekit.training.batches import DeviceImages
-from hedgekit.training.fit import TrainConfig
+from hedgekit.training.fit import TrainConfig, pair_loss, soft_pair_loss
 from hedgekit.training.loop import History, lr_factor, memory_format, seed_everything
 
 WARMUP = 3  # eager steps before the capture (cuDNN and Adam's state are set up in them)
@@ -51,10 +51,12 @@ def _check(cfg: TrainConfig, augment) -> None:
                          f"the graph; got augment={augment!r}")
 
 
-def capturable(cfg: TrainConfig, device: str | torch.device, augment) -> bool:
-    """Whether `fit_captured` can train ``cfg`` on ``device``: a CUDA device, one process (not torchrun), the soft
-    loss on all pairs in float32, HIB App. A's occlusion or none."""
+def capturable(cfg: TrainConfig, device: str | torch.device, augment, loss=None) -> bool:
+    """Whether `fit_captured` can train ``cfg`` with `fit`'s step loss ``loss`` on ``device``: a CUDA device, one
+    process (not torchrun), the soft loss (`soft_pair_loss`, which the captured step computes; ``loss`` None or
+    `pair_loss` picks it for ``cfg.loss`` "soft") on all pairs in float32, HIB App. A's occlusion or none."""
     return (torch.device(device).type == "cuda" and not distributed.context().active and cfg.loss == "soft"
+            and loss in (None, pair_loss, soft_pair_loss)
             and cfg.pairing == "all" and cfg.precision == "float32"
             and (augment is None or isinstance(augment, RandomOcclusion)))
 

@@ -35,8 +35,8 @@ from hedgekit.training.loop import (PRECISIONS, History, Loop, body_autocast, lr
 
 # fit's own names, and the shared loop's (`hedgekit.training.loop`) that modules outside hedgekit.training
 # import from here (bench, cli, tests/test_bench.py)
-__all__ = ["PRECISIONS", "History", "TrainConfig", "body_autocast", "fit", "lr_factor", "memory_format",
-           "optimise", "seed_everything"]
+__all__ = ["PRECISIONS", "History", "TrainConfig", "body_autocast", "fit", "hard_pair_loss", "lr_factor",
+           "memory_format", "optimise", "pair_loss", "seed_everything", "soft_pair_loss"]
 
 
 @dataclass
@@ -81,18 +81,32 @@ class TrainConfig:
                               all_pairs)
 
 
-def _step_loss(emb: Embedding, match: SoftMatch, y: Tensor, cfg: TrainConfig, gen, pair_idx=None):
-    """Loss and stats of one step on the batch's embeddings. ``pair_idx`` = (i, j, same) for two-stream pairing."""
-    if cfg.loss == "hard":
-        z = emb.mixture_mean()
-        if pair_idx is None:
-            return hard_contrastive_all_pairs(z, y, cfg.margin), {}
-        i, j, same = pair_idx
-        return contrastive_from_distance((z[i] - z[j]).norm(dim=-1), same, cfg.margin).mean(), {}
+# The step losses `fit` calls, one per method record (`hedgekit.zoo.methods.MethodRecord.loss`): ``loss(emb, match,
+# y, cfg, gen, pair_idx) -> (loss, stats)`` on the batch's embeddings, with ``pair_idx`` = (i, j, same) for the
+# two-stream pairing and None for all pairs in the batch.
+def soft_pair_loss(emb: Embedding, match: SoftMatch, y: Tensor, cfg: TrainConfig, gen, pair_idx=None):
+    """HIB's loss (eq. 5 with the KL term of eq. 8, weight ``cfg.beta``, ``cfg.k`` samples per input): HIB's
+    record's; with beta = 0 on a point embedding, the soft contrastive loss (eq. 3)."""
     if pair_idx is None:
         return hib_batch_loss(emb, y, match, cfg.k, cfg.beta, gen)
     i, j, same = pair_idx
     return hib_pair_loss(emb[i], emb[j], same, match, cfg.k, cfg.beta, gen), {}
+
+
+def hard_pair_loss(emb: Embedding, match: SoftMatch, y: Tensor, cfg: TrainConfig, gen, pair_idx=None):
+    """The hard contrastive loss (HIB eq. 1, margin ``cfg.margin``) on the embeddings' means."""
+    z = emb.mixture_mean()
+    if pair_idx is None:
+        return hard_contrastive_all_pairs(z, y, cfg.margin), {}
+    i, j, same = pair_idx
+    return contrastive_from_distance((z[i] - z[j]).norm(dim=-1), same, cfg.margin).mean(), {}
+
+
+def pair_loss(emb: Embedding, match: SoftMatch, y: Tensor, cfg: TrainConfig, gen, pair_idx=None):
+    """The point record's loss and `fit`'s default: the loss ``cfg.loss`` names, "soft" (eq. 3, `soft_pair_loss`)
+    or "hard" (eq. 1, `hard_pair_loss`)."""
+    loss = hard_pair_loss if cfg.loss == "hard" else soft_pair_loss
+    return loss(emb, match, y, cfg, gen, pair_idx)
 
 
 def fit(
@@ -105,6 +119,7 @@ def fit(
     progress: bool = True,
     augment: Callable[[Tensor, np.random.Generator], Tensor] | None = None,
     callback: Callable[[int, dict], None] | None = None,
+    loss: Callable | None = None,
 ) -> History:
     """Train ``model`` in place on images (N, [C,] H, W) in [0, 1] (float or uint8) and labels (N,).
 
@@ -114,6 +129,8 @@ def fit(
             the batch as stored (uint8 or float), any other function a float batch in [0, 1]
             (`hedgekit.training.batches`).
         callback: called as ``callback(step, row)`` at every log step.
+        loss: the step loss, ``loss(emb, match, y, cfg, gen, pair_idx) -> (loss, stats)``: the method record's
+            (`hedgekit.zoo.methods.MethodRecord.loss`, which `hedgekit.zoo.recipes` passes); None: `pair_loss`.
 
     Under ``torchrun`` (after `hedgekit.training.distributed.init_from_env`) every rank draws the
     same global batch and embeds its share of it; the loss is that of the whole batch (see
@@ -124,6 +141,7 @@ def fit(
         predicted variance, one row per ``cfg.log_every`` steps.
     """
     check_training_set(images, labels, model)
+    loss = pair_loss if loss is None else loss
     loop = Loop(model, seed, device, find_unused_parameters=cfg.loss == "hard")  # "hard" leaves a, b unused
     dev, rng = loop.device, np.random.default_rng(seed)
     labels_np = labels.cpu().numpy()
@@ -145,7 +163,7 @@ def fit(
         x, y = data.batch(idx, augment, rng), labels_dev[idx]
         with body_autocast(cfg.precision, dev):
             emb = loop.embed(x)
-        return _step_loss(emb, model.match, y, cfg, loop.noise, pair_idx)
+        return loss(emb, model.match, y, cfg, loop.noise, pair_idx)
 
     def log_row(stats: dict) -> dict:
         return {"a": model.match.a.item(), "b": model.match.b.item(), **stats}

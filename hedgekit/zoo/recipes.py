@@ -29,6 +29,7 @@ from hedgekit.training.captured import capturable, fit_captured
 from hedgekit.training.episodic import EpisodicConfig, fit_episodic
 from hedgekit.training.fit import History, TrainConfig, fit, seed_everything
 from hedgekit.training.triplets import TripletConfig, fit_triplets
+from hedgekit.zoo.methods import METHODS
 from hedgekit.zoo.specs import PRESETS, ModelSpec, TripletSpec
 
 
@@ -50,9 +51,10 @@ def trainer_config(spec: ModelSpec, precision: str = "float32") -> TrainConfig |
 
 def _train_pairs(spec: ModelSpec, precision: str, progress: bool, device: str,
                  callback) -> tuple[EmbeddingNet, TrainConfig, History, dict]:
-    """Point / HIB: `hedgekit.training.fit` on N-digit MNIST (on a CUDA device, where it can, with the step captured
-    as one CUDA graph: `hedgekit.training.captured.fit_captured`), then HIB's Table 1 metrics, measured on the
-    training device (`hedgekit.evaluation.retrieval.table1_metrics`); the model is handed back on the CPU."""
+    """Point / HIB (any pair-trained kind): `hedgekit.training.fit` with its record's step loss on N-digit MNIST
+    (on a CUDA device, where it can, with the step captured as one CUDA graph: `hedgekit.training.captured.
+    fit_captured`), then HIB's Table 1 metrics, measured on the training device
+    (`hedgekit.evaluation.retrieval.table1_metrics`); the model is handed back on the CPU."""
     # scipy and scikit-learn (through the metrics): 2.4 s of a notebook's first cell, which imports this module
     from hedgekit.evaluation.retrieval import table1_metrics
 
@@ -62,10 +64,14 @@ def _train_pairs(spec: ModelSpec, precision: str, progress: bool, device: str,
     seed_everything(spec.seed)  # the initial weights too: one name, one model
     model = spec.build()
     augment = random_occlusion(cfg.occlusion_p)
+    loss = METHODS[spec.kind].loss  # the step loss of the spec's method record
     # on a GPU the step replayed from one CUDA graph: the same batches and schedule, 3-4x the eager step's speed
-    train = fit_captured if capturable(cfg, device, augment) else fit
-    hist = train(model, x, y, cfg, seed=spec.seed, device=device, progress=progress, augment=augment,
-                 callback=callback)
+    if capturable(cfg, device, augment, loss):
+        hist = fit_captured(model, x, y, cfg, seed=spec.seed, device=device, progress=progress, augment=augment,
+                            callback=callback)
+    else:
+        hist = fit(model, x, y, cfg, seed=spec.seed, device=device, progress=progress, augment=augment,
+                   callback=callback, loss=loss)
     test = eval_set(spec)
     metrics = table1_metrics(model.eval(), test, progress=progress)
     return model.cpu(), cfg, hist, {"metrics": metrics, "eval_images": len(test)}

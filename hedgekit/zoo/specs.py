@@ -1,16 +1,17 @@
 """Specs: what names a trained model of the kit, and the presets each spec's recipe reads.
 
 A spec names a trained model completely (method, data, N, D and the method's own settings, preset, seed);
-``Spec(kind=..., ...)`` builds one, a `ModelSpec` of the kind's own type (`SPEC_TYPES`), which checks its fields
-when it is built; its name is derived from it (`hedgekit.zoo.names`). Each method belongs to a training *family*
-(`FAMILIES`): pairs (`hedgekit.training.fit`), episodes (`hedgekit.training.episodic`) or triplets
-(`hedgekit.training.triplets`); a spec gives its trainer's config (`train_config`) from its preset's recipe
+``Spec(kind=..., ...)`` builds one, a `ModelSpec` of the kind's own type (its method record's ``spec_type``), which
+checks its fields when it is built; its name is derived from it (`hedgekit.zoo.names`). Each method belongs to a
+training *family* (its record's ``family``): pairs (`hedgekit.training.fit`), episodes (`hedgekit.training.episodic`)
+or triplets (`hedgekit.training.triplets`); a spec gives its trainer's config (`train_config`) from its preset's recipe
 (`PRESETS`) and builds its untrained network (`build`) and prototype head (`build_head`). Every default is written
 once: in a spec type's fields, in `PRESETS`, or in `DEFAULT_SAMPLES` / `DATA_N_DIGITS` for what depends on the
 data set. A run of the URL benchmark is a `hedgekit.zoo.url_runs.URLSpec` (``Spec(kind="url", ...)``).
 
-Adding a method is one file in `hedgekit.methods`, one preset entry per preset in `PRESETS`, one family entry,
-a spec type (`SPEC_TYPES`) here and its name parts (`hedgekit.zoo.names.OWN_PARTS`).
+Each kind is a registered method (`hedgekit.zoo.methods.METHODS`), whose record names its spec type, family,
+head and flags; the kit's six register in `hedgekit.zoo.kit_methods`. docs/extending.md ("Adding a method") adds
+one.
 """
 from __future__ import annotations
 
@@ -33,12 +34,10 @@ from hedgekit.nets.embedder import MAX_COMPONENTS, MAX_DIM
 from hedgekit.training.episodic import EpisodicConfig
 from hedgekit.training.fit import TrainConfig
 from hedgekit.training.triplets import TripletConfig
+from hedgekit.zoo.methods import METHODS, PRESETS, every_flag, method
 from hedgekit.zoo.names import URL_KIND, model_name
 from hedgekit.zoo.url_runs import URLSpec
 
-KINDS = ("point", "hib", "pn", "spe", "triplet", "het")
-FAMILIES = {"point": "pairs", "hib": "pairs", "pn": "episodes", "spe": "episodes", "triplet": "triplets",
-            "het": "triplets"}
 DATASETS = ("ndigit", "lshapes", "fashion")
 DATA_NAMES = {"ndigit": "N-digit MNIST", "lshapes": "L-shapes", "fashion": "Fashion-MNIST"}
 # main: the paper's setting; fig4: SPE's Figure 4 runs; aug: occlusion augmentation (Taha Table 1 "+ Aug");
@@ -67,14 +66,11 @@ _AMB = dict(ambiguous=0.1, alpha=(0.55, 0.7), clean_fraction=0.005, power=2.0)
 # ~38% noise rate.
 _FASHION_NOISE = dict(clean_fraction=0.05, noise=0.38, noise_seed=0, amb=_AMB)
 
-# Preset -> recipe -> settings, the reason for each number beside it. The recipe of a spec is its kind for
-# pair-trained models and its data set (+ "_fig4") for prototype models (`Spec.recipe_key`).
-PRESETS: dict[str, dict[str, dict]] = {
+# Preset -> recipe -> settings of the families' shared recipes, the reason for each number beside it; they join
+# the kinds' own recipes (the pair-trained kinds', in their records: `hedgekit.zoo.kit_methods`) in `PRESETS`. The
+# recipe of a prototype model is its data set (+ "_fig4"), of a triplet model its data set (`Spec.recipe_key`).
+_SHARED_RECIPES: dict[str, dict[str, dict]] = {
     "fast": {
-        # CI and FAST notebooks: seconds per model. 400 (point) / 300 (HIB) steps of 16 classes x 8 images learn
-        # a usable 2-digit embedding (clearly above chance) in ~30 s; evaluation on 2000 test images.
-        "point": dict(steps=400, classes_per_batch=16, per_class=8, lr=3e-3, eval_images=2000),
-        "hib": dict(steps=300, classes_per_batch=16, per_class=8, lr=3e-3, eval_images=2000),
         # 2-digit MNIST, SPE Table 2 / Figures 6-7. 300 steps of 16 classes x (5 support + 5 query) = 160
         # images per step: 11-12 s per model on one quiet core (3-10x that on a busy shared machine).
         "ndigit": dict(steps=300, n_classes=16, k_support=5, query_per_class=5, lr=3e-3,
@@ -93,14 +89,6 @@ PRESETS: dict[str, dict[str, dict]] = {
                                  **_FASHION_NOISE),
     },
     "paper": {
-        # HIB Table 1 fidelity: 32 classes x 8 images, all 32,640 pairs per step (HIB sec. 4.1: 500k steps x 128
-        # pairs). Steps fit 10 CPU-minutes per model on 2 cores: 470 s (point) and 385 s (MoG-1) on idle cores.
-        # HIB draws K = 4 samples per input instead of the paper's 8: a step costs ~50 ms instead of 70-107 ms,
-        # so 9,000 steps fit where 5,000 did at K = 8, and the longer run is what counts (docs/recipes.md).
-        # At D >= 3 K = 4 collapses MoG-1's variances; those notebook models ask for K = 8 (`Spec.samples`,
-        # `hedgekit.papers.hib.experiments.hib_k`).
-        "point": dict(steps=12000, classes_per_batch=32, per_class=8, lr=3e-3, eval_images=None),
-        "hib": dict(steps=9000, k=4, classes_per_batch=32, per_class=8, lr=3e-3, eval_images=None),
         # SPE Table 2: 3000 steps of 32 classes x 10 images, lr 3e-3 cosine (SPE 310 s, PN 229 s for N=2, D=2 on
         # one quiet core). The paper used all 70 classes x 50 support per episode, early stopping, a GPU.
         "ndigit": dict(steps=3000, n_classes=32, k_support=5, query_per_class=5, lr=3e-3,
@@ -123,6 +111,8 @@ PRESETS: dict[str, dict[str, dict]] = {
                                  **_FASHION_NOISE),
     },
 }
+for _preset, _recipes in _SHARED_RECIPES.items():
+    PRESETS[_preset].update(_recipes)
 _PAIR_EVAL_KEYS = ("eval_images",)
 
 
@@ -156,13 +146,13 @@ class ModelSpec:
     seed: int = 0
     steps: int | None = None
 
-    KINDS: ClassVar[tuple[str, ...]] = ()  # the kinds this type names
     DATA: ClassVar[tuple[str, ...]] = ("ndigit",)  # the data sets they train on
 
     def __post_init__(self) -> None:
-        if self.kind not in type(self).KINDS:
-            raise InputError(f"{type(self).__name__} names {'/'.join(type(self).KINDS)} models, not "
-                             f"kind={self.kind!r}; build specs with Spec(kind=...)")
+        kinds = [kind for kind, record in METHODS.items() if record.spec_type is type(self)]
+        if self.kind not in kinds:
+            raise InputError(f"{type(self).__name__} names {'/'.join(kinds)} models, not kind={self.kind!r}; build "
+                             "specs with Spec(kind=...)")
         if self.data not in DATASETS:
             raise InputError(f"data must be one of {DATASETS}; got {self.data!r}")
         if self.data not in type(self).DATA:
@@ -179,7 +169,8 @@ class ModelSpec:
     # ------------------------------------------------------------------ names
     @property
     def family(self) -> str:
-        return FAMILIES[self.kind]
+        """Its method record's training family (`hedgekit.zoo.methods.MethodRecord.family`)."""
+        return METHODS[self.kind].family
 
     @property
     def components(self) -> int:
@@ -195,6 +186,16 @@ class ModelSpec:
     def name(self) -> str:
         """The canonical name, e.g. ``hib-n2-d2-c1-beta0.0001-paper-s0`` (`hedgekit.zoo.names.model_name`)."""
         return model_name(self)
+
+    def name_parts(self) -> list[str]:
+        """The name parts of this kind's own settings (`hedgekit.zoo.names.model_name`); a setting at its default is
+        not named, so that adding one keeps every existing name."""
+        return []
+
+    @classmethod
+    def completed(cls, fields: dict) -> dict:
+        """``fields`` (of `Spec`) with what depends on other fields filled in, so that one model has one spec."""
+        return fields
 
     # ------------------------------------------------------------------ recipes
     def recipe_config(self) -> dict:
@@ -212,7 +213,7 @@ class ModelSpec:
     def net_config(self) -> dict:
         """The `EmbeddingNet.config` of this spec's network (LeNet for N-digit MNIST, App. A.2 conv net for
         L-shapes); a checkpoint must record exactly this config to be loaded under this spec."""
-        head = {"point": "point", "pn": "point", "hib": "hib", "spe": "hib", "triplet": "het", "het": "het"}[self.kind]
+        head = METHODS[self.kind].head
         if self.data == "lshapes":
             return build_config(head, self.dim, self.n_digits, self.components, self.initial_variance,
                                 lshapes_channels=self.recipe_config()["channels"])
@@ -250,8 +251,6 @@ class PointSpec(PairSpec):
     loss: str = "soft"
     margin: float = 1.0
 
-    KINDS: ClassVar[tuple[str, ...]] = ("point",)
-
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.loss not in LOSSES:
@@ -264,6 +263,9 @@ class PointSpec(PairSpec):
     @property
     def label(self) -> str:
         return "point"
+
+    def name_parts(self) -> list[str]:
+        return ["hard", f"m{self.margin:g}"] if self.loss == "hard" else []
 
     def train_config(self) -> TrainConfig:
         return TrainConfig(**{**self._recipe_fields(), "beta": 0.0, "loss": self.loss, "margin": self.margin})
@@ -278,8 +280,6 @@ class HIBSpec(PairSpec):
     components: int = 1
     beta: float = BETA
     samples: int | None = None
-
-    KINDS: ClassVar[tuple[str, ...]] = ("hib",)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -299,6 +299,18 @@ class HIBSpec(PairSpec):
     @property
     def label(self) -> str:
         return f"MoG-{self.components}"
+
+    def name_parts(self) -> list[str]:
+        parts = [f"c{self.components}", "beta" + f"{self.beta:g}".replace("-", "_")]
+        return parts + ([f"k{self.samples}"] if self.samples is not None else [])
+
+    @classmethod
+    def completed(cls, fields: dict) -> dict:
+        """K = the preset's K is written None (`samples`)."""
+        preset = fields.get("preset", cls.preset)
+        if preset in PRESETS and fields.get("samples") == _preset_k(preset):
+            fields["samples"] = None
+        return fields
 
     def train_config(self) -> TrainConfig:
         """The preset's recipe with HIB's loss: ``beta`` goes from here straight into `TrainConfig.beta`."""
@@ -327,6 +339,9 @@ class EpisodeSpec(ModelSpec):
         """The `PRESETS` entry of this spec: its data set and recipe."""
         return self.data if self.recipe == "main" else f"{self.data}_{self.recipe}"
 
+    def name_parts(self) -> list[str]:
+        return [self.recipe] if self.recipe != "main" else []
+
     def train_config(self) -> EpisodicConfig:
         r = self.recipe_config()
         return EpisodicConfig(steps=r["steps"], n_classes=4 if self.data == "lshapes" else r["n_classes"],
@@ -342,8 +357,6 @@ class PNSpec(EpisodeSpec):
     """The Prototypical Network (deterministic, no sampler)."""
 
     kind: str = "pn"
-
-    KINDS: ClassVar[tuple[str, ...]] = ("pn",)
 
     @property
     def label(self) -> str:
@@ -366,8 +379,6 @@ class SPESpec(EpisodeSpec):
     samples: int | None = None
     init_var: str = "unit"
 
-    KINDS: ClassVar[tuple[str, ...]] = ("spe",)
-
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.sampler not in SAMPLERS:
@@ -389,6 +400,16 @@ class SPESpec(EpisodeSpec):
 
     def _sampler_config(self) -> dict:
         return dict(sampler=self.sampler, samples=self.samples)
+
+    def name_parts(self) -> list[str]:
+        return [f"{self.sampler}{self.samples}"] + (["veps"] if self.init_var == "eps" else []) + super().name_parts()
+
+    @classmethod
+    def completed(cls, fields: dict) -> dict:
+        """Samples per query: the data set's `DEFAULT_SAMPLES` unless given."""
+        if fields.get("samples") is None:
+            fields["samples"] = DEFAULT_SAMPLES.get(fields.get("data", cls.data))  # None off SPE's data: refused
+        return fields
 
     @property
     def initial_variance(self) -> float:
@@ -414,7 +435,6 @@ class TripletSpec(ModelSpec):
     kind: str = "het"
     recipe: str = "main"
 
-    KINDS: ClassVar[tuple[str, ...]] = ("triplet", "het")
     DATA: ClassVar[tuple[str, ...]] = tuple(_TRIPLET_RECIPES)
 
     def __post_init__(self) -> None:
@@ -432,6 +452,9 @@ class TripletSpec(ModelSpec):
         """The `PRESETS` entry of this spec: ``triplets_<data>``."""
         return f"triplets_{self.data}"
 
+    def name_parts(self) -> list[str]:
+        return [self.recipe] if self.recipe != "main" else []
+
     def train_config(self) -> TripletConfig:
         r = self.recipe_config()
         return TripletConfig(steps=r["steps"], P=r["P"], K=r["K"], lr=r["lr"], mining=r["mining"],
@@ -439,40 +462,30 @@ class TripletSpec(ModelSpec):
                              log_every=_log_every(r["steps"]))
 
 
-SPEC_TYPES: dict[str, type[ModelSpec]] = {"point": PointSpec, "hib": HIBSpec, "pn": PNSpec, "spe": SPESpec,
-                                          "triplet": TripletSpec, "het": TripletSpec}
 DATA_N_DIGITS = {"lshapes": 2, "fashion": 1}  # n_digits of the data sets that are not N-digit MNIST (lshapes: unused)
-# Why a field is refused for a kind that does not have it (`Spec`)
-_NOT_FOR = {"components": "only HIB models are mixtures; the others have one component",
-            "beta": "only HIB has a KL term (eq. 8)",
-            "loss": "the soft or hard contrastive loss is for point models",
-            "margin": "the hard contrastive loss's margin is for point models",
-            "sampler": "only SPE samples", "samples": "K is HIB's, samples per query SPE's",
-            "init_var": "init_var='eps' starts the variances at SPE's sigma_eps^2: spe models only",
-            "recipe": "point and hib models have one recipe"}
 
 
 def Spec(kind: str = "hib", **fields) -> ModelSpec:  # noqa: N802 (named like the type it builds)
     """The spec of a ``kind`` model: ``Spec(kind="hib", components=2, preset="paper")`` is a `HIBSpec`.
 
-    The one constructor of specs: it picks the kind's type (`SPEC_TYPES`), refuses a field that does not apply to
-    the kind (InputError saying why; ``components=1`` is accepted everywhere, as every other kind has one) and fills
+    The one constructor of specs: it picks the kind's type (its record's ``spec_type``,
+    `hedgekit.zoo.methods.METHODS`), refuses a field that does not apply to the kind (InputError saying why, in the
+    words of the flag that sets it; ``components=1`` is accepted everywhere, as every other kind has one) and fills
     what depends on other fields, so that one model has one spec and one name: ``n_digits`` of L-shapes and
-    Fashion-MNIST (`DATA_N_DIGITS`), SPE's samples per query (`DEFAULT_SAMPLES` of the data set), HIB's K
-    (None when it equals the preset's). The type then checks every field. ``Spec(kind="url", method=..., budget=...,
+    Fashion-MNIST (`DATA_N_DIGITS`), then the type's own (`ModelSpec.completed`: SPE's samples per query, HIB's K
+    None when it equals the preset's). The type then checks every field. ``Spec(kind="url", method=..., budget=...,
     seed=...)`` is a `hedgekit.zoo.url_runs.URLSpec` (a run of the URL benchmark).
     """
     if kind == URL_KIND:
         return URLSpec(**fields)
-    if kind not in KINDS:
-        raise InputError(f"kind must be one of {KINDS}; got {kind!r}")
-    cls = SPEC_TYPES[kind]
+    cls = method(kind).spec_type
     own = {f.name for f in dataclasses.fields(cls)}
     if "components" not in own and fields.get("components", 1) == 1:
         fields.pop("components", None)
     refused = sorted(set(fields) - own)
     if refused:
-        why = "; ".join(f"{name}: {_NOT_FOR.get(name, 'no such field')}" for name in refused)
+        sets = {flag.field: flag.sets for flag in every_flag().values()}
+        why = "; ".join(f"{name}: {sets.get(name, 'no such field')}" for name in refused)
         raise InputError(f"Spec.{', Spec.'.join(refused)} {'does' if len(refused) == 1 else 'do'} not apply to {kind} "
                          f"models ({why}); {kind} models take {', '.join(sorted(own - {'kind'}))}")
     fields = {k: int(v) if isinstance(v, numbers.Integral) and not isinstance(v, bool) else v
@@ -482,12 +495,7 @@ def Spec(kind: str = "hib", **fields) -> ModelSpec:  # noqa: N802 (named like th
         n = fields.setdefault("n_digits", DATA_N_DIGITS[data])
         if n != DATA_N_DIGITS[data]:
             raise InputError(f"n_digits applies to N-digit MNIST only; {data} models take no n_digits (got {n!r})")
-    if kind == "spe" and fields.get("samples") is None:
-        fields["samples"] = DEFAULT_SAMPLES.get(data)  # None for data SPE does not train on: SPESpec says so
-    preset = fields.get("preset", cls.preset)
-    if kind == "hib" and preset in PRESETS and fields.get("samples") == _preset_k(preset):
-        fields["samples"] = None
-    return cls(kind=kind, **fields)
+    return cls(kind=kind, **cls.completed(fields))
 
 
 def _preset_k(preset: str) -> int:

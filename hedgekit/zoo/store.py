@@ -43,7 +43,8 @@ from hedgekit.nets import EmbeddingNet, model_from_config
 from hedgekit.paths import PACKAGE_DIR, cache_path
 from hedgekit.training import distributed
 from hedgekit.zoo.recipes import TRAINERS, eval_set
-from hedgekit.zoo.specs import SPEC_TYPES, ModelSpec, Spec
+from hedgekit.zoo.methods import METHODS
+from hedgekit.zoo.specs import ModelSpec, Spec
 from hedgekit.zoo.url_runs import URLSpec, find_url_run, load_or_train_url, url_run_is_stale, url_run_path
 
 SHIPPED_DIR = PACKAGE_DIR / "checkpoints"
@@ -150,12 +151,12 @@ def recorded_spec(meta: Mapping, path: str | Path = "") -> ModelSpec | None:
     parsed from its name. Checkpoints of earlier versions (the shipped ones among them) recorded one flat spec
     with every kind's fields: the fields the kind's type does not have are dropped and an old ``loss`` name is
     read as today's (`_LEGACY_LOSS`). None for a checkpoint that records no spec, or one that is not a zoo
-    model's (no kind of `SPEC_TYPES`, fields its type refuses); CheckpointError if the spec is not the one its
-    recorded name names."""
+    model's (no kind of `hedgekit.zoo.methods.METHODS`, fields its type refuses); CheckpointError if the spec is
+    not the one its recorded name names."""
     fields = meta.get("spec")
-    if not isinstance(fields, Mapping) or fields.get("kind") not in SPEC_TYPES:
+    if not isinstance(fields, Mapping) or fields.get("kind") not in METHODS:
         return None
-    own = {f.name for f in dataclasses.fields(SPEC_TYPES[fields["kind"]])}
+    own = {f.name for f in dataclasses.fields(METHODS[fields["kind"]].spec_type)}
     fields = {k: _LEGACY_LOSS.get(v, v) if k == "loss" else v for k, v in fields.items() if k in own}
     try:
         spec = Spec(**fields)

@@ -5,6 +5,7 @@ import pytest
 
 from hedgekit.errors import InputError
 from hedgekit.interactive import models
+from hedgekit.zoo import method
 
 HIB = models.DEFAULT_MODEL
 
@@ -13,15 +14,15 @@ def test_expected_train_seconds_scales_with_steps_digits_and_kind():
     from hedgekit.zoo import Spec
 
     full = models.expected_train_seconds(Spec(kind="hib", preset="paper"))
-    assert full == models.TRAIN_SECONDS["paper"]["hib"]
+    assert full == method("hib").train_seconds["paper"]["hib"]
     assert models.expected_train_seconds(Spec(kind="hib", preset="paper", steps=900)) == full // 10  # 900 of 9,000
-    point = models.TRAIN_SECONDS["paper"]["point"]
+    point = method("point").train_seconds["paper"]["point"]
     assert models.expected_train_seconds(Spec(kind="point", preset="paper", steps=6000)) == point // 2  # of 12,000
     assert models.expected_train_seconds(Spec(kind="hib", preset="paper", n_digits=3)) == round(1.5 * full)
     assert models.expected_train_seconds(Spec(kind="triplet", data="fashion", dim=16, recipe="noisy",
-                                              preset="paper")) == models.TRAIN_SECONDS["paper"]["triplet"]
+                                              preset="paper")) == method("triplet").train_seconds["paper"]["triplet"]
     assert models.expected_train_seconds(Spec(kind="spe", data="lshapes", preset="paper")) == \
-        models.TRAIN_SECONDS["paper"]["spe-lshapes"]
+        method("spe").train_seconds["paper"]["spe-lshapes"]
 
 
 def test_expected_train_seconds_is_at_most_what_each_shipped_checkpoint_took():
@@ -67,9 +68,9 @@ def test_expected_train_seconds_lies_between_0_4_and_1_25_times_each_measured_cp
         ratio = models.expected_train_seconds(spec) / seconds
         assert 0.4 < ratio < 1.25, (spec.name, seconds, ratio)
     k8 = Spec(kind="hib", preset="paper", samples=8)
-    assert models.expected_train_seconds(k8) == 2 * models.TRAIN_SECONDS["paper"]["hib"]  # the preset's K is 4
+    assert models.expected_train_seconds(k8) == 2 * method("hib").train_seconds["paper"]["hib"]  # the preset's K is 4
     assert models.expected_train_seconds(Spec(kind="spe", recipe="fig4", preset="paper")) == \
-        models.TRAIN_SECONDS["paper"]["spe-ndigit_fig4"]
+        method("spe").train_seconds["paper"]["spe-ndigit_fig4"]
 
 
 def test_preset_from_env(monkeypatch):

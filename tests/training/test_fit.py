@@ -312,15 +312,15 @@ def test_precision_runs_only_the_body_in_bfloat16(data, monkeypatch, precision):
 
     model.body.conv[0].register_forward_hook(record("conv"))
     model.head.branches[0].register_forward_hook(record("head"))
-    step_loss = fit_module._step_loss
+    step_loss = fit_module.soft_pair_loss
 
     def checked_step_loss(emb, *args, **kwargs):
         seen["loss autocast"] = torch.is_autocast_enabled("cpu")
         seen["embedding"] = (emb.mean.dtype, emb.var.dtype)
         return step_loss(emb, *args, **kwargs)
 
-    monkeypatch.setattr(fit_module, "_step_loss", checked_step_loss)
-    fit(model, x, y, TrainConfig(steps=1, classes_per_batch=4, per_class=3, k=2, precision=precision), progress=False)
+    fit(model, x, y, TrainConfig(steps=1, classes_per_batch=4, per_class=3, k=2, precision=precision), progress=False,
+        loss=checked_step_loss)
     body = torch.bfloat16 if precision == "bfloat16" else torch.float32
     assert seen["conv"] == (torch.float32, body)  # autocast casts inside the layer
     assert seen["head"] == (torch.float32, torch.float32)

@@ -74,7 +74,7 @@ def test_a_name_names_one_spec():
     shipped = store.shipped_specs()
     assert [s.name for s in shipped] == zoo.shipped_names() and len(shipped) >= 12  # point, hib, pn and spe
     specs = _every_experiment_spec()
-    assert {s.kind for s in specs} == set(zoo.KINDS) and len(specs) > 100
+    assert {s.kind for s in specs} == set(zoo.METHODS) and len(specs) > 100
     every = set(specs) | set(shipped)
     every |= {n for s in list(every) for n in _neighbours(s)}
     names = {}
@@ -145,7 +145,7 @@ def test_url_run_names_round_trip(url_defined, method, budget, seed, name):
     spec = zoo.URLSpec(method, budget, seed)
     assert spec.name == name
     assert Spec(kind="url", method=method, budget=budget, seed=seed) == spec
-    assert spec.kind == spec.family == "url" and "url" not in zoo.KINDS  # KINDS: the EmbeddingNet models
+    assert spec.kind == spec.family == "url" and "url" not in zoo.METHODS  # METHODS: the EmbeddingNet models
 
 
 @pytest.mark.parametrize("method,budget,match", [

@@ -67,7 +67,7 @@ def test_training_a_zoo_model_shows_progress_for_training_and_evaluation(sandbox
 
 
 def test_beta_goes_from_the_spec_through_the_recipe_to_the_loss(sandbox, monkeypatch):
-    """Steps 3-8 of the beta walk (docs/extending.md): the spec's beta reaches the config the recipe
+    """Steps 3-6 of the beta walk (docs/extending.md): the spec's beta reaches the config the recipe
     builds (the one `fit` gets), every step's `hib_batch_loss`, and the checkpoint's train_config, unchanged."""
     import hedgekit.training.fit as fit
 

@@ -15,7 +15,7 @@ def test_each_kind_has_its_own_spec_type_with_only_its_fields():
     from dataclasses import fields
 
     own = {kind: {f.name for f in fields(cls)} - {"kind", "data", "n_digits", "dim", "preset", "seed", "steps"}
-           for kind, cls in zoo.SPEC_TYPES.items()}
+           for kind, cls in ((kind, record.spec_type) for kind, record in zoo.METHODS.items())}
     assert own == {"point": {"loss", "margin"}, "hib": {"components", "beta", "samples"}, "pn": {"recipe"},
                    "spe": {"recipe", "sampler", "samples", "init_var"}, "triplet": {"recipe"}, "het": {"recipe"}}
     assert type(Spec(kind="hib", components=2)) is zoo.HIBSpec and Spec(kind="spe").family == "episodes"
