@@ -39,7 +39,7 @@ from hedgekit.data import random_occlusion
 from hedgekit.errors import InputError
 from hedgekit.hardware import as_launch_bound, ieee_float32
 from hedgekit.methods.contrastive import TINY
-from hedgekit.methods.spe import SPE
+from hedgekit.methods.fast.spe import SPE
 from hedgekit.nets import EmbeddingNet, build_model
 from hedgekit.nets.heads import VAR_FLOOR
 from hedgekit.opcount import step_counts

@@ -166,7 +166,7 @@ def check_fields(config, counts: Mapping[str, int] = {}, positive: tuple[str, ..
 def check_episode_labels(labels, n_items: int, n_classes: int | None, what: str = "support") -> tuple[Tensor, int]:
     """(``labels`` as a long tensor, n_classes) if they are episode classes 0..n_classes-1 (n_classes: one more than
     the largest label when None), one per item, and, for a support set, every class has an item. Checked by the
-    prototype heads' entry points (`hedgekit.methods.pn.PN`, `hedgekit.methods.spe.SPE`); inside a training step
+    prototype heads' entry points (`hedgekit.methods.pn.PN`, `hedgekit.methods.fast.spe.SPE`); inside a training step
     with ``n_classes`` given (`deferred_value_checks`) the values are not read: the episode sampler made them."""
     labels = torch.as_tensor(labels)
     if labels.ndim != 1 or len(labels) != n_items:

@@ -27,7 +27,8 @@ import torch
 from hedgekit.embedding import Embedding
 from hedgekit.evaluation import metrics
 from hedgekit.methods import contrastive
-from hedgekit.methods.spe import log_posterior_naive, spe_prototypes
+from hedgekit.methods.spe import spe_prototypes
+from hedgekit.methods.fast.spe import log_posterior_naive
 from hedgekit.nets import SoftMatch
 
 __all__ = ["WrongAnswer", "Choice", "Number", "KEYS", "check", "kind"]

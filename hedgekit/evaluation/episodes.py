@@ -22,7 +22,7 @@ from hedgekit.errors import InputError
 from hedgekit.data.samplers import EpisodeSampler
 from hedgekit.evaluation.embedded import EmbeddedSet, embed_set
 from hedgekit.methods.pn import PN
-from hedgekit.methods.spe import SPE
+from hedgekit.methods.fast.spe import SPE
 
 QUERY_PER_CLASS = 5  # default test queries per class; see evaluate_episodes for why
 

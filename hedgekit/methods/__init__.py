@@ -7,8 +7,8 @@ from hedgekit.methods import (ce, elk, ensemble, hetxl, infonce, losspred, mcdro
                               sngp, url_hib)
 from hedgekit.methods.upstream import METHODS, UpstreamMethod, build_method
 from hedgekit.methods.pn import PN, pn_log_posterior, pn_prototypes
-from hedgekit.methods.spe import (SPE, gamma_init, gaussian_product, log_posterior_intersection, log_posterior_naive,
-                                  spe_prototypes)
+from hedgekit.methods.spe import gaussian_product, spe_prototypes
+from hedgekit.methods.fast.spe import SPE, gamma_init, log_posterior_intersection, log_posterior_naive
 
 __all__ = [
     "contrastive_from_distance", "hard_contrastive", "hard_contrastive_all_pairs", "log_match", "soft_contrastive",

@@ -7,8 +7,8 @@ noisy copy of its class prototype (eq. 3); with sigma_hat_i^2 = sigma_i^2 + sigm
 
 `naive_sampler` (sec. 3.2.1) and `intersection_sampler` (eq. 8-9) estimate eq. 7; as sigma_x^2 -> 0 with equal class
 variances it is the PN posterior (`hedgekit.methods.pn`, scale 1 / (2 sigma_hat^2)). The head `SPE` and the samplers'
-fast forms, which the kit runs, live in `hedgekit.methods.fast.spe` (importable from here too); the head checks an
-episode where it enters, these functions only the embeddings' type.
+fast forms, which the kit runs, live in `hedgekit.methods.fast.spe`, which builds on this page (never the other
+way); the head checks an episode where it enters, these functions only the embeddings' type.
 """
 from __future__ import annotations
 
@@ -115,12 +115,3 @@ def _single_gaussian(name: str, emb: Embedding) -> tuple[Tensor, Tensor]:
     if emb.n_components != 1:
         raise InputError(f"SPE needs single-Gaussian embeddings (C = 1); {name} has C = {emb.n_components}")
     return emb.mean[:, 0], emb.var[:, 0]
-
-
-def __getattr__(name: str):
-    """The names of `hedgekit.methods.fast.spe` (the head, the fast samplers), which builds on this page (PEP 562)."""
-    from hedgekit.methods.fast import spe as fast
-
-    if name in fast.__all__:
-        return getattr(fast, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

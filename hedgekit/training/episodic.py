@@ -24,7 +24,7 @@ from torch import Tensor
 from hedgekit.data.samplers import EpisodeSampler
 from hedgekit.checks import check_batch, check_fields, check_training_set
 from hedgekit.methods.pn import PN
-from hedgekit.methods.spe import SAMPLERS, SPE
+from hedgekit.methods.fast.spe import SAMPLERS, SPE
 from hedgekit.training.batches import DeviceImages
 from hedgekit.training.loop import PRECISIONS, History, Loop, body_autocast
 

@@ -23,7 +23,7 @@ from hedgekit.data.subsets import (clean_posterior, clean_subset, long_tailed, l
                                    uncertainty_noise)
 from hedgekit.evaluation.episodes import evaluate_episodes
 from hedgekit.methods.pn import PN
-from hedgekit.methods.spe import SPE
+from hedgekit.methods.fast.spe import SPE
 from hedgekit.nets import EmbeddingNet
 from hedgekit.training.captured import capturable, fit_captured
 from hedgekit.training.episodic import EpisodicConfig, fit_episodic

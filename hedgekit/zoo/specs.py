@@ -27,7 +27,7 @@ from hedgekit.data.ndigit import MAX_DIGITS
 from hedgekit.errors import InputError
 from hedgekit.methods.hib import BETA, check_beta
 from hedgekit.methods.pn import PN
-from hedgekit.methods.spe import SAMPLERS, SPE, gamma_init
+from hedgekit.methods.fast.spe import SAMPLERS, SPE, gamma_init
 from hedgekit.nets import INIT_VAR, EmbeddingNet, model_from_config
 from hedgekit.nets.backbones import LSHAPE_BLOCKS
 from hedgekit.nets.embedder import MAX_COMPONENTS, MAX_DIM

@@ -38,7 +38,7 @@ from hedgekit.data.provenance import Source, matches
 from hedgekit.errors import CheckpointError, DataNotFoundError, InputError
 from hedgekit.hardware import device_description, resolve_precision
 from hedgekit.methods.pn import PN
-from hedgekit.methods.spe import SPE
+from hedgekit.methods.fast.spe import SPE
 from hedgekit.nets import EmbeddingNet, model_from_config
 from hedgekit.paths import PACKAGE_DIR, cache_path
 from hedgekit.training import distributed

@@ -13,7 +13,7 @@ from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 from hedgekit.evaluation.embedded import EmbeddedSet, embed_set
 from hedgekit.evaluation.episodes import evaluate_episodes
-from hedgekit.methods.spe import SPE
+from hedgekit.methods.fast.spe import SPE
 from hedgekit.nets import INIT_VAR, EmbeddingNet, GaussianHead, PointHead, SoftMatch
 from hedgekit.training.episodic import EpisodicConfig, fit_episodic
 

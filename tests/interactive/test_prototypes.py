@@ -10,7 +10,7 @@ from hedgekit.interactive import prototypes
 
 class TestPrototypes:
     def test_prototypes_and_posterior_by_hand(self, tiny_ndigit):
-        from hedgekit.methods.spe import SPE
+        from hedgekit.methods.fast.spe import SPE
         from hedgekit.zoo import Spec
 
         torch.manual_seed(0)

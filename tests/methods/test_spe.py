@@ -16,9 +16,8 @@ from torch import nn
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 from hedgekit.methods.pn import PN, pn_log_posterior, pn_prototypes
-from hedgekit.methods.spe import (SAMPLERS, SPE, gamma_init, gaussian_log_density, gaussian_product,
-                                  intersection_sampler, log_posterior_intersection, log_posterior_naive, naive_sampler,
-                                  spe_prototypes)
+from hedgekit.methods.spe import gaussian_log_density, gaussian_product, intersection_sampler, naive_sampler, spe_prototypes
+from hedgekit.methods.fast.spe import SAMPLERS, SPE, gamma_init, log_posterior_intersection, log_posterior_naive
 
 torch.set_num_threads(1)
 DT = torch.float64

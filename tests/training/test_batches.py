@@ -20,7 +20,7 @@ from hedgekit.data.occlusion import RandomOcclusion, box_mask
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 from hedgekit.methods import contrastive
-from hedgekit.methods.spe import SPE
+from hedgekit.methods.fast.spe import SPE
 from hedgekit.nets import build_model
 from hedgekit.training.batches import DeviceImages, to_float
 from hedgekit.training.episodic import EpisodicConfig, fit_episodic

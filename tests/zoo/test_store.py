@@ -15,7 +15,7 @@ import hedgekit.zoo as zoo
 from hedgekit.checks import resolve_device
 from hedgekit.errors import CheckpointError, InputError
 from hedgekit.hardware import device_description
-from hedgekit.methods.spe import SPE
+from hedgekit.methods.fast.spe import SPE
 from hedgekit.nets import build_model
 from hedgekit.paths import PACKAGE_DIR, cache_path
 from hedgekit.zoo import Spec, load_checkpoint, load_or_train, recipes, save_checkpoint, store

@@ -23,7 +23,7 @@ from hedgekit.data.samplers import EpisodeSampler
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 from hedgekit.methods.pn import PN
-from hedgekit.methods.spe import SPE
+from hedgekit.methods.fast.spe import SPE
 
 
 def occlude_squares(images: Tensor, rng: np.random.Generator, side: float = 0.6) -> Tensor:

@@ -23,7 +23,7 @@ from hedgekit.evaluation.episodes import evaluate_episodes
 from hedgekit.evaluation.embedded import EmbeddedSet, embed_set, images_to_tensor
 from hedgekit.errors import InputError
 from hedgekit.methods.pn import PN, pn_prototypes
-from hedgekit.methods.spe import SPE
+from hedgekit.methods.fast.spe import SPE
 from hedgekit.papers.hib.analysis import digit_at
 
 

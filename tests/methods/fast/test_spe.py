@@ -55,7 +55,6 @@ def test_naive_fast_form_equals_the_plain_sampler(q, c, d, s, dtype):
     want = chunked_plain(spe.naive_sampler, q_mean, q_var, c_mean, c_var, s, 1, s * c * d)
     torch.testing.assert_close(got, want)
     assert len(fast.query_chunks(q, s * c * d)) == (3 if (q, c, d, s) == EVALUATION else 1)
-    assert spe.log_posterior_naive is fast.log_posterior_naive  # the name the kit imports
 
 
 @pytest.mark.parametrize("q, c, d, s", SHAPES)
@@ -144,7 +143,6 @@ def test_the_head_runs_the_fast_forms():
     """The head's training loss is the fast intersection sampler's cross-entropy on the target class, its posterior
     the fast naive sampler's: the path every recorded result was trained and evaluated with."""
     head = fast.SPE(8, 2).double()
-    assert spe.SPE is head.__class__
     q_mean, q_var, c_mean, _ = case(6, 4, 2, 5)
     support = Embedding.gaussian(c_mean.repeat(2, 1), torch.full((8, 2), 0.1, dtype=torch.float64))
     labels, y = torch.arange(4).repeat(2), torch.tensor([0, 1, 2, 3, 0, 1])

@@ -12,7 +12,7 @@ from hedgekit.data.samplers import EpisodeSampler
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 from hedgekit.methods.pn import PN, pn_log_posterior, pn_prototypes
-from hedgekit.methods.spe import SPE
+from hedgekit.methods.fast.spe import SPE
 from hedgekit.papers.spe.lesson import mixed_support_accuracy, occlude_squares, square_occlusion
 
 

@@ -20,7 +20,7 @@ from hedgekit.data.ndigit import spelled_number
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 from hedgekit.methods.pn import PN
-from hedgekit.methods.spe import SPE
+from hedgekit.methods.fast.spe import SPE
 
 pytestmark = pytest.mark.filterwarnings("ignore:Converting a tensor with requires_grad=True to a scalar")
 
