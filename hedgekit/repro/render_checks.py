@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import nbformat
 
 from hedgekit.paths import git
 from hedgekit.repro.rendered import partial_run, verdict_blocks
@@ -64,6 +63,8 @@ def claim_counts(nb) -> dict[str, int]:
 
 def damage(path: str | Path) -> list[str]:
     """What is missing from the render of the notebook at ``path`` (module docstring), as phrases; [] when whole."""
+    import nbformat  # here, not at the top: 1.5-3.7 s (jsonschema's format checkers), and every command imports this
+
     nb = nbformat.read(str(path), as_version=4)
     if partial_run(nb) is not None:  # a run cut short: `results` names it as such
         return []
@@ -90,6 +91,8 @@ def previous_render(path: str | Path):
     text = git(Path(root.strip()), "show", f"HEAD:{path.relative_to(Path(root.strip())).as_posix()}")
     if text is None or text == path.read_text():
         return None
+    import nbformat  # see damage
+
     return nbformat.reads(text, as_version=4)
 
 
@@ -99,6 +102,8 @@ def fewer_seeds(path: str | Path) -> list[tuple[str, int, int]]:
     before = previous_render(path)
     if before is None:
         return []
+    import nbformat  # see damage
+
     was, now = claim_seeds(before), claim_seeds(nbformat.read(str(path), as_version=4))
     return [(claim, was[claim], n) for claim, n in now.items() if claim in was and n < was[claim]]
 
