@@ -40,7 +40,7 @@ import pytest
 
 from hedgekit.paths import notebook_dir
 from hedgekit.repro.orders import ORDERS, rebound_names, run_order
-from hedgekit.repro.reproduce import select
+from hedgekit.repro.catalog import select
 from hedgekit.repro.students import (BEGIN, END, EXERCISE_TAG, has_solution, notebook_paths, run_exercises,
                                      student_notebook)
 

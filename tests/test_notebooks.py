@@ -19,7 +19,7 @@ import nbformat
 import pytest
 
 from hedgekit.paths import notebook_dir
-from hedgekit.repro.reproduce import NOTEBOOKS
+from hedgekit.repro.catalog import NOTEBOOKS
 
 NOTEBOOK_NAMES = [nb for group in NOTEBOOKS.values() for nb in group]
 

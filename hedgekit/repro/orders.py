@@ -38,6 +38,7 @@ from pathlib import Path
 
 from hedgekit.checks import write_bytes_atomic
 from hedgekit.errors import InputError
+from hedgekit.repro.session import restate_header
 from hedgekit.repro.students import EXERCISE_TAG
 
 __all__ = ["LessonCells", "lesson_cells", "Order", "ORDERS", "ALONE_ORDER", "OrderCells", "order_cells", "CellOutcome",
@@ -455,8 +456,6 @@ def refresh_lesson(path: Path | str, fast: bool = False, kernel: str = "python3"
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
-
-    from hedgekit.repro.session import restate_header  # session imports reproduce, which imports this module
 
     path = Path(path)
     nb = nbformat.read(path, as_version=4)

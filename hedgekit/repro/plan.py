@@ -3,7 +3,7 @@
 A spec's seeds are its models that differ in the seed alone (``point-n2-d2-paper-s0``, ``-s1``, ...). A seed counts
 as held when its checkpoint is on this machine (`hedgekit.zoo.find_checkpoint`) or the ledger holds its measures
 (`hedgekit.zoo.ledger.seeds_of`, under the current code key); the seeds planned are those the notebooks list
-(`hedgekit.repro.reproduce.notebook_models`), so the plan adds no seed a claim does not use.
+(`hedgekit.repro.catalog.notebook_models`), so the plan adds no seed a claim does not use.
 
 The ordering rule: a missing seed of a spec that holds h seeds is the (h + i)-th seed of its spec when it is the
 i-th of the spec's missing seeds, by seed. Its tier is the first of `TIERS` it brings the spec up to: "3" (three
@@ -38,7 +38,7 @@ class PlanRow:
 
 
 def plan(pairs: Sequence[tuple[str, object]], found: Callable[[object], bool] | None = None) -> list[PlanRow]:
-    """The missing models of ``pairs`` ((notebook, spec), `hedgekit.repro.reproduce.notebook_models`) in the order of
+    """The missing models of ``pairs`` ((notebook, spec), `hedgekit.repro.catalog.notebook_models`) in the order of
     the module docstring. ``found(spec)``: whether its checkpoint is on this machine (default
     `hedgekit.zoo.find_checkpoint`)."""
     found = found or (lambda spec: find_checkpoint(spec) is not None)

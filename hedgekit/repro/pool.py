@@ -420,7 +420,7 @@ def _run_here(jobs: list[list[Spec]], device: str, tally: _Tally, deadline: floa
 
 def train_missing(pairs: Sequence[tuple[str, Spec]], jobs: int = 1, echo=print, device: str = "auto",
                   stack: bool = True, budget_minutes: float | None = None) -> dict:
-    """Train every checkpoint of ``pairs`` (from `hedgekit.repro.reproduce.notebook_models`) that `find_checkpoint`
+    """Train every checkpoint of ``pairs`` (from `hedgekit.repro.catalog.notebook_models`) that `find_checkpoint`
     does not find, on ``device`` ("auto": `hedgekit.checks.resolve_device`, resolved once here).
 
     Specs are deduplicated by name (in listing order) before anything is dispatched, so none trains twice. On a

@@ -37,7 +37,7 @@ beside each destination, checked (valid JSON, every report asset whole), and onl
 a run that cannot be written whole (a full disk) publishes nothing and ends the command with one ``error:``
 paragraph, the earlier run byte for byte as it was.
 
-Notebooks register by group in `NOTEBOOKS` (or with `register`); ``--only`` takes
+Notebooks register by group in `hedgekit.repro.catalog.NOTEBOOKS` (or with `catalog.register`); ``--only`` takes
 group names or notebook names.
 """
 from __future__ import annotations
@@ -62,8 +62,9 @@ from hedgekit.commands import TERMINATING
 from hedgekit.errors import HedgekitError, InputError, StorageError
 from hedgekit.interactive.models import expected_train_seconds
 from hedgekit.paths import notebook_dir
-from hedgekit.repro import times
+from hedgekit.repro import catalog, times
 from hedgekit.repro.audit import audit
+from hedgekit.repro.catalog import notebook_models, select
 from hedgekit.repro.orders import LESSON_HEADING, number_cells, refresh_lesson
 from hedgekit.repro.plan import plan, plan_lines
 from hedgekit.repro.pool import WORKER_MEMORY, train_missing
@@ -75,8 +76,7 @@ from hedgekit.zoo.ledger import record_cached
 if TYPE_CHECKING:
     from hedgekit.zoo import Spec
 
-__all__ = ["NOTEBOOKS", "PARTIAL", "RunNotWritten", "register", "select", "notebook_models",
-           "run_notebook", "trained_in_run", "reproduce", "add_subcommand"]
+__all__ = ["PARTIAL", "RunNotWritten", "run_notebook", "trained_in_run", "reproduce", "add_subcommand"]
 
 # The hidden folder beside each destination (notebooks/, <out>/notebooks, <out>/assets) where a run is written and
 # checked before it replaces the earlier one: on the same file system, so that the replacement is a rename; named
@@ -88,61 +88,6 @@ PARTIAL = ".partial"
 class RunNotWritten(HedgekitError):
     """A notebook's run could not be written whole (a full disk, a read-only place, a file written part-way): nothing
     of it was published, and the notebook's earlier run, where there is one, is as it was."""
-
-# Group -> notebooks (file names in notebooks/), in running order. SPE (06, 07) registers
-# under "spe": add the file names here or call register("spe", "06_....ipynb", ...).
-NOTEBOOKS: dict[str, list[str]] = {
-    "start": ["00_start_here.ipynb"],  # what a hedged embedding is, a map of the kit
-    "hib": ["01_ndigit_mnist.ipynb", "02_hib_embeddings.ipynb", "03_self_organization.ipynb",
-            "04_known_unknowns.ipynb", "05_kl_and_soft_contrastive.ipynb"],
-    "spe": ["06_spe_lshapes.ipynb", "07_spe_ndigit.ipynb"],
-    "url": ["09_url_benchmark.ipynb"],
-    "taha": ["08_het_triplet_retrieval.ipynb"],
-}
-
-
-def register(group: str, *notebooks: str) -> None:
-    """Add notebooks (file names in notebooks/) to a group, keeping order and skipping duplicates."""
-    names = NOTEBOOKS.setdefault(group, [])
-    for nb in notebooks:
-        if not nb.endswith(".ipynb"):
-            raise InputError(f"notebook names end in .ipynb; got {nb!r}")
-        if nb not in names:
-            names.append(nb)
-
-
-def select(only: Sequence[str] | str | None = None, registry: dict | None = None) -> list[str]:
-    """Notebooks to run: all registered (sorted by name) or those of the named groups / notebooks."""
-    reg = NOTEBOOKS if registry is None else registry
-    every = sorted({nb for group in reg.values() for nb in group})
-    if not only:
-        return every
-    if isinstance(only, str):
-        only = [only]
-    only = [s.strip() for item in only for s in item.split(",") if s.strip()]  # "--only 04,05", "--only 04 --only 05"
-    out: list[str] = []
-    for item in only:
-        if item in reg:
-            out += reg[item]
-        else:
-            match = [nb for nb in every if nb == item or nb == f"{item}.ipynb" or nb.split("_")[0] == item]
-            if not match:
-                raise InputError(f"--only {item!r}: not a group ({', '.join(sorted(reg))}) nor a registered notebook")
-            out += match
-    return list(dict.fromkeys(out))
-
-
-def notebook_models(only: Sequence[str] | str | None = None, fast: bool = False) -> list[tuple[str, Spec]]:
-    """(notebook, spec) for every checkpoint the selected notebooks load, notebook by notebook in `select` order.
-
-    A spec several notebooks share appears once per notebook (``--list-models`` shows each row;
-    `train_missing` deduplicates by ``spec.name``).
-    """
-    from hedgekit.papers import hib, spe, taha  # a paper's parts: only where needed (tests/test_imports.py)
-
-    return [(nb, spec) for nb in select(only)
-            for paper in (hib, spe, taha) for spec in paper.experiments.notebook_specs(nb, fast)]
-
 
 def _tracked_kernels(kernels: list):
     """A jupyter kernel manager class that appends each of its instances to ``kernels`` (for `_end_kernels`)."""
@@ -585,7 +530,7 @@ def add_subcommand(subparsers) -> argparse.ArgumentParser:
 
 def _cmd(a) -> int:
     if a.list:
-        for group, names in NOTEBOOKS.items():
+        for group, names in catalog.NOTEBOOKS.items():
             print(f"{group}: {', '.join(names) if names else '(none registered)'}")
         return 0
     if a.lessons_only:

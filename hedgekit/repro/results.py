@@ -35,7 +35,7 @@ from hedgekit.paths import REPO_DIR, notebook_dir
 from hedgekit.repro.render_checks import damage, damage_paragraph, fewer_seeds, fewer_seeds_paragraph
 from hedgekit.repro.rendered import POLICY_MARK, outputs_markdown, partial_run, verdict_blocks
 from hedgekit.repro.report import read_manifest
-from hedgekit.repro.reproduce import select
+from hedgekit.repro.catalog import select
 
 __all__ = ["NotebookResults", "tally", "extras", "is_current", "html_table_markdown", "notebook_header", "collect",
            "render", "unjudged_section", "results_path", "generate", "add_subcommand"]

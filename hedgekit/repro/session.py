@@ -40,7 +40,7 @@ from hedgekit.errors import InputError
 from hedgekit.interactive.models import load_model
 from hedgekit.paths import REPO_DIR
 from hedgekit.repro.report import Report, precision_note
-from hedgekit.repro.reproduce import notebook_models
+from hedgekit.repro.catalog import notebook_models
 from hedgekit.zoo import find_checkpoint, ledger, prototype_head
 
 __all__ = ["Session", "CheckpointRecord", "versions_table", "file_hash", "measured_full_mode", "own_full_mode",

@@ -34,7 +34,7 @@ TRAIN = textwrap.dedent("""
     from hedgekit.checks import write_bytes_atomic
     from hedgekit.paths import cache_path
     from hedgekit.papers import hib, spe, taha
-    from hedgekit.repro import pool, reproduce as R
+    from hedgekit.repro import catalog, pool
 
     def slow_training(spec, progress=True, device="cpu", **_):
         with open(Path(os.environ["HEDGEKIT_DATA"]) / "started.log", "a") as f:
@@ -44,8 +44,8 @@ TRAIN = textwrap.dedent("""
         return None, {"source": "trained now"}
 
     zoo.load_or_train = slow_training
-    R.NOTEBOOKS.clear()
-    R.NOTEBOOKS["x"] = ["01_a.ipynb"]
+    catalog.NOTEBOOKS.clear()
+    catalog.NOTEBOOKS["x"] = ["01_a.ipynb"]
     pool.job_limit = lambda: (2, "the test's 2 workers")  # 2 workers on any machine
     hib.experiments.notebook_specs = lambda nb, fast: [zoo.Spec(kind="point", preset="fast", seed=s)
                                                        for s in (901, 902, 903)]
@@ -59,7 +59,7 @@ STAGED = textwrap.dedent("""
     from hedgekit import cli, zoo
     from hedgekit.paths import cache_path
     from hedgekit.papers import hib, spe, taha
-    from hedgekit.repro import pool, reproduce as R
+    from hedgekit.repro import catalog, pool
 
     DATA = Path(os.environ["HEDGEKIT_DATA"])
 
@@ -77,8 +77,8 @@ STAGED = textwrap.dedent("""
                       "metrics": {"knn_corrupt": spec.seed / 1000}, "eval_images": 2000}
 
     zoo.load_or_train = staged_training
-    R.NOTEBOOKS.clear()
-    R.NOTEBOOKS["x"] = ["01_a.ipynb"]
+    catalog.NOTEBOOKS.clear()
+    catalog.NOTEBOOKS["x"] = ["01_a.ipynb"]
     pool.job_limit = lambda: (2, "the test's 2 workers")
     pool.VMSTAT = str(DATA / "vmstat")  # the kernel's count of out-of-memory kills, as the test writes it
     hib.experiments.notebook_specs = lambda nb, fast: [zoo.Spec(kind="point", preset="fast", seed=s)
@@ -91,11 +91,11 @@ NOTEBOOKS = textwrap.dedent("""
     import sys
     from pathlib import Path
     from hedgekit import cli
-    from hedgekit.repro import reproduce as R
+    from hedgekit.repro import catalog, reproduce as R
 
     folder = Path(sys.argv[1])
-    R.NOTEBOOKS.clear()
-    R.NOTEBOOKS["x"] = sorted(p.name for p in folder.glob("0*.ipynb"))
+    catalog.NOTEBOOKS.clear()
+    catalog.NOTEBOOKS["x"] = sorted(p.name for p in folder.glob("0*.ipynb"))
     R.notebook_dir = lambda: folder
     sys.exit(cli.main(sys.argv[2:]))
 """)
@@ -312,7 +312,7 @@ def test_results_refuses_the_notebook_a_real_interrupted_run_leaves(tmp_path, mo
     it leaves is refused by `results` with exit 2 and its name, with its injected-parameters cell and, once that
     is dropped, by its code cells that never ran."""
     from hedgekit.cli import main
-    from hedgekit.repro import reproduce, results
+    from hedgekit.repro import catalog, results
 
     _fixture_notebook(tmp_path / "in.ipynb", [SLOW_CELL, "print('never')"])
     partial, marker = tmp_path / "07_partial.ipynb", tmp_path / "kernel.pid"
@@ -323,7 +323,7 @@ def test_results_refuses_the_notebook_a_real_interrupted_run_leaves(tmp_path, mo
     time.sleep(0.5)  # papermill saves the notebook after each cell: the one before the marker is in
     below, _out, _err = _stop(proc, signal.SIGINT)
     _no_survivor(below)
-    monkeypatch.setattr(reproduce, "NOTEBOOKS", {"x": [partial.name]})
+    monkeypatch.setattr(catalog, "NOTEBOOKS", {"x": [partial.name]})
     monkeypatch.setattr(results, "notebook_dir", lambda: tmp_path)
     assert main(["results", "--out", str(tmp_path / "results.md")]) == 2
     err = capsys.readouterr().err

@@ -7,6 +7,7 @@ import pytest
 from hedgekit import cli
 from hedgekit.repro import plan as PL
 from hedgekit.repro import pool as P
+from hedgekit.repro import catalog
 from hedgekit.repro import reproduce as R
 from hedgekit.zoo import Spec
 
@@ -31,7 +32,7 @@ def stand_ins(tmp_ledger, tmp_path, monkeypatch):
 
     monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path))
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(R, "NOTEBOOKS", {"x": ["01_a.ipynb"]})
+    monkeypatch.setattr(catalog, "NOTEBOOKS", {"x": ["01_a.ipynb"]})
     monkeypatch.setattr(hib.experiments, "notebook_specs", lambda nb, fast: [*A, *B, C])
     for paper in (spe, taha):
         monkeypatch.setattr(paper.experiments, "notebook_specs", lambda nb, fast: [])
@@ -55,7 +56,7 @@ def stand_ins(tmp_ledger, tmp_path, monkeypatch):
 
 
 def test_the_plan_brings_every_spec_to_3_seeds_then_5_cheapest_first(stand_ins, capsys):
-    rows = PL.plan(R.notebook_models("01"))
+    rows = PL.plan(catalog.notebook_models("01"))
     assert [(r.spec.name, r.tier, r.minutes) for r in rows] == [
         (C.name, "3", 4), (A[2].name, "3", 10),  # A holds 2 seeds: its seed 2 is its third
         (B[0].name, "3", 20), (B[1].name, "3", 20), (B[2].name, "3", 20),

@@ -23,6 +23,7 @@ import nbformat
 import pytest
 
 from hedgekit import cli
+from hedgekit.repro import catalog
 from hedgekit.repro import reproduce as R
 from hedgekit.repro.report import MANIFEST, Report, not_whole
 
@@ -70,7 +71,7 @@ def kit(tmp_path, monkeypatch):
     nbs.mkdir()
     _notebook(nbs / "00_quick.ipynb", QUICK)
     _notebook(nbs / "01_reporting.ipynb", REPORTING)
-    monkeypatch.setattr(R, "NOTEBOOKS", {"x": ["00_quick.ipynb", "01_reporting.ipynb"]})
+    monkeypatch.setattr(catalog, "NOTEBOOKS", {"x": ["00_quick.ipynb", "01_reporting.ipynb"]})
     monkeypatch.setattr(R, "notebook_dir", lambda: nbs)
     return nbs
 

@@ -14,6 +14,7 @@ import pytest  # noqa: E402
 
 from hedgekit import cli  # noqa: E402
 from hedgekit.repro import pool as P  # noqa: E402
+from hedgekit.repro import catalog  # noqa: E402
 from hedgekit.repro import reproduce as R  # noqa: E402
 from hedgekit.errors import InputError  # noqa: E402
 from hedgekit.paths import notebook_dir  # noqa: E402
@@ -49,26 +50,26 @@ def _notebook(path, body, fail=False):
 
 
 def test_registry_and_selection():
-    assert R.NOTEBOOKS["hib"][0] == "01_ndigit_mnist.ipynb" and len(R.NOTEBOOKS["hib"]) == 5
-    assert "spe" in R.NOTEBOOKS
+    assert catalog.NOTEBOOKS["hib"][0] == "01_ndigit_mnist.ipynb" and len(catalog.NOTEBOOKS["hib"]) == 5
+    assert "spe" in catalog.NOTEBOOKS
     reg = {"hib": ["01_a.ipynb", "02_b.ipynb"], "spe": ["06_c.ipynb"]}
-    assert R.select(None, reg) == ["01_a.ipynb", "02_b.ipynb", "06_c.ipynb"]
-    assert R.select("spe", reg) == ["06_c.ipynb"]
-    assert R.select(["02", "spe"], reg) == ["02_b.ipynb", "06_c.ipynb"]
-    assert R.select("hib,02_b", reg) == ["01_a.ipynb", "02_b.ipynb"]
-    assert R.select(["06,01", "02"], reg) == ["06_c.ipynb", "01_a.ipynb", "02_b.ipynb"]  # argparse append + commas
+    assert catalog.select(None, reg) == ["01_a.ipynb", "02_b.ipynb", "06_c.ipynb"]
+    assert catalog.select("spe", reg) == ["06_c.ipynb"]
+    assert catalog.select(["02", "spe"], reg) == ["02_b.ipynb", "06_c.ipynb"]
+    assert catalog.select("hib,02_b", reg) == ["01_a.ipynb", "02_b.ipynb"]
+    assert catalog.select(["06,01", "02"], reg) == ["06_c.ipynb", "01_a.ipynb", "02_b.ipynb"]  # argparse append + commas
     with pytest.raises(InputError, match="not a group"):
-        R.select("nope", reg)
-    for nb in R.NOTEBOOKS["hib"]:
+        catalog.select("nope", reg)
+    for nb in catalog.NOTEBOOKS["hib"]:
         assert (notebook_dir() / nb).is_file(), nb
 
 
 def test_register(monkeypatch):
-    monkeypatch.setattr(R, "NOTEBOOKS", {"hib": ["01_a.ipynb"]})
-    R.register("spe", "06_spe.ipynb", "07_spe.ipynb", "06_spe.ipynb")
-    assert R.NOTEBOOKS["spe"] == ["06_spe.ipynb", "07_spe.ipynb"]
+    monkeypatch.setattr(catalog, "NOTEBOOKS", {"hib": ["01_a.ipynb"]})
+    catalog.register("spe", "06_spe.ipynb", "07_spe.ipynb", "06_spe.ipynb")
+    assert catalog.NOTEBOOKS["spe"] == ["06_spe.ipynb", "07_spe.ipynb"]
     with pytest.raises(InputError, match="ipynb"):
-        R.register("spe", "08_no_suffix")
+        catalog.register("spe", "08_no_suffix")
 
 
 def test_report_is_a_noop_without_a_folder(tmp_path):
@@ -160,7 +161,7 @@ def test_a_registered_notebook_that_never_ran_is_listed_as_not_run(tmp_path):
     rec = dict(notebook="01_x.ipynb", output="notebooks/01_x.ipynb", status="ok", error="", seconds=3.0,
                assets="assets/01_x")
     md = write_summary([rec], tmp_path, fast=False, total_seconds=3.0,
-                       registered=R.select(None, reg)).read_text()
+                       registered=catalog.select(None, reg)).read_text()
     assert "| 09_z.ipynb | **not run** | — | — | — | — |" in md
     assert "Registered but not in this report: 09_z.ipynb. Add it with `python -m hedgekit reproduce --only" in md
     assert json.loads((tmp_path / "run.json").read_text())["missing"] == ["09_z.ipynb"]
@@ -168,7 +169,7 @@ def test_a_registered_notebook_that_never_ran_is_listed_as_not_run(tmp_path):
     Report(tmp_path / "assets" / "09_z", "09_z").table("U", pd.DataFrame({"ours": [2.0]}))
     rec9 = dict(rec, notebook="09_z.ipynb", output="notebooks/09_z.ipynb", assets="assets/09_z")
     md = write_summary([rec9], tmp_path, fast=False, total_seconds=3.0,
-                       registered=R.select(None, reg)).read_text()
+                       registered=catalog.select(None, reg)).read_text()
     assert "not run" not in md and "[09_z.ipynb]" in md and "[01_x.ipynb]" in md
     assert json.loads((tmp_path / "run.json").read_text())["missing"] == []
 @pytest.mark.slow  # starts a Jupyter kernel (~8 s)
@@ -385,7 +386,7 @@ def fake_zoo(tmp_path, monkeypatch):
     log = tmp_path / "calls.log"
 
     def setup(seeds_per_notebook: dict):
-        monkeypatch.setattr(R, "NOTEBOOKS", {"x": list(seeds_per_notebook)})
+        monkeypatch.setattr(catalog, "NOTEBOOKS", {"x": list(seeds_per_notebook)})
         monkeypatch.setattr(hib.experiments, "notebook_specs", lambda nb, fast: [
             zoo.Spec(kind="point", preset="fast" if fast else "paper", seed=s) for s in seeds_per_notebook[nb]])
         for paper in (spe, taha):
@@ -644,7 +645,7 @@ def test_each_model_trained_is_recorded_in_the_ledger_as_it_ends_and_an_interrup
     fake_zoo({"01_a.ipynb": [901, 902, 903]})
     monkeypatch.setattr(zoo, "load_or_train", fake_load_or_train)
     with pytest.raises(KeyboardInterrupt) as interrupt:
-        P.train_missing(R.notebook_models("01", fast=True), echo=lambda line: None)
+        P.train_missing(catalog.notebook_models("01", fast=True), echo=lambda line: None)
     assert interrupt.value.kept.startswith("models: 2 of the 3 missing trained and cached")
     assert [(r["model"], r["measures"]) for r in ledger.records("hib")] == [
         (f"point-n2-d2-fast-s{s}", {"knn_corrupt": s / 1000, "eval_images": 2000.0}) for s in (901, 902)]

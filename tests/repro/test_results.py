@@ -13,7 +13,7 @@ from hedgekit.papers.spe import numbers as spe
 from hedgekit.repro import results as R
 from hedgekit.repro.rendered import partial_run, verdict_blocks
 from hedgekit.paths import notebook_dir
-from hedgekit.repro.reproduce import select
+from hedgekit.repro.catalog import select
 
 MARKS = {"✅": 0, "❌": 1, "–": 2}
 
@@ -169,9 +169,9 @@ def test_the_extra_columns_are_read_from_each_verdicts_tally_line():
 # ---------------------------------------------------------------------------- partial runs are refused
 def _point_results_at(monkeypatch, folder, names):
     """`python -m hedgekit results` reads ``names`` in ``folder`` instead of the committed notebooks."""
-    from hedgekit.repro import reproduce
+    from hedgekit.repro import catalog
 
-    monkeypatch.setattr(reproduce, "NOTEBOOKS", {"x": list(names)})
+    monkeypatch.setattr(catalog, "NOTEBOOKS", {"x": list(names)})
     monkeypatch.setattr(R, "notebook_dir", lambda: folder)
 
 

@@ -19,7 +19,7 @@ from hedgekit import cli
 from hedgekit.errors import InputError
 from hedgekit.interactive.models import app_models, app_spec, expected_train_seconds
 from hedgekit.paths import REPO_DIR
-from hedgekit.repro.reproduce import notebook_models
+from hedgekit.repro.catalog import notebook_models
 from hedgekit.training.fit import pair_loss, soft_pair_loss
 from hedgekit.zoo import METHODS, PRESETS, MethodRecord, Spec, register_method
 from hedgekit.zoo.specs import PointSpec

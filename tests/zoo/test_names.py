@@ -40,7 +40,7 @@ def _recorded(spec):
 def _every_experiment_spec() -> list:
     """Every spec the papers' notebooks use (papers/*/experiments.py), FAST and full."""
     from hedgekit.papers import hib, spe, taha
-    from hedgekit.repro.reproduce import NOTEBOOKS
+    from hedgekit.repro.catalog import NOTEBOOKS
 
     notebooks = [nb for group in NOTEBOOKS.values() for nb in group]
     specs = [s for paper in (hib, spe, taha) for nb in notebooks for fast in (True, False)
