@@ -44,6 +44,8 @@ finds the (model, group, code key) already held, or writes the whole file anew t
 sees the old file or the new, never half a line, and two runs recording at once both keep their records. A record
 already held is never overwritten: equal measures (`agree`) write nothing; different ones raise `LedgerConflict`.
 
+`check` compares a record with the one held, as `append` does, and writes nothing.
+
 Reading: `records`, `frame`, `measures`, `seeds_of` and `ledger_meta` validate every line (an `InputError` names the
 file, the line and what was expected).
 """
@@ -71,7 +73,7 @@ from hedgekit.zoo.url_runs import URLSpec
 
 __all__ = ["PAPERS", "GPU_TOLERANCE", "RETIRED_CODE_KEYS", "CHECKPOINT_GROUPS", "FIELDS", "LedgerConflict",
            "ledger_dir", "paper_of", "ledger_path", "spec_fields", "spec_of", "code_key", "tolerance_for", "agree",
-           "append", "build_record", "record_measures", "checkpoint_measures", "record_checkpoint", "record_table1",
+           "append", "check", "build_record", "record_measures", "checkpoint_measures", "record_checkpoint", "record_table1",
            "record_cached", "check_checkpoint", "records", "frame", "measures", "seeds_of", "held", "ledger_meta"]
 
 LEDGER_ENV = "HEDGEKIT_LEDGER"
@@ -178,14 +180,21 @@ def append(record: Mapping, folder: str | os.PathLike | None = None) -> dict:
     path = ledger_path(paper_of(spec_of(record)), folder)
     with _locked(path.parent):
         held_records = _read(path)
-        key = _key(record)
-        for old in held_records:
-            if _key(old) == key:
-                _raise_unless_agree(old, record, path)
-                return old
+        old = _agreeing(held_records, record, path)
+        if old is not None:
+            return old
         lines = sorted(held_records + [record], key=_key)
         write_bytes_atomic(path, "".join(_line(r) + "\n" for r in lines).encode())
     return record
+
+
+def check(record: Mapping, folder: str | os.PathLike | None = None) -> dict | None:
+    """What `append` checks, without writing: the ledger's record of ``record``'s model, group and code key if it
+    holds one and every measure agrees (`agree`), None if it holds none; `LedgerConflict` if the measures differ.
+    For a measurement that must not write the ledger (a notebook reading a cached run) but may not contradict it."""
+    record = _checked(dict(record), "the record to check")
+    path = ledger_path(paper_of(spec_of(record)), folder)
+    return _agreeing(_read(path), record, path)
 
 
 def record_measures(spec: ModelSpec | URLSpec, group: str, measures: Mapping, meta: Mapping,
@@ -441,6 +450,15 @@ def _parsed(path: str, mtime_ns: int, size: int) -> list[dict]:
     return out
 
 
+def _agreeing(held_records: list[dict], record: Mapping, path: Path) -> dict | None:
+    """The one of ``held_records`` with ``record``'s (model, group, code key), checked to agree with it
+    (`_raise_unless_agree`); None if there is none."""
+    old = next((r for r in held_records if _key(r) == _key(record)), None)
+    if old is not None:
+        _raise_unless_agree(old, record, path)
+    return old
+
+
 def _raise_unless_agree(old: Mapping, new: Mapping, path: Path) -> None:
     """`LedgerConflict` (a paragraph: model, group, each differing measure with both values, both checkpoints'
     SHA-256, what to do) unless every measure of ``new`` agrees with ``old`` (`agree`, larger tolerance)."""
@@ -452,6 +470,9 @@ def _raise_unless_agree(old: Mapping, new: Mapping, path: Path) -> None:
     if not differ:
         return
     allowed = "exactly" if tol == 0 else f"within {tol:g} (x max(1, |value|))"
+    spec = old["spec"]
+    cached = (f"url/{spec['budget']}/{spec['method']}-s{old['seed']}.json and its .pt" if spec.get("kind") == "url"
+              else f"checkpoints/{old['model']}.pt")  # where the store caches it (`hedgekit.zoo.cache_checkpoint_path`)
     raise LedgerConflict(
         f"The ledger ({path}) holds {old['model']}'s {old['group']} measures, recorded {old['date']} from checkpoint "
         f"sha256 {old['checkpoint_sha256']} trained on {old['device']}, and a new measurement from checkpoint sha256 "
@@ -459,7 +480,7 @@ def _raise_unless_agree(old: Mapping, new: Mapping, path: Path) -> None:
         f"{'; '.join(differ)}. A record is never overwritten. The same checkpoint always measures the same; a "
         f"model retrained under this name is another draw unless it trained on the same CPU and library build (a GPU, "
         f"another CPU or another build round differently), or it was trained with other code or data. To keep the "
-        f"recorded evidence, delete the new checkpoint (the cache's checkpoints/{old['model']}.pt) and decide from the "
+        f"recorded evidence, delete the new checkpoint (the cache's {cached}) and decide from the "
         f"ledger; to keep this machine's models in a ledger of their own, point {LEDGER_ENV} at another folder; if the "
         f"recorded model is the wrong one, remove its line from {path.name} in a commit that says why, then record "
         f"the new one.")

@@ -82,6 +82,19 @@ def test_a_one_ulp_difference_on_the_cpu_is_a_conflict_that_names_both_values_an
         ledger.append(dict(first, measures={**first["measures"], "tau_ap_clean": 0.5}))
 
 
+def test_check_compares_like_append_and_writes_nothing(tmp_ledger):
+    first = tmp_ledger(HIB, TABLE1)
+    path = tmp_ledger.folder / "hib.jsonl"
+    before = path.read_bytes()
+    assert ledger.check(dict(first, checkpoint_sha256="f" * 64)) == first  # agrees: the held record
+    assert ledger.check(dict(first, group="another")) is None  # not held: nothing to contradict, nothing written
+    with pytest.raises(ledger.LedgerConflict, match=r"ap_clean .* \(ledger\) against 0.5 \(new\)"):
+        ledger.check(dict(first, measures={**first["measures"], "ap_clean": 0.5}))
+    with pytest.raises(InputError, match="missing device"):
+        ledger.check({k: v for k, v in first.items() if k != "device"})
+    assert path.read_bytes() == before
+
+
 @pytest.mark.parametrize("name, value", [("knn_corrupt", 0.79), ("var_ratio", 350.9953297890944)])
 def test_a_gpu_record_agrees_within_its_tolerance_and_conflicts_beyond_it(tmp_ledger, name, value):
     """The tolerance is absolute for measures up to 1 and relative above (`hedgekit.zoo.ledger.agree`)."""

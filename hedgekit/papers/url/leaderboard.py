@@ -23,7 +23,7 @@ from hedgekit.errors import InputError
 from hedgekit.papers.url.numbers import DISPLAY
 
 __all__ = ["LABELS", "label", "METRICS", "TRAINED_AT", "MAY_BE_NAN", "TRAINED", "NOT_TRAINED", "run_status",
-           "method_status", "trained_runs", "leaderboard", "ranked", "seed_rank_stability", "leaderboard_markdown",
+           "method_status", "trained_runs", "leaderboard", "ranked", "MEASURES", "seed_rank_stability", "leaderboard_markdown",
            "CHANCE", "UX_NOT_LEARNED", "upstream_learned", "lower_end", "correlated_runs", "ALPHA", "rank_sets",
            "rank_intervals", "tied_groups", "ranking", "CONVERGED", "write_converged", "converged_runs"]
 
@@ -49,6 +49,9 @@ METRICS = {"down_rauroc": "R-AUROC (down)", "down_r1": "R@1 (down)", "rauroc": "
            "crop_corr": "crop rho unseen", "up_rauroc": "R-AUROC (up)", "up_r1": "R@1 (up)", "up_acc": "accuracy (up)",
            "up_crop": "crop rate (up)", "up_crop_corr": "crop rho (up)", "cpu_seconds": "CPU s",
            "train_seconds": "train s"}
+# The metrics a run's ledger record holds as its measures (`hedgekit.papers.url.benchmark.ledger_record`): all but
+# the seconds, which say how long a run took, not what it measured (the record keeps ``train_seconds`` beside them)
+MEASURES = tuple(m for m in METRICS if not m.endswith("_seconds"))
 
 
 # A run has learned an embedding when it clears these on the upstream (seen-class) test images: R@1, and for heads
