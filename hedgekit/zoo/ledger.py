@@ -15,7 +15,8 @@ group of measures:
     a point model). The groups a checkpoint records at training time (`checkpoint_measures`): ``table1`` for
     pair-trained models (HIB's Table 1 metrics, `hedgekit.evaluation.retrieval.table1_metrics`, and
     ``eval_images``), ``quick_check`` for prototype and triplet models (the episode accuracy or mAP their trainer
-    measures, `hedgekit.zoo.recipes`).
+    measures, `hedgekit.zoo.recipes`). A URL run records ``benchmark``, its leaderboard metrics
+    (`hedgekit.papers.url.benchmark.ledger_record`, written as each run finishes).
 ``code_key``
     what the model is beyond its name (`code_key`): 12 hex digits of the SHA-256 of the spec's training config
     (`ModelSpec.train_config` without ``precision``, which says how a model trained, not what it is: the store's

@@ -390,12 +390,13 @@ BENCHMARK_PAGE = str(APP_DIR / "views" / "benchmark.py")
 
 @pytest.fixture
 def url_cache(monkeypatch, tmp_path):
-    """The URL benchmark's run cache in tmp_path (empty); ``fake(method, seed, down_rauroc)`` writes a cached fast
-    run the loader accepts: untrained weights seeded with ``seed`` and made-up metrics."""
+    """The URL benchmark's run cache and ledger in tmp_path (empty); ``fake(method, seed, down_rauroc)`` writes a
+    cached fast run the loader accepts: untrained weights seeded with ``seed`` and made-up metrics."""
     from hedgekit.papers.url import benchmark, recipe
     from hedgekit.zoo import save_url_run
 
     monkeypatch.setattr(recipe, "cache_root", lambda: tmp_path / "url")
+    monkeypatch.setenv("HEDGEKIT_LEDGER", str(tmp_path / "ledger"))
 
     def fake(method, seed, down_rauroc):
         b = benchmark.BUDGETS["fast"]
@@ -407,49 +408,16 @@ def url_cache(monkeypatch, tmp_path):
     return fake
 
 
-def test_benchmark_page_without_results_shows_the_command(url_cache, monkeypatch, tmp_path):
+def test_benchmark_page_without_results_shows_the_command(url_cache):
     from streamlit.testing.v1 import AppTest
 
-    from hedgekit.papers.url import leaderboard
+    from hedgekit.zoo import ledger
 
-    monkeypatch.setattr(leaderboard, "CONVERGED", tmp_path / "no-shipped.json")  # nor a shipped leaderboard
-    at = AppTest.from_file(BENCHMARK_PAGE, default_timeout=120).run()
+    at = AppTest.from_file(BENCHMARK_PAGE, default_timeout=120).run()  # an empty ledger, an empty cache
     assert not at.exception, at.exception
-    assert any("No benchmark results yet" in i.value and "python -m hedgekit url-benchmark --fast" in i.value
-               for i in at.info)
+    assert any("No benchmark results yet" in i.value and str(ledger.ledger_path("url")) in i.value
+               and "python -m hedgekit url-benchmark --fast" in i.value for i in at.info)
     assert not at.selectbox and not at.get("image") and not at.dataframe
-
-
-def test_benchmark_page_on_a_fresh_clone_shows_the_shipped_leaderboard_with_tied_groups(url_cache):
-    from streamlit.testing.v1 import AppTest
-
-    from hedgekit.papers.url import benchmark, leaderboard
-
-    runs, source = leaderboard.converged_runs()  # the package's converged.json
-    ranks, board = leaderboard.ranking(runs), leaderboard.leaderboard(runs)
-    at = AppTest.from_file(BENCHMARK_PAGE, default_timeout=120).run()
-    assert not at.exception, at.exception
-    assert any(h.value == "Leaderboard (converged budget, shipped with hedgekit)" for h in at.subheader)
-    shown = " ".join(i.value for i in at.info)
-    assert source in shown and "url-benchmark --budget converged --seeds 3" in shown  # it still offers to recompute
-    frame = at.dataframe[0].value
-    assert list(frame.index) == [benchmark.label(m) for m in board.index]  # ranked first, then the others
-    for m, r in ranks.iterrows():  # each ranked method's rank set and tied group, as the library computes them
-        row = frame.loc[benchmark.label(m)]
-        assert row["tied group"] == f"{int(r['tied group'])}" and row["rank"] == f"{r['rank']:g}"
-        assert row["rank 95% set"] == f"{r['rank lo']:g}–{r['rank hi']:g}"
-    groups = leaderboard.tied_groups(ranks)
-    text = " > ".join("{" + ", ".join(benchmark.label(m) for m in g) + "}" for g in groups)
-    assert any(text in md.value for md in at.markdown if md.value.startswith("**Tied groups**"))
-    flagged = [m for m, s in board["status"].items() if s == leaderboard.UX_NOT_LEARNED]
-    learned, trained = leaderboard.upstream_learned(runs), leaderboard.method_status(runs)
-    below = {m for m, ok in learned.items() if not ok and trained[m] == leaderboard.TRAINED}
-    assert below and set(flagged) == below  # each trained method whose upstream u(x) is not above chance, and only they
-    for c in ("tied group", "rank", "rank 95% set"):  # not ranked: a dash, not None
-        assert all(frame.loc[benchmark.label(m), c] == "—" for m in flagged), c
-    assert any(c.value.startswith(leaderboard.UX_NOT_LEARNED) and all(benchmark.label(m) in c.value for m in flagged)
-               for c in at.caption)
-    assert not at.selectbox and not at.get("image")  # no weights shipped: no extremes
 
 
 def test_benchmark_page_shows_the_leaderboard_and_the_extremes(url_cache):
@@ -469,7 +437,7 @@ def test_benchmark_page_shows_the_leaderboard_and_the_extremes(url_cache):
     col = benchmark.METRICS["down_rauroc"]
     assert frame.loc["supervised InfoNCE", col] == pytest.approx(0.9) and frame.loc["CE", col] == pytest.approx(0.65)
     assert not any(c.endswith(" ±") for c in frame.columns) and set(frame["status"]) == {benchmark.NOT_TRAINED}
-    assert any(h.value == "Leaderboard (fast budget)" for h in at.subheader)
+    assert any(h.value == "Leaderboard (fast budget, from the cache)" for h in at.subheader)
     picker = at.selectbox(key="w_bench_method")
     assert picker.options == ["supervised InfoNCE", "CE"] and picker.value == "infonce"
     assert any(c.value.startswith("Seed 1;") for c in at.caption)  # the method's first cached seed
