@@ -17,6 +17,9 @@ CUB / CARS / SOP. Here (see `hedgekit.papers.url.protocol` for the data and metr
 * a run whose training diverges, or whose embedding or u(x) is NaN or inf at evaluation, is one row that says
   "diverged at step N (seed s)" (`run_one`): the other runs are trained, ranked and written, and
   the diverged run is not cached (the next call trains it again);
+* the ledger (`hedgekit.zoo.ledger`, ``hedgekit/ledger/url.jsonl``) holds the evidence: ``python -m hedgekit
+  url-benchmark`` records each run as it finishes (`ledger_record`, `run_one` with ``record``), every other call
+  checks its runs against it, and `ledger_runs` reads a budget's recorded runs back (the app's leaderboard);
 * `leaderboard` (`hedgekit.papers.url.leaderboard`): mean ± std (sample std, ddof = 1) over seeds per method;
   `write_leaderboard` writes it as CSV and Markdown under the git-ignored data cache.
 
