@@ -313,7 +313,8 @@ def check_checkpoint(spec: ModelSpec | URLSpec, meta: Mapping, folder: str | os.
 # ------------------------------------------------------------------ reading
 def records(paper: str | None = None, folder: str | os.PathLike | None = None) -> list[dict]:
     """Every record of ``paper``'s file (all papers if None), in file order, those of retired recipes included;
-    [] for a paper with no file yet. InputError for a malformed line (file:line and what was expected)."""
+    [] for a paper with no file yet. InputError for a malformed line (file:line and what was expected), and for the
+    URL runs' records before the URL paper is imported (it defines their specs: `hedgekit.zoo.url_runs`)."""
     papers = PAPERS if paper is None else (paper,)
     return [r for p in papers for r in _read(ledger_path(p, folder))]
 
@@ -335,8 +336,11 @@ def held(spec: ModelSpec | URLSpec, group: str, folder: str | os.PathLike | None
 
 def measures(model_name: str, group: str, folder: str | os.PathLike | None = None) -> dict | None:
     """The measures (name -> float, NaN where undefined) of model ``model_name``'s ``group`` under the code key the
-    current code gives its spec; None if the ledger holds none."""
-    for r in records(None, folder):
+    current code gives its spec; None if the ledger holds none. Only the file of its paper is read (a name begins
+    with its kind, `paper_of`), so that reading a HIB model's measures needs no other paper's specs (a URL run's
+    are known only once the URL paper is imported, `hedgekit.zoo.url_runs`)."""
+    paper = _PAPER_OF_KIND.get(model_name.split("-")[0])
+    for r in records(paper, folder) if paper is not None else ():
         if r["model"] == model_name and r["group"] == group and r["code_key"] == code_key(spec_of(r)):
             return _floats(r["measures"])
     return None
