@@ -420,6 +420,42 @@ def test_benchmark_page_without_results_shows_the_command(url_cache):
     assert not at.selectbox and not at.get("image") and not at.dataframe
 
 
+def test_benchmark_page_on_a_fresh_clone_shows_the_committed_ledgers_runs_with_tied_groups(url_cache, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from hedgekit.papers.url import benchmark, leaderboard
+    from hedgekit.paths import PACKAGE_DIR
+
+    monkeypatch.setenv("HEDGEKIT_LEDGER", str(PACKAGE_DIR / "ledger"))  # the committed ledger, read only
+    runs = benchmark.ledger_runs("converged")
+    assert len(runs) == 39 and (runs["source"] == "ledger").all()  # 13 methods x 3 seeds
+    ranks, board = leaderboard.ranking(runs), leaderboard.leaderboard(runs)
+    at = AppTest.from_file(BENCHMARK_PAGE, default_timeout=120).run()
+    assert not at.exception, at.exception
+    assert any(h.value == "Leaderboard (converged budget, from the ledger)" for h in at.subheader)
+    shown = " ".join(i.value for i in at.info)
+    assert "39 runs of 13 methods" in shown and "url-benchmark --budget converged --seeds 3 --retrain" in shown
+    frame = at.dataframe[0].value
+    assert list(frame.index) == [benchmark.label(m) for m in board.index]  # ranked first, then the others
+    for m, r in ranks.iterrows():  # each ranked method's rank set and tied group, as the library computes them
+        row = frame.loc[benchmark.label(m)]
+        assert row["tied group"] == f"{int(r['tied group'])}" and row["rank"] == f"{r['rank']:g}"
+        assert row["rank 95% set"] == f"{r['rank lo']:g}–{r['rank hi']:g}"
+    groups = leaderboard.tied_groups(ranks)
+    text = " > ".join("{" + ", ".join(benchmark.label(m) for m in g) + "}" for g in groups)
+    assert any(text in md.value for md in at.markdown if md.value.startswith("**Tied groups**"))
+    flagged = [m for m, s in board["status"].items() if s == leaderboard.UX_NOT_LEARNED]
+    learned, trained = leaderboard.upstream_learned(runs), leaderboard.method_status(runs)
+    below = {m for m, ok in learned.items() if not ok and trained[m] == leaderboard.TRAINED}
+    assert below and set(flagged) == below  # each trained method whose upstream u(x) is not above chance, and only they
+    for c in ("tied group", "rank", "rank 95% set"):  # not ranked: a dash, not None
+        assert all(frame.loc[benchmark.label(m), c] == "—" for m in flagged), c
+    assert any(c.value.startswith(leaderboard.UX_NOT_LEARNED) and all(benchmark.label(m) in c.value for m in flagged)
+               for c in at.caption)
+    assert not at.selectbox and not at.get("image")  # no run's weights here: no extremes, and it says why
+    assert any("no converged run cached" in c.value for c in at.caption)
+
+
 def test_benchmark_page_shows_the_leaderboard_and_the_extremes(url_cache):
     from streamlit.testing.v1 import AppTest
 

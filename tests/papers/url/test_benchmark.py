@@ -496,6 +496,27 @@ def test_ledger_runs_reads_the_budgets_runs_under_todays_code_key(fixed_sets):
         ("other", 1), ("standin", 0), ("standin", 1)]
 
 
+def test_the_committed_ledger_holds_every_converged_run_trained_on_the_cpu_by_todays_code():
+    from hedgekit.paths import PACKAGE_DIR
+
+    runs = benchmark.ledger_runs("converged", PACKAGE_DIR / "ledger")
+    assert sorted(zip(runs["method"], runs["seed"])) == [(m, s) for m in sorted(recipe.method_registry())
+                                                         for s in range(3)]
+    assert (runs["device"] == "cpu").all() and runs["train_seconds"].gt(0).all()
+    held = [r for r in ledger.records("url", PACKAGE_DIR / "ledger") if r["spec"]["budget"] == "converged"]
+    assert all(r["tolerance"] == 0 and r["data_fingerprint"] and r["torch"] for r in held)
+    assert all(set(r["measures"]) >= set(leaderboard.MEASURES) - {"up_acc"} for r in held)
+    # notebook 09's committed full-mode leaderboard: every mean ± std cell it shows of every method
+    committed = PACKAGE_DIR.parent / "notebooks/report/assets/09_url_benchmark/leaderboard.md"
+    rows = {line.split(" | ")[0].strip("| "): line.split(" | ")[1:4] for line in committed.read_text().splitlines()
+            if line.startswith("| ") and not line.startswith("| method")}
+    board = leaderboard.leaderboard(runs)
+    assert sorted(rows) == sorted(leaderboard.label(m) for m in board.index)
+    for method, row in board.iterrows():
+        for cell, col in zip(rows[leaderboard.label(method)], ("R-AUROC (down)", "R@1 (down)", "R-AUROC unseen")):
+            assert cell == f"{row[col]:.3f} ± {row[col + ' ±']:.3f}", (method, col)
+
+
 # ---------------------------------------------------------------------------------- one method's failure is one row
 
 
