@@ -50,8 +50,8 @@ _INTERRUPTED = {
     "bench": ("nothing was written", "to measure again"),
     "reproduce": ("the notebooks that finished are in the output folder; the one running was not written",
                   "to run the selected notebooks"),
-    "url-benchmark": ("every finished run is cached, weights and metrics together; the run in progress was not "
-                      "saved", "to resume (finished runs are read back, not retrained)"),
+    "url-benchmark": ("every finished run is cached, weights and metrics together, and recorded in the ledger; the "
+                      "run in progress was not saved", "to resume (finished runs are read back, not retrained)"),
 }
 
 

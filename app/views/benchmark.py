@@ -1,7 +1,7 @@
-"""Benchmark page: the URL benchmark's leaderboard at kit scale (Kirchhof et al. 2023) from the cached runs, or, on a
-fresh clone, the committed converged leaderboard shipped with the package (`leaderboard.converged_runs`), with its
-rank sets and tied groups; and the unseen-class images one method is most and least uncertain about
-(`hedgekit.papers.url.benchmark`, from a cached run's weights)."""
+"""Benchmark page: the URL benchmark's leaderboard at kit scale (Kirchhof et al. 2023) from the runs the committed
+ledger holds (`benchmark.ledger_runs`, ``hedgekit/ledger/url.jsonl``: on a fresh clone too), else from this machine's
+cached runs, with its rank sets and tied groups; and the unseen-class images one method is most and least uncertain
+about (`hedgekit.papers.url.benchmark`, from a cached run's weights)."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,7 +10,8 @@ from state import AppState
 
 from hedgekit.errors import HedgekitError, InputError
 from hedgekit.papers.url import benchmark
-from hedgekit.papers.url.leaderboard import UX_NOT_LEARNED, converged_runs, ranking
+from hedgekit.papers.url.leaderboard import UX_NOT_LEARNED, ranking
+from hedgekit.zoo import ledger
 
 K = 8  # images shown per row (most and least uncertain)
 COMMAND = "python -m hedgekit url-benchmark --fast"
@@ -33,18 +34,16 @@ useful u(x) puts the ambiguous, badly written digits on the first row.
 
 
 def _budget_with_runs():
-    """(budget name, runs, source): the cached runs, the converged budget preferred, then paper, then fast (source
-    ""); else the shipped converged leaderboard's runs and where they come from (`converged_runs`); (None, None,
-    "") when there is neither."""
+    """(budget name, runs, source): the first of the converged, paper and fast budgets with runs, read from the
+    ledger (`benchmark.ledger_runs`: every seed it holds under today's code, whether or not its weights are here;
+    source "ledger") or, where it holds none of that budget, from this machine's cache (`benchmark.cached_runs`,
+    e.g. runs notebook 09 trained; source "cache"); (None, None, "") when there are none."""
     for name in ("converged", "paper", "fast"):
-        runs = benchmark.cached_runs(name)
-        if not runs.empty:
-            return name, runs, ""
-    try:
-        runs, source = converged_runs()
-    except HedgekitError:
-        return None, None, ""
-    return "converged", runs, source
+        for source, read in (("ledger", benchmark.ledger_runs), ("cache", benchmark.cached_runs)):
+            runs = read(name)
+            if not runs.empty:
+                return name, runs, source
+    return None, None, ""
 
 
 @st.cache_data(show_spinner="Scoring the unseen-class images…", max_entries=16)
@@ -100,10 +99,12 @@ def render() -> None:
     with st.expander("What am I looking at?", expanded=False):
         st.markdown(EXPLAINER)
     state = AppState.get()
-    budget, runs, shipped = _budget_with_runs()
+    budget, runs, source = _budget_with_runs()
     if budget is None:
-        st.info(f"No benchmark results yet. Create them (a few seconds per run) from the repository root with\n\n"
-                f"`{COMMAND}`\n\nthen reload this page (the converged budget, about 15 CPU-minutes: `{FULL_COMMAND}`).")
+        st.info(f"No benchmark results yet: the ledger (`{ledger.ledger_path('url')}`) holds no URL run of today's "
+                f"code and this machine has no cached run. Create them (a few seconds per run) from the repository "
+                f"root with\n\n`{COMMAND}`\n\nthen reload this page (the converged budget, about 35 CPU-minutes: "
+                f"`{FULL_COMMAND}`); each run is recorded in the ledger as it finishes.")
         return
     board = benchmark.leaderboard(runs)
     try:
@@ -111,23 +112,30 @@ def render() -> None:
     except InputError as exc:  # one run per method: no seed noise to rank by
         ranks = None
         st.caption(f"Not ranked: {exc}.")
-    st.subheader(f"Leaderboard ({budget} budget" + (", shipped with hedgekit)" if shipped else ")"))
-    if shipped:
-        st.info(f"The committed converged leaderboard that ships with hedgekit: {shipped}. Recompute it on this "
-                f"machine (about 15 CPU-minutes) with `{FULL_COMMAND}`, or the quick tour with `{COMMAND}`, then "
-                "reload this page.")
+    st.subheader(f"Leaderboard ({budget} budget, from the " + ("ledger)" if source == "ledger" else "cache)"))
+    if source == "ledger":
+        st.info(f"The runs the committed ledger holds (`{ledger.ledger_path('url')}`): {len(runs)} runs of "
+                f"{runs['method'].nunique()} methods, trained on {', '.join(sorted(set(runs['device'])))} "
+                f"({', '.join(sorted(set(runs['date'])))}) by `python -m hedgekit url-benchmark`, which records each "
+                f"run as it finishes. Retrain them on this machine with `{FULL_COMMAND} --retrain` (a CPU run "
+                f"must measure the same, to the last digit), or take the quick tour with `{COMMAND}`.")
     leaderboard_notes(board, ranks, budget)
     st.dataframe(leaderboard_frame(board, ranks), width="stretch", key="bench_board",
                  column_config={"status": st.column_config.TextColumn("status", width="small")})
-    if shipped:
-        st.caption(f"{len(runs)} runs from the package's `hedgekit/papers/url/converged.json`; mean over seeds. The "
-                   "most and least uncertain images need a run's weights: recompute to see them.")
-        return
-    st.caption(f"{len(runs)} cached runs under `{benchmark.cache_root() / budget}`; mean over seeds (± std in "
-               "`leaderboard-<budget>.md` beside them).")
+    if source == "ledger":
+        st.caption(f"{len(runs)} runs from the ledger; mean over seeds.")
+    else:
+        st.caption(f"{len(runs)} cached runs under `{benchmark.cache_root() / budget}`; mean over seeds (± std in "
+                   "`leaderboard-<budget>.md` beside them).")
 
     st.subheader("Most and least uncertain unseen-class images")
-    methods = list(board.index)
+    cached = benchmark.cached_runs(budget) if source == "ledger" else runs
+    if cached.empty:
+        st.caption(f"They need a run's weights, and this machine has no {budget} run cached: train them with "
+                   f"`python -m hedgekit url-benchmark --budget {budget}`.")
+        return
+    runs = cached
+    methods = [m for m in board.index if m in set(runs["method"])]
     if state.bench_method not in methods:
         state.put("bench_method", methods[0])
     state.widget(st.selectbox, "Method", "bench_method", methods, format_func=benchmark.label)

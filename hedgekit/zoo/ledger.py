@@ -15,7 +15,8 @@ group of measures:
     a point model). The groups a checkpoint records at training time (`checkpoint_measures`): ``table1`` for
     pair-trained models (HIB's Table 1 metrics, `hedgekit.evaluation.retrieval.table1_metrics`, and
     ``eval_images``), ``quick_check`` for prototype and triplet models (the episode accuracy or mAP their trainer
-    measures, `hedgekit.zoo.recipes`).
+    measures, `hedgekit.zoo.recipes`). A URL run records ``benchmark``, its leaderboard metrics
+    (`hedgekit.papers.url.benchmark.ledger_record`, written as each run finishes).
 ``code_key``
     what the model is beyond its name (`code_key`): 12 hex digits of the SHA-256 of the spec's training config
     (`ModelSpec.train_config` without ``precision``, which says how a model trained, not what it is: the store's
@@ -44,6 +45,8 @@ finds the (model, group, code key) already held, or writes the whole file anew t
 sees the old file or the new, never half a line, and two runs recording at once both keep their records. A record
 already held is never overwritten: equal measures (`agree`) write nothing; different ones raise `LedgerConflict`.
 
+`check` compares a record with the one held, as `append` does, and writes nothing.
+
 Reading: `records`, `frame`, `measures`, `seeds_of` and `ledger_meta` validate every line (an `InputError` names the
 file, the line and what was expected).
 """
@@ -71,7 +74,7 @@ from hedgekit.zoo.url_runs import URLSpec
 
 __all__ = ["PAPERS", "GPU_TOLERANCE", "RETIRED_CODE_KEYS", "CHECKPOINT_GROUPS", "FIELDS", "LedgerConflict",
            "ledger_dir", "paper_of", "ledger_path", "spec_fields", "spec_of", "code_key", "tolerance_for", "agree",
-           "append", "build_record", "record_measures", "checkpoint_measures", "record_checkpoint", "record_table1",
+           "append", "check", "build_record", "record_measures", "checkpoint_measures", "record_checkpoint", "record_table1",
            "record_cached", "check_checkpoint", "records", "frame", "measures", "seeds_of", "held", "ledger_meta"]
 
 LEDGER_ENV = "HEDGEKIT_LEDGER"
@@ -178,14 +181,21 @@ def append(record: Mapping, folder: str | os.PathLike | None = None) -> dict:
     path = ledger_path(paper_of(spec_of(record)), folder)
     with _locked(path.parent):
         held_records = _read(path)
-        key = _key(record)
-        for old in held_records:
-            if _key(old) == key:
-                _raise_unless_agree(old, record, path)
-                return old
+        old = _agreeing(held_records, record, path)
+        if old is not None:
+            return old
         lines = sorted(held_records + [record], key=_key)
         write_bytes_atomic(path, "".join(_line(r) + "\n" for r in lines).encode())
     return record
+
+
+def check(record: Mapping, folder: str | os.PathLike | None = None) -> dict | None:
+    """What `append` checks, without writing: the ledger's record of ``record``'s model, group and code key if it
+    holds one and every measure agrees (`agree`), None if it holds none; `LedgerConflict` if the measures differ.
+    For a measurement that must not write the ledger (a notebook reading a cached run) but may not contradict it."""
+    record = _checked(dict(record), "the record to check")
+    path = ledger_path(paper_of(spec_of(record)), folder)
+    return _agreeing(_read(path), record, path)
 
 
 def record_measures(spec: ModelSpec | URLSpec, group: str, measures: Mapping, meta: Mapping,
@@ -303,7 +313,8 @@ def check_checkpoint(spec: ModelSpec | URLSpec, meta: Mapping, folder: str | os.
 # ------------------------------------------------------------------ reading
 def records(paper: str | None = None, folder: str | os.PathLike | None = None) -> list[dict]:
     """Every record of ``paper``'s file (all papers if None), in file order, those of retired recipes included;
-    [] for a paper with no file yet. InputError for a malformed line (file:line and what was expected)."""
+    [] for a paper with no file yet. InputError for a malformed line (file:line and what was expected), and for the
+    URL runs' records before the URL paper is imported (it defines their specs: `hedgekit.zoo.url_runs`)."""
     papers = PAPERS if paper is None else (paper,)
     return [r for p in papers for r in _read(ledger_path(p, folder))]
 
@@ -325,8 +336,11 @@ def held(spec: ModelSpec | URLSpec, group: str, folder: str | os.PathLike | None
 
 def measures(model_name: str, group: str, folder: str | os.PathLike | None = None) -> dict | None:
     """The measures (name -> float, NaN where undefined) of model ``model_name``'s ``group`` under the code key the
-    current code gives its spec; None if the ledger holds none."""
-    for r in records(None, folder):
+    current code gives its spec; None if the ledger holds none. Only the file of its paper is read (a name begins
+    with its kind, `paper_of`), so that reading a HIB model's measures needs no other paper's specs (a URL run's
+    are known only once the URL paper is imported, `hedgekit.zoo.url_runs`)."""
+    paper = _PAPER_OF_KIND.get(model_name.split("-")[0])
+    for r in records(paper, folder) if paper is not None else ():
         if r["model"] == model_name and r["group"] == group and r["code_key"] == code_key(spec_of(r)):
             return _floats(r["measures"])
     return None
@@ -441,6 +455,15 @@ def _parsed(path: str, mtime_ns: int, size: int) -> list[dict]:
     return out
 
 
+def _agreeing(held_records: list[dict], record: Mapping, path: Path) -> dict | None:
+    """The one of ``held_records`` with ``record``'s (model, group, code key), checked to agree with it
+    (`_raise_unless_agree`); None if there is none."""
+    old = next((r for r in held_records if _key(r) == _key(record)), None)
+    if old is not None:
+        _raise_unless_agree(old, record, path)
+    return old
+
+
 def _raise_unless_agree(old: Mapping, new: Mapping, path: Path) -> None:
     """`LedgerConflict` (a paragraph: model, group, each differing measure with both values, both checkpoints'
     SHA-256, what to do) unless every measure of ``new`` agrees with ``old`` (`agree`, larger tolerance)."""
@@ -452,6 +475,9 @@ def _raise_unless_agree(old: Mapping, new: Mapping, path: Path) -> None:
     if not differ:
         return
     allowed = "exactly" if tol == 0 else f"within {tol:g} (x max(1, |value|))"
+    spec = old["spec"]
+    cached = (f"url/{spec['budget']}/{spec['method']}-s{old['seed']}.json and its .pt" if spec.get("kind") == "url"
+              else f"checkpoints/{old['model']}.pt")  # where the store caches it (`hedgekit.zoo.cache_checkpoint_path`)
     raise LedgerConflict(
         f"The ledger ({path}) holds {old['model']}'s {old['group']} measures, recorded {old['date']} from checkpoint "
         f"sha256 {old['checkpoint_sha256']} trained on {old['device']}, and a new measurement from checkpoint sha256 "
@@ -459,7 +485,7 @@ def _raise_unless_agree(old: Mapping, new: Mapping, path: Path) -> None:
         f"{'; '.join(differ)}. A record is never overwritten. The same checkpoint always measures the same; a "
         f"model retrained under this name is another draw unless it trained on the same CPU and library build (a GPU, "
         f"another CPU or another build round differently), or it was trained with other code or data. To keep the "
-        f"recorded evidence, delete the new checkpoint (the cache's checkpoints/{old['model']}.pt) and decide from the "
+        f"recorded evidence, delete the new checkpoint (the cache's {cached}) and decide from the "
         f"ledger; to keep this machine's models in a ledger of their own, point {LEDGER_ENV} at another folder; if the "
         f"recorded model is the wrong one, remove its line from {path.name} in a commit that says why, then record "
         f"the new one.")

@@ -390,12 +390,13 @@ BENCHMARK_PAGE = str(APP_DIR / "views" / "benchmark.py")
 
 @pytest.fixture
 def url_cache(monkeypatch, tmp_path):
-    """The URL benchmark's run cache in tmp_path (empty); ``fake(method, seed, down_rauroc)`` writes a cached fast
-    run the loader accepts: untrained weights seeded with ``seed`` and made-up metrics."""
+    """The URL benchmark's run cache and ledger in tmp_path (empty); ``fake(method, seed, down_rauroc)`` writes a
+    cached fast run the loader accepts: untrained weights seeded with ``seed`` and made-up metrics."""
     from hedgekit.papers.url import benchmark, recipe
     from hedgekit.zoo import save_url_run
 
     monkeypatch.setattr(recipe, "cache_root", lambda: tmp_path / "url")
+    monkeypatch.setenv("HEDGEKIT_LEDGER", str(tmp_path / "ledger"))
 
     def fake(method, seed, down_rauroc):
         b = benchmark.BUDGETS["fast"]
@@ -407,31 +408,33 @@ def url_cache(monkeypatch, tmp_path):
     return fake
 
 
-def test_benchmark_page_without_results_shows_the_command(url_cache, monkeypatch, tmp_path):
+def test_benchmark_page_without_results_shows_the_command(url_cache):
     from streamlit.testing.v1 import AppTest
 
-    from hedgekit.papers.url import leaderboard
+    from hedgekit.zoo import ledger
 
-    monkeypatch.setattr(leaderboard, "CONVERGED", tmp_path / "no-shipped.json")  # nor a shipped leaderboard
-    at = AppTest.from_file(BENCHMARK_PAGE, default_timeout=120).run()
+    at = AppTest.from_file(BENCHMARK_PAGE, default_timeout=120).run()  # an empty ledger, an empty cache
     assert not at.exception, at.exception
-    assert any("No benchmark results yet" in i.value and "python -m hedgekit url-benchmark --fast" in i.value
-               for i in at.info)
+    assert any("No benchmark results yet" in i.value and str(ledger.ledger_path("url")) in i.value
+               and "python -m hedgekit url-benchmark --fast" in i.value for i in at.info)
     assert not at.selectbox and not at.get("image") and not at.dataframe
 
 
-def test_benchmark_page_on_a_fresh_clone_shows_the_shipped_leaderboard_with_tied_groups(url_cache):
+def test_benchmark_page_on_a_fresh_clone_shows_the_committed_ledgers_runs_with_tied_groups(url_cache, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
     from hedgekit.papers.url import benchmark, leaderboard
+    from hedgekit.paths import PACKAGE_DIR
 
-    runs, source = leaderboard.converged_runs()  # the package's converged.json
+    monkeypatch.setenv("HEDGEKIT_LEDGER", str(PACKAGE_DIR / "ledger"))  # the committed ledger, read only
+    runs = benchmark.ledger_runs("converged")
+    assert len(runs) == 39 and (runs["source"] == "ledger").all()  # 13 methods x 3 seeds
     ranks, board = leaderboard.ranking(runs), leaderboard.leaderboard(runs)
     at = AppTest.from_file(BENCHMARK_PAGE, default_timeout=120).run()
     assert not at.exception, at.exception
-    assert any(h.value == "Leaderboard (converged budget, shipped with hedgekit)" for h in at.subheader)
+    assert any(h.value == "Leaderboard (converged budget, from the ledger)" for h in at.subheader)
     shown = " ".join(i.value for i in at.info)
-    assert source in shown and "url-benchmark --budget converged --seeds 3" in shown  # it still offers to recompute
+    assert "39 runs of 13 methods" in shown and "url-benchmark --budget converged --seeds 3 --retrain" in shown
     frame = at.dataframe[0].value
     assert list(frame.index) == [benchmark.label(m) for m in board.index]  # ranked first, then the others
     for m, r in ranks.iterrows():  # each ranked method's rank set and tied group, as the library computes them
@@ -449,7 +452,8 @@ def test_benchmark_page_on_a_fresh_clone_shows_the_shipped_leaderboard_with_tied
         assert all(frame.loc[benchmark.label(m), c] == "—" for m in flagged), c
     assert any(c.value.startswith(leaderboard.UX_NOT_LEARNED) and all(benchmark.label(m) in c.value for m in flagged)
                for c in at.caption)
-    assert not at.selectbox and not at.get("image")  # no weights shipped: no extremes
+    assert not at.selectbox and not at.get("image")  # no run's weights here: no extremes, and it says why
+    assert any("no converged run cached" in c.value for c in at.caption)
 
 
 def test_benchmark_page_shows_the_leaderboard_and_the_extremes(url_cache):
@@ -469,7 +473,7 @@ def test_benchmark_page_shows_the_leaderboard_and_the_extremes(url_cache):
     col = benchmark.METRICS["down_rauroc"]
     assert frame.loc["supervised InfoNCE", col] == pytest.approx(0.9) and frame.loc["CE", col] == pytest.approx(0.65)
     assert not any(c.endswith(" ±") for c in frame.columns) and set(frame["status"]) == {benchmark.NOT_TRAINED}
-    assert any(h.value == "Leaderboard (fast budget)" for h in at.subheader)
+    assert any(h.value == "Leaderboard (fast budget, from the cache)" for h in at.subheader)
     picker = at.selectbox(key="w_bench_method")
     assert picker.options == ["supervised InfoNCE", "CE"] and picker.value == "infonce"
     assert any(c.value.startswith("Seed 1;") for c in at.caption)  # the method's first cached seed

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
 
+import hedgekit.papers.url.recipe  # noqa: F401  (defines the URL runs, whose records url.jsonl holds)
 from hedgekit.errors import InputError
-from hedgekit.paths import PACKAGE_DIR
-from hedgekit.zoo import SHIPPED_DIR, Spec, ledger, load_checkpoint
+from hedgekit.paths import PACKAGE_DIR, REPO_DIR as REPO
+from hedgekit.zoo import SHIPPED_DIR, Spec, URLSpec, ledger, load_checkpoint
 
 HIB = Spec(kind="hib", preset="fast", seed=3)
 POINT = Spec(kind="point", preset="fast", seed=3)
@@ -80,6 +84,34 @@ def test_a_one_ulp_difference_on_the_cpu_is_a_conflict_that_names_both_values_an
         ledger.append(dict(first, measures={k: v for k, v in first["measures"].items() if k != "var_ratio"}))
     with pytest.raises(ledger.LedgerConflict, match=r"tau_ap_clean null \(ledger\) against 0.5 \(new\)"):
         ledger.append(dict(first, measures={**first["measures"], "tau_ap_clean": 0.5}))
+
+
+def test_a_models_measures_are_read_from_its_papers_file_without_importing_another_paper(tmp_ledger):
+    """A URL run's spec is known only once the URL paper is imported (`hedgekit.zoo.url_runs`): a process that
+    has not imported it reads a HIB model's measures all the same, and reading every paper says what to import."""
+    tmp_ledger(HIB, TABLE1)
+    tmp_ledger(URLSpec("ce", "converged", 0), {"r1": 0.5}, group="benchmark")
+    code = ("import sys\nfrom hedgekit.zoo import ledger\n"
+            f"print(ledger.measures({HIB.name!r}, 'table1')['ap_clean'])\n"
+            "assert 'hedgekit.papers' not in sys.modules\n"
+            "try:\n    ledger.records()\nexcept ledger.InputError as exc:\n    print(exc)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(REPO)}).stdout.splitlines()
+    assert out[0] == repr(TABLE1["ap_clean"])
+    assert "url.jsonl:1" in out[1] and "import hedgekit.papers.url.recipe" in out[1]
+
+
+def test_check_compares_like_append_and_writes_nothing(tmp_ledger):
+    first = tmp_ledger(HIB, TABLE1)
+    path = tmp_ledger.folder / "hib.jsonl"
+    before = path.read_bytes()
+    assert ledger.check(dict(first, checkpoint_sha256="f" * 64)) == first  # agrees: the held record
+    assert ledger.check(dict(first, group="another")) is None  # not held: nothing to contradict, nothing written
+    with pytest.raises(ledger.LedgerConflict, match=r"ap_clean .* \(ledger\) against 0.5 \(new\)"):
+        ledger.check(dict(first, measures={**first["measures"], "ap_clean": 0.5}))
+    with pytest.raises(InputError, match="missing device"):
+        ledger.check({k: v for k, v in first.items() if k != "device"})
+    assert path.read_bytes() == before
 
 
 @pytest.mark.parametrize("name, value", [("knn_corrupt", 0.79), ("var_ratio", 350.9953297890944)])

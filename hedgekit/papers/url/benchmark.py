@@ -17,6 +17,9 @@ CUB / CARS / SOP. Here (see `hedgekit.papers.url.protocol` for the data and metr
 * a run whose training diverges, or whose embedding or u(x) is NaN or inf at evaluation, is one row that says
   "diverged at step N (seed s)" (`run_one`): the other runs are trained, ranked and written, and
   the diverged run is not cached (the next call trains it again);
+* the ledger (`hedgekit.zoo.ledger`, ``hedgekit/ledger/url.jsonl``) holds the evidence: ``python -m hedgekit
+  url-benchmark`` records each run as it finishes (`ledger_record`, `run_one` with ``record``), every other call
+  checks its runs against it, and `ledger_runs` reads a budget's recorded runs back (the app's leaderboard);
 * `leaderboard` (`hedgekit.papers.url.leaderboard`): mean ± std (sample std, ddof = 1) over seeds per method;
   `write_leaderboard` writes it as CSV and Markdown under the git-ignored data cache.
 
@@ -39,16 +42,16 @@ from hedgekit.errors import CheckpointError, DivergedError, InputError
 from hedgekit.evaluation.metrics import recall_at_1
 from hedgekit.papers.url import recipe
 from hedgekit.papers.url.code_hash import module_closure
-from hedgekit.papers.url.leaderboard import (LABELS, MAY_BE_NAN, METRICS, NOT_TRAINED, TRAINED, TRAINED_AT, label,
-                                             leaderboard, leaderboard_markdown, method_status, ranked, run_status,
+from hedgekit.papers.url.leaderboard import (LABELS, MAY_BE_NAN, MEASURES, METRICS, NOT_TRAINED, TRAINED, TRAINED_AT,
+                                             label, leaderboard, leaderboard_markdown, method_status, ranked, run_status,
                                              seed_rank_stability, trained_runs)
 from hedgekit.papers.url.numbers import DISPLAY
 from hedgekit.papers.url.recipe import (BUDGETS, LR_SWEEP, RUN_MODULES, Budget, Setting, augmentation, build_model,
                                         build_run_model, cache_root, check_methods, eval_sets, method_registry,
                                         resolve_budget, run_config, sweep_budgets, train_run)
 from hedgekit.training.upstream import UpstreamModel, predict
-from hedgekit.zoo import (URLSpec, cache_checkpoint_path, find_checkpoint, is_stale, load_or_train, load_url_run,
-                          url_record)
+from hedgekit.zoo import (URLSpec, cache_checkpoint_path, find_checkpoint, is_stale, ledger, load_or_train,
+                          load_url_run, url_record)
 
 # What a run is (`hedgekit.papers.url.recipe`) and the leaderboard's names (`hedgekit.papers.url.leaderboard`) are
 # re-exported: ``benchmark.BUDGETS``, ``benchmark.label``, ... are where notebook 09 and the app find them. This
@@ -57,9 +60,14 @@ __all__ = ["Setting", "Budget", "BUDGETS", "TRAINED_AT", "MAY_BE_NAN", "TRAINED"
            "method_status", "trained_runs", "ranked", "seed_rank_stability", "augmentation", "settings_table",
            "LR_SWEEP", "sweep_budgets", "sweep_runs", "METRICS", "method_registry", "check_methods", "eval_sets",
            "build_model", "cache_root", "run_spec", "run_path", "RUN_MODULES", "module_closure", "run_one",
-           "diverged_record", "train_run", "load_run_model", "run_benchmark", "cached_runs", "uncertainty_extremes",
+           "diverged_record", "train_run", "load_run_model", "run_benchmark", "cached_runs", "LEDGER_GROUP",
+           "ledger_record", "ledger_runs", "uncertainty_extremes",
            "uncertainty_truth", "leaderboard", "leaderboard_markdown", "write_leaderboard", "add_subcommand", "LABELS",
            "label", "resolve_budget", "run_config", "build_run_model"]
+
+
+# the group of a URL run's record in the ledger (`ledger_record`): the benchmark's measures of the run
+LEDGER_GROUP = "benchmark"
 
 
 def run_spec(method: str, seed: int, budget) -> URLSpec:
@@ -83,7 +91,7 @@ def run_path(method: str, seed: int, budget) -> Path:
 
 
 def run_one(method: str, seed: int, budget="fast", retrain: bool = False, progress: bool = False,
-            device: str = "cpu") -> dict:
+            device: str = "cpu", record: bool = False) -> dict:
     """Train ``method`` upstream with ``seed`` on ``device`` and evaluate it (`train_run`), or read the cached
     result (a run trained on another device serves all the same, as a checkpoint does): the run is the zoo's
     model `run_spec`, found by `hedgekit.zoo.find_checkpoint` or trained and saved by `hedgekit.zoo.load_or_train`.
@@ -93,16 +101,63 @@ def run_one(method: str, seed: int, budget="fast", retrain: bool = False, progre
     evaluation, all threads), ``eval_seconds``, ``device`` (`hedgekit.hardware.device_description`), the loss
     history and ``weights_sha256``. A run that diverges (`train_run` raises `DivergedError`) is not saved; its
     record is `diverged_record` (source "diverged", every metric NaN), so the other runs go on.
+
+    The ledger (`hedgekit.zoo.ledger`): with ``record``, the run's `ledger_record` is added as soon as the run is
+    trained or read (`hedgekit.zoo.ledger.append`: a run the ledger holds is checked, not rewritten); without it,
+    the ledger is only checked (`hedgekit.zoo.ledger.check`, what a notebook does). Either way a run whose measures
+    differ from the ledger's record of it raises `hedgekit.zoo.ledger.LedgerConflict`. A run of an ad-hoc budget
+    (one no budget name gives) is no model the ledger can name again, and is neither recorded nor checked.
     """
     spec = run_spec(method, seed, budget)
     path = None if retrain else find_checkpoint(spec)
     if path is not None:  # the record is all a cached run needs: its weights are not loaded
-        return {**url_record(path), "source": "cache"}
-    try:
-        _, rec = load_or_train(spec, progress=progress, device=device, retrain=True)
-    except DivergedError as exc:
-        return diverged_record(method, seed, spec.run_budget().name, exc)
-    return {k: v for k, v in rec.items() if k != "path"}
+        rec = {**url_record(path), "source": "cache"}
+    else:
+        try:
+            _, rec = load_or_train(spec, progress=progress, device=device, retrain=True)
+        except DivergedError as exc:
+            return diverged_record(method, seed, spec.run_budget().name, exc)
+        rec = dict(rec)
+        path = rec.pop("path")
+    if path and isinstance(spec.budget, str):  # saved (every process but a distributed worker), a named budget
+        (ledger.append if record else ledger.check)(ledger_record(spec, rec, path))
+    return rec
+
+
+def ledger_record(spec: URLSpec, rec: dict, path: str | os.PathLike) -> dict:
+    """The ledger's record of the finished run ``spec`` (`hedgekit.zoo.ledger.build_record`; nothing is written):
+    group `LEDGER_GROUP`, measures the run's `MEASURES` (its leaderboard metrics without the seconds), provenance from
+    its record ``rec`` (device, versions, data, train seconds) and, as the checkpoint, its weights beside its record
+    file ``path`` (``.pt``, whose SHA-256 the record holds)."""
+    measures = {m: rec[m] for m in MEASURES if m in rec}
+    return ledger.build_record(spec, LEDGER_GROUP, measures, rec, Path(path).with_suffix(".pt"))
+
+
+def ledger_runs(budget="converged", folder: str | os.PathLike | None = None):
+    """The runs of ``budget`` the ledger holds (group `LEDGER_GROUP`, under the code key today's code gives each run:
+    records of earlier code are history and left out), a DataFrame like `run_benchmark`'s, one row per run sorted by
+    method and seed: ``method, seed, budget``, the measures, ``train_seconds``, ``device``, ``date``, ``commit`` and
+    ``source`` "ledger"; empty (with those columns) when it holds none. Records of methods this kit no longer has are
+    left out. ``folder``: the ledger's (`hedgekit.zoo.ledger.ledger_dir` by default)."""
+    import pandas as pd
+
+    name = recipe.resolve_budget(budget).name
+    known = recipe.method_registry()
+    keys: dict[str, str] = {}  # method -> today's code key of its runs (the seed is not in it)
+    rows = []
+    for r in ledger.records("url", folder):
+        method = r["spec"].get("method")
+        if r["group"] != LEDGER_GROUP or r["spec"].get("budget") != name or method not in known:
+            continue
+        if method not in keys:
+            keys[method] = ledger.code_key(run_spec(method, 0, name))
+        if r["code_key"] == keys[method]:
+            rows.append({"method": method, "seed": r["seed"], "budget": name,
+                         **{m: math.nan if v is None else v for m, v in r["measures"].items()},
+                         **{k: r[k] for k in ("train_seconds", "device", "date", "commit")}, "source": "ledger"})
+    columns = ["method", "seed", "budget", *MEASURES, "train_seconds", "device", "date", "commit", "source"]
+    runs = pd.DataFrame(rows, columns=list(dict.fromkeys([*columns, *(k for r in rows for k in r)])))
+    return runs.sort_values(["method", "seed"], ignore_index=True)
 
 
 def diverged_record(method: str, seed: int, budget: str, exc: DivergedError) -> dict:
@@ -135,11 +190,12 @@ def load_run_model(method: str, seed: int, budget="fast") -> UpstreamModel:
 
 
 def run_benchmark(methods, seeds=3, budget="fast", retrain: bool = False, progress: bool = True,
-                  device: str = "cpu"):
+                  device: str = "cpu", record: bool = False):
     """Every (method, seed) run, cached ones read back, missing ones trained on ``device``: a DataFrame with one
     row per run.
 
-    ``seeds``: a number n (seeds 0..n-1) or a list of seeds. A progress bar counts runs.
+    ``seeds``: a number n (seeds 0..n-1) or a list of seeds. A progress bar counts runs. ``record``: add each run to
+    the ledger as soon as it is trained or read, else only check it against the ledger (`run_one`).
     """
     import pandas as pd
     from tqdm.auto import tqdm
@@ -154,7 +210,7 @@ def run_benchmark(methods, seeds=3, budget="fast", retrain: bool = False, progre
     bar = tqdm(jobs, desc=f"URL benchmark ({b.name})", disable=not progress)
     for m, s in bar:
         bar.set_postfix_str(f"{m} s{s}")
-        rows.append(run_one(m, s, b, retrain=retrain, device=device))
+        rows.append(run_one(m, s, b, retrain=retrain, device=device, record=record))
     return pd.DataFrame([{k: v for k, v in r.items() if k not in ("config", "history")} for r in rows])
 
 
@@ -303,16 +359,18 @@ def _seeds_arg(text: str) -> int:
 
 
 def cmd_url_benchmark(a) -> int:
-    """``python -m hedgekit url-benchmark``: run (or read back) every run, print and write the leaderboard. A run
-    that diverged is its method's status in the leaderboard and one line below it; the others are ranked and the
-    command exits 0. The leaderboard's folder is checked writable before anything trains."""
+    """``python -m hedgekit url-benchmark``: run (or read back) every run, recording each in the ledger as soon as it
+    finishes (`run_one` with ``record``; ``HEDGEKIT_LEDGER`` names another ledger folder), print and write the
+    leaderboard. A run that diverged is its method's status in the leaderboard and one line below it; the others are
+    ranked and the command exits 0. The leaderboard's folder is checked writable before anything trains."""
     torch.set_num_threads(a.threads)
     budget = "fast" if a.fast else a.budget
     methods = recipe.check_methods(a.methods or list(recipe.method_registry()))
     folder = Path(a.out) if a.out is not None else recipe.cache_root()
     # --out <a file>: refused before training
     check_writable(folder / f"leaderboard-{recipe.resolve_budget(budget).name}.md")
-    runs = run_benchmark(methods, a.seeds, budget, retrain=a.retrain, progress=not a.quiet, device=a.device)
+    runs = run_benchmark(methods, a.seeds, budget, retrain=a.retrain, progress=not a.quiet, device=a.device,
+                         record=True)
     board = leaderboard(runs)
     csv, md = write_leaderboard(board, budget, a.out)
     trained, diverged = (int((runs["source"] == source).sum()) for source in ("trained now", "diverged"))
@@ -322,7 +380,7 @@ def cmd_url_benchmark(a) -> int:
     print(leaderboard_markdown(board))
     if diverged:  # what each diverged run saw, one line each
         print("\n" + "\n".join(runs.loc[runs["source"] == "diverged", "error"]))
-    print(f"\nleaderboard written to {csv} and {md}")
+    print(f"\nleaderboard written to {csv} and {md}; runs recorded in {ledger.ledger_path('url')}")
     return 0
 
 

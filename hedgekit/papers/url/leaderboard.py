@@ -13,9 +13,7 @@ and `tied_groups` joins methods whose rank sets overlap into one tied group.
 """
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 
 import numpy as np
 
@@ -23,9 +21,9 @@ from hedgekit.errors import InputError
 from hedgekit.papers.url.numbers import DISPLAY
 
 __all__ = ["LABELS", "label", "METRICS", "TRAINED_AT", "MAY_BE_NAN", "TRAINED", "NOT_TRAINED", "run_status",
-           "method_status", "trained_runs", "leaderboard", "ranked", "seed_rank_stability", "leaderboard_markdown",
+           "method_status", "trained_runs", "leaderboard", "ranked", "MEASURES", "seed_rank_stability", "leaderboard_markdown",
            "CHANCE", "UX_NOT_LEARNED", "upstream_learned", "lower_end", "correlated_runs", "ALPHA", "rank_sets",
-           "rank_intervals", "tied_groups", "ranking", "CONVERGED", "write_converged", "converged_runs"]
+           "rank_intervals", "tied_groups", "ranking"]
 
 # Our methods' names in tables, figures and verdicts: the paper's (`numbers.DISPLAY`), except that our ``infonce``
 # and ``mcinfonce`` are *supervised* (positives are other images of the same class, `hedgekit.methods.infonce`);
@@ -42,13 +40,16 @@ def label(method: str) -> str:
 
 # metric -> column title in the leaderboard (in order). Each crop rate has the official code's second cropping metric
 # beside it, Spearman's rho between -u of a crop and the share it kept (``crop_corr``, `protocol.evaluate_set`).
-# Runs recorded before it (`CONVERGED`, older cached runs) lack it: a column no run has is left out, and a
-# method whose runs lack it shows "—" (`leaderboard_markdown`).
+# Runs recorded before it (older cached runs) lack it: a column no run has is left out, and a method whose runs lack
+# it shows "—" (`leaderboard_markdown`).
 METRICS = {"down_rauroc": "R-AUROC (down)", "down_r1": "R@1 (down)", "rauroc": "R-AUROC unseen", "r1": "R@1 unseen",
            "fashion_rauroc": "R-AUROC Fashion", "fashion_r1": "R@1 Fashion", "crop": "crop rate unseen",
            "crop_corr": "crop rho unseen", "up_rauroc": "R-AUROC (up)", "up_r1": "R@1 (up)", "up_acc": "accuracy (up)",
            "up_crop": "crop rate (up)", "up_crop_corr": "crop rho (up)", "cpu_seconds": "CPU s",
            "train_seconds": "train s"}
+# The metrics a run's ledger record holds as its measures (`hedgekit.papers.url.benchmark.ledger_record`): all but
+# the seconds, which say how long a run took, not what it measured (the record keeps ``train_seconds`` beside them)
+MEASURES = tuple(m for m in METRICS if not m.endswith("_seconds"))
 
 
 # A run has learned an embedding when it clears these on the upstream (seen-class) test images: R@1, and for heads
@@ -318,42 +319,3 @@ def leaderboard_markdown(board, digits: int = 3) -> str:
                          if row["status"] == NOT_TRAINED else f"{row['status']}; {counts}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-# The committed converged leaderboard, shipped with the package so that the app shows it on a fresh clone
-CONVERGED = Path(__file__).with_name("converged.json")
-SHIPPED_COLUMNS = ("method", "seed", "budget", *METRICS, "failure", "diverged_at")
-
-
-def write_converged(runs, source: str, path=None) -> Path:
-    """Write ``runs`` (one row per run, e.g. ``benchmark.cached_runs("converged")`` after ``python -m hedgekit
-    url-benchmark --budget converged --seeds 3``) to ``path`` as JSON: ``source`` (where the numbers come from,
-    said in the file) and ``runs`` (the `SHIPPED_COLUMNS` each run has; NaN as null). `converged_runs` reads it."""
-    if runs.empty:
-        raise InputError("no runs to write")
-    cols = [c for c in SHIPPED_COLUMNS if c in runs]
-    rows = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
-            for r in runs[cols].sort_values(["method", "seed"]).to_dict("records")]
-    path = Path(path if path is not None else CONVERGED)
-    lines = ",\n".join(json.dumps(r) for r in rows)  # one run per line
-    path.write_text(f'{{"source": {json.dumps(source)},\n"runs": [\n{lines}\n]}}\n')
-    return path
-
-
-def converged_runs(path=None):
-    """(the runs of the shipped converged leaderboard as a DataFrame like `benchmark.run_benchmark`'s, the
-    file's ``source``), from `write_converged`'s file (default `CONVERGED`); `InputError` when it is missing or not
-    that format."""
-    import pandas as pd
-
-    path = path if path is not None else CONVERGED
-    try:
-        data = json.loads(Path(path).read_text())
-        runs = pd.DataFrame(data["runs"]).astype({"seed": int})
-        source = str(data["source"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise InputError(f"no shipped leaderboard readable at {path}: {exc}") from None
-    for c in METRICS:
-        if c in runs:
-            runs[c] = runs[c].astype(float)
-    return runs, source

@@ -31,6 +31,7 @@ import torch
 
 from hedgekit.checks import resolve_device
 from hedgekit.data import load_ndigit, random_occlusion
+from hedgekit.data.mnist import mnist_source
 from hedgekit.data.ndigit import per_class_subset
 from hedgekit.errors import DivergedError, InputError
 from hedgekit.hardware import device_description
@@ -44,6 +45,7 @@ from hedgekit.papers.url.numbers import DISPLAY
 from hedgekit.papers.url.views import TwoViews
 from hedgekit.paths import data_dir
 from hedgekit.training.upstream import UpstreamConfig, UpstreamModel, fit_upstream, predict
+from hedgekit.zoo.store import versions
 from hedgekit.zoo.url_runs import register_url_runs
 
 __all__ = ["EMBED_DIM", "Setting", "Budget", "BUDGETS", "LR_SWEEP", "TWO_VIEWS", "RUN_MODULES", "method_registry",
@@ -319,7 +321,8 @@ def train_run(spec, progress: bool = False, device: str = "cpu") -> tuple[Upstre
     rec = {"method": method, "seed": seed, "budget": b.name, "config": run_config(b, method), **metrics,
            "train_seconds": train_seconds, "eval_seconds": time.perf_counter() - t1,
            "cpu_seconds": time.process_time() - cpu0, "threads": torch.get_num_threads(),
-           "device": device_description(dev), "history": [{k: v for k, v in r.items() if k != "lr"} for r in hist.rows]}
+           "device": device_description(dev), "versions": versions(), "data": mnist_source().record(),
+           "history": [{k: v for k, v in r.items() if k != "lr"} for r in hist.rows]}
     return model.cpu(), rec
 
 

@@ -19,7 +19,8 @@ from torch import nn
 from hedgekit import cli
 from hedgekit.papers.url import benchmark, code_hash, leaderboard, recipe
 from hedgekit.training.upstream import UpstreamConfig
-from hedgekit.zoo import url_runs
+from hedgekit.data.mnist import mnist_source
+from hedgekit.zoo import ledger, url_runs
 
 
 class StandIn(nn.Module):
@@ -46,7 +47,8 @@ TINY = benchmark.Budget("fast", UpstreamConfig(steps=3, classes_per_batch=4, per
 
 @pytest.fixture
 def tiny(monkeypatch, tmp_path):
-    """Stand-in method, tiny synthetic data, the cache in tmp_path, and a counter of training calls."""
+    """Stand-in method, tiny synthetic data, the cache and the ledger in tmp_path, and a counter of training calls."""
+    monkeypatch.setenv("HEDGEKIT_LEDGER", str(tmp_path / "ledger"))  # each test's runs draw fresh data: its own ledger
     g = torch.Generator().manual_seed(0)
     classes = np.arange(0, 100, 10)  # 10 "seen" classes
     labels = np.repeat(classes, 6)
@@ -398,6 +400,121 @@ def test_an_ad_hoc_budget_trains_under_its_name_and_the_registered_one_finds_its
     assert benchmark.cached_runs("fast").empty  # stale for the registered fast budget
     assert benchmark.run_one("standin", 0, "fast")["source"] == "trained now" and len(tiny) == 2
     assert benchmark.run_one("standin", 0, own)["source"] == "trained now" and len(tiny) == 3
+
+
+# ---------------------------------------------------------------------------------- the ledger
+
+
+@pytest.fixture
+def fixed_sets(tiny, monkeypatch):
+    """The tiny fixture with one draw of its evaluation images, so that a retrained run measures the same."""
+    fixed = recipe.eval_sets(TINY.eval_per_class)
+    monkeypatch.setattr(recipe, "eval_sets", lambda per_class: fixed)
+    return tiny
+
+
+def _url_ledger():
+    return ledger.ledger_path("url")
+
+
+def test_the_cli_records_each_run_in_the_ledger_as_it_finishes(fixed_sets, tmp_path, monkeypatch, capsys):
+    real_fit = recipe.fit_upstream
+
+    def seed_1_interrupted(model, *args, seed=0, **kwargs):
+        if seed == 1:
+            assert len(ledger.records("url")) == 1  # seed 0 is in the ledger before seed 1 trains
+            raise KeyboardInterrupt
+        return real_fit(model, *args, seed=seed, **kwargs)
+
+    monkeypatch.setattr(recipe, "fit_upstream", seed_1_interrupted)
+    assert cli.main(["url-benchmark", "--methods", "standin", "--seeds", "2", "--fast", "--quiet",
+                     "--out", str(tmp_path)]) == 130  # interrupted (Ctrl-C) while seed 1 trains
+    assert "recorded in the ledger" in capsys.readouterr().err
+    assert [r["seed"] for r in ledger.records("url")] == [0]  # what finished is kept
+    monkeypatch.setattr(recipe, "fit_upstream", real_fit)
+    assert cli.main(["url-benchmark", "--methods", "standin", "--seeds", "2", "--fast", "--quiet",
+                     "--out", str(tmp_path)]) == 0
+    assert str(_url_ledger()) in capsys.readouterr().out
+    held = ledger.records("url")
+    assert [r["model"] for r in held] == ["url-standin-fast-s0", "url-standin-fast-s1"]
+    fingerprint = mnist_source().fingerprint
+    for r in held:
+        path = benchmark.run_path("standin", r["seed"], "fast")
+        run = json.loads(path.read_text())
+        spec = ledger.spec_of(r)
+        assert spec == benchmark.run_spec("standin", r["seed"], "fast") and r["code_key"] == ledger.code_key(spec)
+        assert r["group"] == benchmark.LEDGER_GROUP
+        assert set(r["measures"]) == {m for m in leaderboard.MEASURES if m in run} and "train_seconds" not in r["measures"]
+        for m, v in r["measures"].items():  # the run's own metrics, exactly (null where it has none: NaN)
+            assert v == run[m] or (v is None and math.isnan(run[m])), m
+        assert r["checkpoint_sha256"] == run["weights_sha256"] == _sha256(path.with_suffix(".pt"))
+        assert r["train_seconds"] == run["train_seconds"] and r["device"] == "cpu" and r["tolerance"] == 0
+        assert r["torch"] == torch.__version__ and r["hedgekit"] == run["versions"]["hedgekit"] != ""
+        assert r["data_fingerprint"] == fingerprint and r["precision"] == "float32"
+    before = _url_ledger().read_bytes()
+    assert cli.main(["url-benchmark", "--methods", "standin", "--seeds", "2", "--fast", "--quiet", "--retrain",
+                     "--out", str(tmp_path)]) == 0  # re-measured on the CPU: the same, exactly
+    assert len(fixed_sets) == 4 and _url_ledger().read_bytes() == before  # retrained, nothing rewritten
+
+
+def test_a_run_that_disagrees_with_the_ledger_stops_and_is_not_rewritten(fixed_sets):
+    benchmark.run_benchmark(["standin"], 1, "fast", progress=False, record=True)
+    lines = _url_ledger().read_text().splitlines()
+    r = json.loads(lines[0])
+    r["measures"]["r1"] += 0.25  # what another training of it measured
+    _url_ledger().write_text(json.dumps(r, sort_keys=True) + "\n")
+    tampered = _url_ledger().read_bytes()
+    for record in (True, False):  # the CLI's run, and a notebook's (which only checks)
+        with pytest.raises(ledger.LedgerConflict, match=r"url-standin-fast-s0's benchmark measures.*r1 .*delete the "
+                                                        r"new checkpoint \(the cache's url/fast/standin-s0.json and"):
+            benchmark.run_benchmark(["standin"], 1, "fast", progress=False, record=record)
+    assert _url_ledger().read_bytes() == tampered
+
+
+def test_a_notebooks_runs_are_checked_not_recorded_nor_ad_hoc_ones(tiny):
+    benchmark.run_benchmark(["standin"], 2, "fast", progress=False)  # what notebook 09 calls
+    own = benchmark.Budget("fast", UpstreamConfig(steps=2, classes_per_batch=4, per_class=2, log_every=1), 4)
+    benchmark.run_one("standin", 0, own, record=True)  # an ad-hoc budget: no name the ledger could rebuild it by
+    assert ledger.records("url") == []
+
+
+def test_ledger_runs_reads_the_budgets_runs_under_todays_code_key(fixed_sets):
+    runs = benchmark.run_benchmark(["standin", "other"], 2, "fast", progress=False, record=True)
+    assert benchmark.ledger_runs("paper").empty and list(benchmark.ledger_runs("paper")) >= ["method", "seed"]
+    back = benchmark.ledger_runs("fast")
+    assert list(zip(back["method"], back["seed"])) == [("other", 0), ("other", 1), ("standin", 0), ("standin", 1)]
+    assert (back["source"] == "ledger").all() and (back["budget"] == "fast").all()
+    mine = runs.sort_values(["method", "seed"], ignore_index=True)
+    columns = [m for m in (*leaderboard.MEASURES, "train_seconds") if m in runs]
+    pd.testing.assert_frame_equal(back[columns], mine[columns])  # every measure exactly, NaN where undefined
+    pd.testing.assert_frame_equal(leaderboard.leaderboard(back), leaderboard.leaderboard(mine).drop(
+        columns=[c for c in leaderboard.leaderboard(mine) if c.startswith(leaderboard.METRICS["cpu_seconds"])]))
+    lines = [json.loads(t) for t in _url_ledger().read_text().splitlines()]
+    lines[0]["code_key"] = "000000000000"  # a record of earlier code: history, not read
+    _url_ledger().write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in lines))
+    assert list(zip(benchmark.ledger_runs("fast")["method"], benchmark.ledger_runs("fast")["seed"])) == [
+        ("other", 1), ("standin", 0), ("standin", 1)]
+
+
+def test_the_committed_ledger_holds_every_converged_run_trained_on_the_cpu_by_todays_code():
+    from hedgekit.paths import PACKAGE_DIR
+
+    runs = benchmark.ledger_runs("converged", PACKAGE_DIR / "ledger")
+    assert sorted(zip(runs["method"], runs["seed"])) == [(m, s) for m in sorted(recipe.method_registry())
+                                                         for s in range(3)]
+    assert (runs["device"] == "cpu").all() and runs["train_seconds"].gt(0).all()
+    held = [r for r in ledger.records("url", PACKAGE_DIR / "ledger") if r["spec"]["budget"] == "converged"]
+    assert all(r["tolerance"] == 0 and r["data_fingerprint"] and r["torch"] for r in held)
+    assert all(set(r["measures"]) >= set(leaderboard.MEASURES) - {"up_acc"} for r in held)
+    # notebook 09's committed full-mode leaderboard: every mean ± std cell it shows of every method
+    committed = PACKAGE_DIR.parent / "notebooks/report/assets/09_url_benchmark/leaderboard.md"
+    rows = {line.split(" | ")[0].strip("| "): line.split(" | ")[1:4] for line in committed.read_text().splitlines()
+            if line.startswith("| ") and not line.startswith("| method")}
+    board = leaderboard.leaderboard(runs)
+    assert sorted(rows) == sorted(leaderboard.label(m) for m in board.index)
+    for method, row in board.iterrows():
+        for cell, col in zip(rows[leaderboard.label(method)], ("R-AUROC (down)", "R@1 (down)", "R-AUROC unseen")):
+            assert cell == f"{row[col]:.3f} ± {row[col + ' ±']:.3f}", (method, col)
 
 
 # ---------------------------------------------------------------------------------- one method's failure is one row
