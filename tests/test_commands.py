@@ -11,7 +11,10 @@ from hedgekit.commands import Terminated, run_command
 
 @pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)], ids=["SIGTERM", "SIGHUP"])
 def test_sigterm_and_sighup_end_a_command_like_ctrl_c_and_the_handler_is_restored(capsys, signum, code):
-    """SIGTERM (kill) and SIGHUP (a closed terminal) each end a command as Ctrl-C does, with exit 128 + its number."""
+    """SIGTERM (kill) and SIGHUP (a closed terminal) each end a command as Ctrl-C does, with exit 128 + its number.
+    The signal starts at its default disposition whatever this process inherited (under ``nohup`` SIGHUP is ignored,
+    and an ignored signal stays ignored: the test below)."""
+    inherited = signal.signal(signum, signal.SIG_DFL)
     before = signal.getsignal(signum)
     cleaned = []
 
@@ -25,12 +28,15 @@ def test_sigterm_and_sighup_end_a_command_like_ctrl_c_and_the_handler_is_restore
             exc.kept, exc.again = "the 2 models trained before are cached", "to train the rest"
             raise
 
-    assert run_command(command, None, ["reproduce", "--train-missing"]) == code
-    assert cleaned == [Terminated]
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"terminated ({signal.Signals(signum).name}): the 2 models trained before are cached; run "
-                   "`python -m hedgekit reproduce --train-missing` again to train the rest"]
-    assert signal.getsignal(signum) == before  # the command's handler is not left behind
+    try:
+        assert run_command(command, None, ["reproduce", "--train-missing"]) == code
+        assert cleaned == [Terminated]
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == [f"terminated ({signal.Signals(signum).name}): the 2 models trained before are cached; run "
+                       "`python -m hedgekit reproduce --train-missing` again to train the rest"]
+        assert signal.getsignal(signum) == before  # the command's handler is not left behind
+    finally:
+        signal.signal(signum, inherited)
 
 
 def test_a_hang_up_that_nohup_ignores_stays_ignored():
