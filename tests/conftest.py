@@ -14,12 +14,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from nbmake import nb_run
 
 from hedgekit.data import NDigitSet, load_ndigit, occlude, sample_digit_boxes
 from hedgekit.data.ndigit import spelled_number
 from hedgekit.evaluation.centroids import centroid_table
 from hedgekit.interactive.models import APP_CENTROID_IMAGES, DEFAULT_MODEL, POINT_MODEL, app_spec, load_model
 from hedgekit.paths import REPO_DIR
+from hedgekit.repro.kernel_channels import steady_notebook_client
 
 HIB, MOG2, POINT = DEFAULT_MODEL, "MoG-2, D=2", POINT_MODEL
 NO_CUDA = "needs a CUDA GPU: torch.cuda.is_available() is False here (tests/gpu_check.sh runs the gpu tests on one)"
@@ -110,7 +112,11 @@ def pytest_configure(config):
     pytest-xdist each worker has its own base folder, hence its own cache: no two processes write the same cache
     file, at the price of models both workers need being trained twice. Set here, before any test or notebook
     runs, so the notebooks' kernels (nbmake, `pytest_collection_modifyitems`) and every subprocess inherit it; a
-    test that sets its own (``monkeypatch.setenv``) gets this one back afterwards."""
+    test that sets its own (``monkeypatch.setenv``) gets this one back afterwards.
+
+    nbmake's notebook runs wait on their kernels as every run of the kit does (`steady_notebook_client`): with
+    nbclient's own waits a widget cell can leave a run waiting out the whole cell timeout for a reply already in."""
+    nb_run.NotebookClient = steady_notebook_client()
     if config.getoption("numprocesses", None) and not _is_xdist_worker(config):
         return  # the pytest-xdist controller runs no test: its workers make their own
     config.stash[_PREVIOUS_ENV] = {name: os.environ.get(name) for name in _SESSION_FOLDERS}

@@ -58,6 +58,7 @@ from pathlib import Path
 
 from hedgekit.checks import count_arg, write_bytes_atomic
 from hedgekit.errors import InputError
+from hedgekit.repro.kernel_channels import steady_notebook_client
 from hedgekit.repro import answers
 from hedgekit.repro.checker import CheckerDied, CheckProcess
 from hedgekit.repro.exercise_plan import Exercise, References, find_reference, plan_exercises, read_notebook
@@ -103,11 +104,10 @@ class _Stop(Exception):
 
 
 def _client_class():
-    from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionComplete
     from nbformat.v4 import new_output
 
-    class Client(NotebookClient):
+    class Client(steady_notebook_client()):
         """nbclient's client keeping only the error outputs of a cell, counting the size of the rest against the
         output cap and killing the kernel past it (`capped` then says so)."""
 

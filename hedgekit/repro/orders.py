@@ -38,6 +38,7 @@ from pathlib import Path
 
 from hedgekit.checks import write_bytes_atomic
 from hedgekit.errors import InputError
+from hedgekit.repro.kernel_channels import steady_notebook_client
 from hedgekit.repro.session import restate_header
 from hedgekit.repro.students import EXERCISE_TAG
 
@@ -212,14 +213,13 @@ def run_order(path: Path | str, order: str, kernel: str = "python3", timeout: in
     notebook's folder, default parameters; every cell is run even after an error, and each outcome returned. The
     cells an order re-runs alone each start from the names its other cells left (`keep_names`, `restore_names`)."""
     import nbformat
-    from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
     path = Path(path)
     nb = nbformat.read(path, as_version=4)
     plan = order_cells(nb, order, path.name)
-    client = NotebookClient(nb, timeout=timeout, kernel_name=kernel,
-                            resources={"metadata": {"path": str(path.parent)}})
+    client = steady_notebook_client()(nb, timeout=timeout, kernel_name=kernel,
+                                      resources={"metadata": {"path": str(path.parent)}})
     outcomes = []
     helpers = {}  # nbclient writes a cell back at its index: the helper cells go after the notebook's own
     for key, source in (("poke", WIDGET_POKE if plan.poke else None), ("keep", _KEEP if plan.alone else None),
@@ -454,7 +454,6 @@ def refresh_lesson(path: Path | str, fast: bool = False, kernel: str = "python3"
     import subprocess
 
     import nbformat
-    from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
     path = Path(path)
@@ -467,7 +466,8 @@ def refresh_lesson(path: Path | str, fast: bool = False, kernel: str = "python3"
     nb.cells.append(nbformat.v4.new_code_cell(f"FAST = {bool(fast)}\nREPORT_DIR = ''"))  # the run's values
     run = [(i, nb.cells[i]) for i in c.setup[: c.setup.index(params[0]) + 1]] + [(len(nb.cells) - 1, nb.cells[-1])]
     run += [(i, nb.cells[i]) for i in c.setup[c.setup.index(params[0]) + 1:] + sorted(c.steps + c.exercises)]
-    client = NotebookClient(nb, timeout=timeout, kernel_name=kernel, resources={"metadata": {"path": str(path.parent)}})
+    client = steady_notebook_client()(nb, timeout=timeout, kernel_name=kernel,
+                                      resources={"metadata": {"path": str(path.parent)}})
     start = time.perf_counter()
     with client.setup_kernel():
         for index, cell in run:

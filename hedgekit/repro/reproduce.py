@@ -89,17 +89,6 @@ class RunNotWritten(HedgekitError):
     """A notebook's run could not be written whole (a full disk, a read-only place, a file written part-way): nothing
     of it was published, and the notebook's earlier run, where there is one, is as it was."""
 
-def _tracked_kernels(kernels: list):
-    """A jupyter kernel manager class that appends each of its instances to ``kernels`` (for `_end_kernels`)."""
-    from jupyter_client.manager import AsyncKernelManager
-
-    class TrackedKernelManager(AsyncKernelManager):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            kernels.append(self)
-
-    return TrackedKernelManager
-
 
 def _end_kernels(kernels: list) -> None:
     """Kill the kernels of ``kernels`` that still run, with their process group (jupyter starts a kernel in a
@@ -129,6 +118,8 @@ def run_notebook(src: Path, dst: Path, parameters: dict, kernel: str = "python3"
     it print a traceback of its own."""
     import papermill as pm
 
+    from hedgekit.repro.kernel_channels import steady_kernel_manager
+
     rec: dict = {"notebook": src.name, "output": str(dst), "status": "ok", "error": "", "seconds": 0.0}
     if not src.is_file():
         rec.update(status="missing", error=f"{src} does not exist")
@@ -140,7 +131,7 @@ def run_notebook(src: Path, dst: Path, parameters: dict, kernel: str = "python3"
     try:
         pm.execute_notebook(str(src), str(dst), parameters=parameters, kernel_name=kernel, cwd=str(src.parent),
                             progress_bar=progress, execution_timeout=timeout, log_output=False,
-                            kernel_manager_class=_tracked_kernels(kernels), shutdown_kernel="immediate")
+                            kernel_manager_class=steady_kernel_manager(track=kernels), shutdown_kernel="immediate")
     except KeyboardInterrupt:
         _end_kernels(kernels)
         # nbclient's task for the cell in progress fails with DeadKernelError once garbage, unread: asyncio would log
