@@ -84,18 +84,20 @@ def read_manifest(folder: str | Path) -> list[dict]:
 COMMITTED_ASSETS = Path("notebooks") / "report" / "assets"  # relative to the repository: the committed report's assets
 
 
-def recorded_entry(notebook: str, name: str, folder: str | Path | None = None) -> dict:
+def recorded_entry(notebook: str, name: str, folder: str | Path | None = None, kind: str | None = None) -> dict:
     """The entry ``name`` that ``notebook`` wrote into its report folder (default: the committed full-mode report,
     `COMMITTED_ASSETS` / ``notebook``), for a FAST run to show a study it does not rerun: ``kind`` ("table",
     "text" or "figure"), ``markdown`` (a table's or text's Markdown), ``frame`` (a table's CSV, as written, its index
-    as columns) and ``figure`` (a figure's path). Raises `InputError` when the folder or the entry is missing."""
+    as columns) and ``figure`` (a figure's path). ``kind`` picks one of a figure and a table recorded under one name
+    (default: the first entry of that name). Raises `InputError` when the folder or the entry is missing."""
     import pandas as pd
 
     folder = Path(folder) if folder is not None else REPO_DIR / COMMITTED_ASSETS / notebook.removesuffix(".ipynb")
     try:
-        entry = next(e for e in read_manifest(folder) if e.get("name") == name)
+        entry = next(e for e in read_manifest(folder) if e.get("name") == name and kind in (None, e.get("kind")))
     except StopIteration:
-        raise InputError(f"{folder} holds no entry {name!r}: run `python -m hedgekit reproduce --only "
+        what = f"{kind} " if kind else ""
+        raise InputError(f"{folder} holds no {what}entry {name!r}: run `python -m hedgekit reproduce --only "
                          f"{notebook[:2]}` (full mode) to record it") from None
     out = {"kind": entry["kind"], "markdown": None, "frame": None, "figure": None}
     if entry["kind"] == "figure":

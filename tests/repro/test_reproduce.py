@@ -273,7 +273,7 @@ def test_sweeps_train_a_quarter_of_the_steps_and_tables_and_the_number_line_the_
     from hedgekit.zoo import PRESETS
 
     full = {kind: PRESETS["paper"][kind]["steps"] for kind in ("point", "hib")}
-    soft, hard = X.margin_specs(False)
+    soft, hard = X.margin_specs()
     nl = X.number_line_specs(False)
     sweeps = [soft, *hard, *X.beta_specs(False)]
     assert len(sweeps) == 11 and all(s.steps * X.SWEEP_DIVISOR == full[s.kind] for s in sweeps)
@@ -286,7 +286,7 @@ def test_sweeps_train_a_quarter_of_the_steps_and_tables_and_the_number_line_the_
     assert [s.name for s in nl["hib_d1"]] == [f"hib-n2-d1-c1-beta0.0001-k8-paper-s{s}" for s in range(4)]
     assert [s.name for s in X.number_line_specs(True)["hib_d1"]] == [f"hib-n2-d1-c1-beta0.0001-fast-s{s}"
                                                                       for s in range(2)]
-    assert all(s.steps is None for group in X.table5_specs(False).values() for s in group)
+    assert all(s.steps is None for group in X.table5_specs().values() for s in group)
     assert all(s.steps is None for s in X.all_specs(True))  # FAST models are never shortened further
     assert X.sweep(nl["d2"][0]).name == "point-n2-d2-paper3000-s0"
 
