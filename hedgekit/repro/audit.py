@@ -18,7 +18,7 @@ import random
 from typing import Sequence
 
 from hedgekit.errors import InputError
-from hedgekit.interactive.models import expected_train_seconds
+from hedgekit.repro.plan import estimated_seconds
 from hedgekit.zoo import ledger, store
 
 __all__ = ["prediction_interval", "audit"]
@@ -65,7 +65,8 @@ def audit(k: int, seed: int | None = None, device: str = "cpu", echo=print, mode
          + ", ".join(f"{rec['model']} ({rec['group']})" for rec, _ in chosen))
     rows, judged, outside = [], 0, 0
     for rec, spec in chosen:
-        echo(f"[audit] retraining {spec.name} from scratch on {device} (~{expected_train_seconds(spec) / 60:.1f} min)")
+        minutes = estimated_seconds(spec, device) / 60
+        echo(f"[audit] retraining {spec.name} from scratch on {device} (~{minutes:.1f} min)")
         _, meta = store.train_spec(spec, progress=False, device=device)
         _, values = ledger.checkpoint_measures(spec, meta)
         others = [o for o, s in current if o["group"] == rec["group"] and o["seed"] != rec["seed"]

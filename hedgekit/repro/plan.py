@@ -8,13 +8,20 @@ as held when its checkpoint is on this machine (`hedgekit.zoo.find_checkpoint`) 
 The ordering rule: a missing seed of a spec that holds h seeds is the (h + i)-th seed of its spec when it is the
 i-th of the spec's missing seeds, by seed. Its tier is the first of `TIERS` it brings the spec up to: "3" (three
 seeds, what a claim needs to see the retraining spread), then "5", then "more". Tier "3" comes first, then "5",
-then "more"; within a tier the cheapest estimated minutes first (`hedgekit.interactive.models.expected_train_seconds`),
-ties by spec name and seed. ``reproduce --train-missing --budget MINUTES`` trains in this order
-(`hedgekit.repro.pool.train_missing`).
+then "more"; within a tier the cheapest estimated minutes first (`estimated_seconds`), ties by spec name and seed.
+``reproduce --train-missing --budget MINUTES`` trains in this order (`hedgekit.repro.pool.train_missing`).
+
+The estimate learns from the ledger (`estimated_seconds`): a record keeps its model's wall seconds of training, so
+a spec trained before at another seed is expected to take what it took (the median), and a spec never trained is
+expected to take the method record's figure (`hedgekit.interactive.models.expected_train_seconds`) times how far
+that figure has been from the ledger's times for the same kind of model. The figures alone were measured once, on
+an idle core; the ledger's times were taken where the kit is filled, 2-core machines training beside other work
+(docs/speed.md), which is what a budget has to plan for.
 """
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -22,9 +29,36 @@ from hedgekit.interactive import models
 
 from hedgekit.zoo import find_checkpoint, ledger
 
-__all__ = ["TIERS", "PlanRow", "plan", "plan_lines"]
+__all__ = ["TIERS", "PlanRow", "estimated_seconds", "plan", "plan_lines"]
 
 TIERS = (("3", 3), ("5", 5), ("more", None))  # (label, the seeds a spec has up to it; None: any number)
+
+
+def estimated_seconds(spec, device: str = "cpu", folder=None) -> float:
+    """Wall seconds that training ``spec`` on ``device`` is expected to take, from the ledger's records on that
+    device (``folder``: `hedgekit.zoo.ledger.ledger_dir` by default) of the file of its paper: the median time of
+    the records of the same spec at any seed; else the static figure (`models.expected_train_seconds`) times the
+    median of time / static figure over the records of the same kind, preset and recipe (failing that, kind and
+    preset); else the static figure. Records of any code key count: what a recipe costs to train does not depend on
+    what it measured."""
+    static = float(models.expected_train_seconds(spec))
+    base = dataclasses.replace(spec, seed=0).name
+    same, ratios = [], {}
+    for r in ledger.records(ledger.paper_of(spec), folder):
+        seconds = r.get("train_seconds")
+        if r.get("device") != device or not isinstance(seconds, (int, float)) or not seconds > 0:
+            continue
+        seen = ledger.spec_of(r)
+        if dataclasses.replace(seen, seed=0).name == base:
+            same.append(seconds)
+        elif seen.kind == spec.kind and seen.preset == spec.preset:
+            ratio = seconds / max(models.expected_train_seconds(seen), 1)
+            ratios.setdefault(seen.recipe_key, []).append(ratio)
+            ratios.setdefault(None, []).append(ratio)
+    if same:
+        return float(statistics.median(same))
+    ratio = ratios.get(spec.recipe_key) or ratios.get(None)
+    return static * statistics.median(ratio) if ratio else static
 
 
 @dataclass(frozen=True)
@@ -37,10 +71,11 @@ class PlanRow:
     cumulative: float
 
 
-def plan(pairs: Sequence[tuple[str, object]], found: Callable[[object], bool] | None = None) -> list[PlanRow]:
+def plan(pairs: Sequence[tuple[str, object]], found: Callable[[object], bool] | None = None,
+         device: str = "cpu") -> list[PlanRow]:
     """The missing models of ``pairs`` ((notebook, spec), `hedgekit.repro.catalog.notebook_models`) in the order of
-    the module docstring. ``found(spec)``: whether its checkpoint is on this machine (default
-    `hedgekit.zoo.find_checkpoint`)."""
+    the module docstring, estimated for ``device`` (`estimated_seconds`). ``found(spec)``: whether its checkpoint is
+    on this machine (default `hedgekit.zoo.find_checkpoint`)."""
     found = found or (lambda spec: find_checkpoint(spec) is not None)
     seeds: dict[str, dict[str, object]] = {}
     for _, spec in pairs:
@@ -51,7 +86,7 @@ def plan(pairs: Sequence[tuple[str, object]], found: Callable[[object], bool] | 
         have = set(ledger.seeds_of(specs[0])) | {s.seed for s in specs if found(s)}
         for i, spec in enumerate([s for s in specs if s.seed not in have], 1):
             tier = next(n for n, (label, up_to) in enumerate(TIERS) if up_to is None or len(have) + i <= up_to)
-            rows.append((tier, models.expected_train_seconds(spec) / 60, key, spec.seed, spec))
+            rows.append((tier, estimated_seconds(spec, device) / 60, key, spec.seed, spec))
     out, total = [], 0.0
     for tier, minutes, _, _, spec in sorted(rows, key=lambda r: r[:4]):
         total += minutes
@@ -64,5 +99,5 @@ def plan_lines(rows: Sequence[PlanRow]) -> list[str]:
     lines = [f"{'model':<46} {'tier':>4} {'est. min':>9} {'cumulative min':>15}"]
     lines += [f"{r.spec.name:<46} {r.tier:>4} {r.minutes:>9.1f} {r.cumulative:>15.1f}" for r in rows]
     lines.append(f"{len(rows)} missing models, ~{rows[-1].cumulative if rows else 0:.0f} min in all (one torch thread "
-                 "each)")
+                 "each; estimates from the ledger's training times where it has them)")
     return lines

@@ -8,8 +8,7 @@ seconds and device are recorded (``result["models"]``) for the kit's time table 
 measures its checkpoint holds go into the ledger (`hedgekit.zoo.ledger`) as soon as it is trained, so an interrupted
 run keeps the evidence of what it finished, and so does one whose worker process dies: that worker's model is
 reported lost (with the signal or exit code that ended it) and the others go on. With a budget (``reproduce
---budget``) a model starts only if its estimate (`hedgekit.interactive.models.expected_train_seconds`) ends within
-it.
+--budget``) a model starts only if its estimate (`hedgekit.repro.plan.estimated_seconds`) ends within it.
 """
 from __future__ import annotations
 
@@ -26,8 +25,8 @@ from hedgekit.checks import check_count, resolve_device
 from hedgekit.commands import TERMINATING
 from hedgekit.errors import StorageError
 from hedgekit.hardware import launch_bound
-from hedgekit.interactive import models
 from hedgekit.paths import data_dir
+from hedgekit.repro.plan import estimated_seconds
 from hedgekit.zoo import find_checkpoint, ledger
 from hedgekit.zoo.seed_sets import seed_sets, train_seed_set
 
@@ -327,9 +326,9 @@ def _jobs(todo: Sequence[Spec], device: str, stack: bool) -> list[list[Spec]]:
 
 
 def _estimate(specs: Sequence[Spec]) -> float:
-    """Seconds a job is expected to take: its models' estimates together
-    (`hedgekit.interactive.models.expected_train_seconds`)."""
-    return float(sum(models.expected_train_seconds(spec) for spec in specs))
+    """Seconds a job is expected to take: its models' estimates together (`hedgekit.repro.plan.estimated_seconds`, on
+    the CPU: from the ledger's times where it has them)."""
+    return float(sum(estimated_seconds(spec) for spec in specs))
 
 
 def _take(pending: list[tuple[int, list[Spec]]], deadline: float | None) -> tuple[int, list[Spec]] | None:
@@ -432,7 +431,7 @@ def train_missing(pairs: Sequence[tuple[str, Spec]], jobs: int = 1, echo=print, 
     is reported lost, with the signal or exit code). Each model trained is recorded in the ledger as soon as it ends
     (`_Tally.done`). With ``budget_minutes`` the jobs start in the order given (``reproduce
     --budget`` gives `hedgekit.repro.plan.plan`'s), each only if the wall time spent so far plus its estimate
-    (`hedgekit.interactive.models.expected_train_seconds`) fits in the budget; a job that does not fit is passed
+    (`hedgekit.repro.plan.estimated_seconds`) fits in the budget; a job that does not fit is passed
     over for a later one that does, and none starts once none fits. Returns ``{"trained": [...], "cached": [...],
     "failed": {name: message}, "lost": {name: how its worker process died}, "unrecorded": {name: why the ledger
     refused it}, "over_budget": [names not started], "models": [record of each model trained, `_train_job`],

@@ -60,13 +60,12 @@ from typing import TYPE_CHECKING, Sequence
 from hedgekit.checks import count_arg, device_arg, number_arg, resolve_device
 from hedgekit.commands import TERMINATING
 from hedgekit.errors import HedgekitError, InputError, StorageError
-from hedgekit.interactive.models import expected_train_seconds
 from hedgekit.paths import notebook_dir
 from hedgekit.repro import catalog, times
 from hedgekit.repro.audit import audit
 from hedgekit.repro.catalog import notebook_models, select
 from hedgekit.repro.orders import LESSON_HEADING, number_cells, refresh_lesson
-from hedgekit.repro.plan import plan, plan_lines
+from hedgekit.repro.plan import estimated_seconds, plan, plan_lines
 from hedgekit.repro.pool import WORKER_MEMORY, train_missing
 from hedgekit.repro.report import not_whole, read_manifest
 from hedgekit.repro.summary import FAST_MODE, write_summary
@@ -598,7 +597,7 @@ def _list_models(pairs: Sequence[tuple[str, Spec]]) -> None:
         status = "missing" if path is None else "shipped" if path.parent == SHIPPED_DIR else "cached"
         print(f"{Path(nb).stem:<34} {spec.name:<44} {status}")
         if spec.name not in seen and not have:
-            missing_seconds += expected_train_seconds(spec)
+            missing_seconds += estimated_seconds(spec)
         seen[spec.name] = have
     n_missing = sum(not h for h in seen.values())
     print(f"{len(seen)} distinct checkpoints: {len(seen) - n_missing} cached or shipped, {n_missing} missing"

@@ -23,11 +23,10 @@ def minutes(spec) -> float:
 
 @pytest.fixture
 def stand_ins(tmp_ledger, tmp_path, monkeypatch):
-    """Notebook "01_a" lists A, B and C; A's seed 0 is cached and seed 1 in the ledger; the estimator says
-    `MINUTES`; the trainer records each model it is asked for, spends its estimate on the clock `P.clock`, writes a
+    """Notebook "01_a" lists A, B and C; A's seed 0 is cached and seed 1 in the ledger; the estimator
+    (`estimated_seconds`) says `MINUTES`; the trainer records each model it is asked for, spends its estimate on the clock `P.clock`, writes a
     stand-in checkpoint that `find_checkpoint` then finds, and returns no measures. Returns the trained names."""
     from hedgekit import zoo
-    from hedgekit.interactive import models
     from hedgekit.papers import hib, spe, taha
 
     monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path))
@@ -36,10 +35,10 @@ def stand_ins(tmp_ledger, tmp_path, monkeypatch):
     monkeypatch.setattr(hib.experiments, "notebook_specs", lambda nb, fast: [*A, *B, C])
     for paper in (spe, taha):
         monkeypatch.setattr(paper.experiments, "notebook_specs", lambda nb, fast: [])
-    monkeypatch.setattr(models, "expected_train_seconds", lambda spec: 60 * minutes(spec))
     cached = {A[0].name}
-    for module in (PL, P, R):  # where it is called
+    for module in (PL, P, R):  # where they are called
         monkeypatch.setattr(module, "find_checkpoint", lambda spec: tmp_path / "x.pt" if spec.name in cached else None)
+        monkeypatch.setattr(module, "estimated_seconds", lambda spec, device="cpu", folder=None: 60 * minutes(spec))
     tmp_ledger(A[1], {"knn_clean": 0.5})
     now = [0.0]
     monkeypatch.setattr(P, "clock", lambda: now[0])
@@ -116,3 +115,29 @@ def test_budget_without_train_missing_and_a_bad_budget_are_refused(stand_ins, ca
         cli.main(["reproduce", "--train-missing", "--budget", "-1"])
     assert exc.value.code == 2 and "expected a finite number >= 0" in capsys.readouterr().err
     assert stand_ins == []
+
+
+def test_the_estimate_is_the_ledger_s_median_time_for_the_spec_at_other_seeds(tmp_ledger, monkeypatch):
+    from hedgekit.interactive import models
+
+    monkeypatch.setattr(models, "expected_train_seconds", lambda spec: 600)
+    assert PL.estimated_seconds(A[0]) == 600  # an empty ledger: the method record's figure
+    for seed, seconds in ((1, 100.0), (2, 300.0), (3, 200.0)):
+        tmp_ledger(A[seed], {"knn_clean": 0.5}, train_seconds=seconds)
+    tmp_ledger(A[4], {"knn_clean": 0.5}, device="cuda", train_seconds=5.0)  # another device's time: not the CPU's
+    assert PL.estimated_seconds(A[0]) == 200.0 and PL.estimated_seconds(A[5]) == 200.0
+    assert PL.estimated_seconds(A[0], device="cuda") == 5.0
+
+
+def test_a_spec_never_trained_takes_its_figure_times_the_ledger_s_ratio_for_its_kind(tmp_ledger, monkeypatch):
+    from hedgekit.interactive import models
+
+    figures = {A[0]: 100, B[0]: 200, C: 50, Spec(kind="point", preset="paper"): 1000}  # seconds, seed aside
+    figures = {spec.name.rsplit("-s", 1)[0]: seconds for spec, seconds in figures.items()}
+    monkeypatch.setattr(models, "expected_train_seconds", lambda spec: figures[spec.name.rsplit("-s", 1)[0]])
+    tmp_ledger(B[1], {"knn_clean": 0.5}, train_seconds=600.0)  # B took 3x its figure
+    tmp_ledger(B[2], {"knn_clean": 0.5}, train_seconds=1000.0)  # and 5x: median 4x
+    assert PL.estimated_seconds(A[0]) == 400.0  # same kind and preset, never trained itself: 4 x 100
+    assert PL.estimated_seconds(C) == 50  # another kind: its figure
+    assert PL.estimated_seconds(Spec(kind="point", preset="paper")) == 1000  # another preset: its figure
+
