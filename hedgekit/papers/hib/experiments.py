@@ -63,6 +63,7 @@ training. Sweeps and the D = 1 number line keep `fast` models: none of theirs is
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from hedgekit.zoo import PRESETS, Spec, find_checkpoint, ledger, load_checkpoint, shipped_or_fast
@@ -72,7 +73,8 @@ __all__ = ["SWEEP_DIVISOR", "FIG12_BETAS", "FAST_BETAS", "TABLE5_BETAS", "FIG6_M
            "table1_training", "sweep", "table1_settings",
            "table1_specs", "table4_specs", "SEEDED_SETTINGS", "HEADLINE_SEEDS", "table1_seed_specs", "embedding_specs",
            "number_line_specs", "beta_specs", "table5_specs", "margin_specs", "notebook_specs", "all_specs",
-           "recorded_table1", "recorded_meta", "table1_seed_metas", "recorded_table1_seeds", "seed_sources"]
+           "recorded_table1", "recorded_meta", "seed_metas", "recorded_seeds", "recorded_table1_seeds", "seed_sources",
+           "table5_seed_specs"]
 
 FIG12_BETAS = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2)  # HIB App. E, Figure 12
 FAST_BETAS = (0.0, 1e-4, 1e-2)  # same values as the Streamlit app (shared fast checkpoints)
@@ -238,6 +240,16 @@ def table5_specs() -> dict[tuple[int, int], list[Spec]]:
             for n, d in ((2, 2), (3, 3))}
 
 
+def table5_seed_specs(seeds: int = HEADLINE_SEEDS) -> dict[tuple[int, int, float], list[Spec]]:
+    """(N, D, β) -> Table 5's model (`table5_specs`) trained with seeds 0..``seeds`` - 1: what
+    `hedgekit.papers.hib.claims.kl_margin_verdict` takes as ``seeds=`` (through `recorded_seeds`) to decide Table 5's
+    gaps over retrained seeds. Full mode only; seed 0 is the table's own model. Listed for notebook 05, so that
+    ``reproduce --train-missing --only 05`` trains them; β = 1e-4 at N = 2, D = 2 is Table 1's MoG-1, whose seeds
+    notebook 04 trains too."""
+    return {(n, d, spec.beta): [replace(spec, seed=s) for s in range(seeds)]
+            for (n, d), group in table5_specs().items() for spec in group}
+
+
 def margin_specs() -> tuple[Spec, list[Spec]]:
     """Figure 6: the soft contrastive point model and hard contrastive point models over margins (a `sweep`). Full
     mode only: in FAST mode notebook 05 shows the committed report's Figure 6 (models trained for seconds would
@@ -264,7 +276,7 @@ def notebook_specs(notebook: str, fast: bool) -> list[Spec]:
     elif notebook.startswith("05"):
         out += beta_specs(fast)
         if not fast:
-            out += [s for group in table5_specs().values() for s in group]
+            out += [s for group in table5_seed_specs().values() for s in group]
             soft, hard = margin_specs()
             out += [soft, *hard]
     seen, unique = set(), []
@@ -324,13 +336,14 @@ def recorded_meta(spec: Spec) -> dict | None:
     return meta
 
 
-def table1_seed_metas(seeds: int = HEADLINE_SEEDS, meta=None) -> tuple[dict, list[str]]:
-    """The seeds of `table1_seed_specs` that have measures: ``(metas, missing)``, (N, D, label) -> [(spec,
-    metadata)] in seed order, and the names of the seeds' models that have none. ``meta``: spec -> that model's
-    metadata or None (default `recorded_meta`: its checkpoint, else the ledger), e.g. a notebook's
-    `hedgekit.repro.session.Session.meta` or `~hedgekit.repro.session.Session.cached_meta`."""
+def seed_metas(seed_specs: Mapping[tuple, Sequence[Spec]], meta=None) -> tuple[dict, list[str]]:
+    """The seeds of ``seed_specs`` (key -> its specs in seed order, e.g. `table1_seed_specs`, `table5_seed_specs`)
+    that have measures: ``(metas, missing)``, key -> [(spec, metadata)] in seed order, and the names of the seeds'
+    models that have none. ``meta``: spec -> that model's metadata or None (default `recorded_meta`: its
+    checkpoint, else the ledger), e.g. a notebook's `hedgekit.repro.session.Session.meta` or
+    `~hedgekit.repro.session.Session.cached_meta`."""
     out, missing = {}, []
-    for key, specs in table1_seed_specs(False, seeds).items():
+    for key, specs in seed_specs.items():
         for spec in specs:
             m = (meta or recorded_meta)(spec)
             if m is None:
@@ -340,32 +353,38 @@ def table1_seed_metas(seeds: int = HEADLINE_SEEDS, meta=None) -> tuple[dict, lis
     return out, missing
 
 
-def recorded_table1_seeds(seeds: int = HEADLINE_SEEDS, meta=None) -> tuple[dict, list[str]]:
-    """The seeds of `table1_seed_specs` as recorded at training time (no re-evaluation), in the form
-    `hedgekit.papers.hib.claims.known_unknowns_verdict` takes as ``seeds=``.
+def recorded_seeds(seed_specs: Mapping[tuple, Sequence[Spec]], meta=None) -> tuple[dict, list[str]]:
+    """The seeds of ``seed_specs`` (`seed_metas`) as recorded at training time (no re-evaluation), in the form the
+    verdicts take as ``seeds=`` (`hedgekit.papers.hib.claims.known_unknowns_verdict`, ``kl_margin_verdict``).
 
-    Returns ``(seeds, missing)``: (N, D, label) -> one `hedgekit.papers.hib.protocol.RepeatedEvaluation` per
-    seed that has measures, in seed order, and the names of the seeds' models that have none (``reproduce
-    --train-missing --only 04`` trains them). A claim uses the seeds only where both of its rows have two or more.
-    ``meta`` (optional; `table1_seed_metas`): spec -> that model's metadata or None where it has none. By default a
-    seed's checkpoint where it is on this machine, else the ledger's record of it (`recorded_meta`); a notebook's
+    Returns ``(seeds, missing)``: key -> one `hedgekit.papers.hib.protocol.RepeatedEvaluation` per seed that has
+    measures, in seed order (labelled as its spec), and the names of the seeds' models that have none (``reproduce
+    --train-missing`` trains them). A claim uses the seeds only where both of its rows have two or more. ``meta``
+    (optional): spec -> that model's metadata or None where it has none. By default a seed's checkpoint where it
+    is on this machine, else the ledger's record of it (`recorded_meta`); a notebook's
     `hedgekit.repro.session.Session.meta` trains a missing seed and lists its checkpoint in the run's header (then
     ``missing`` is empty); `~hedgekit.repro.session.Session.cached_meta` lists the cached ones and the ledger's and
-    trains none (notebook 04's ``TRAIN_SEEDS = False``). `seed_sources` says where a row's seeds came from."""
+    trains none. `seed_sources` says where a row's seeds came from."""
     from hedgekit.papers.hib.protocol import RepeatedEvaluation  # scipy, scikit-learn: 2.2 s of a first cell
 
-    metas, missing = table1_seed_metas(seeds, meta)
+    metas, missing = seed_metas(seed_specs, meta)
     out = {}
-    for (n, d, label), pairs in metas.items():
+    for key, pairs in metas.items():
         source = seed_sources(m for _, m in pairs)  # the verdict's rows say where their seeds came from
-        out[(n, d, label)] = [replace(RepeatedEvaluation.from_metrics(
-            label, n, d, m["metrics"], int(m.get("eval_images", 0))), source=source) for _, m in pairs]
+        out[key] = [replace(RepeatedEvaluation.from_metrics(spec.label, spec.n_digits, spec.dim, m["metrics"],
+                                                            int(m.get("eval_images", 0))), source=source)
+                    for spec, m in pairs]
     return out, missing
+
+
+def recorded_table1_seeds(seeds: int = HEADLINE_SEEDS, meta=None) -> tuple[dict, list[str]]:
+    """`recorded_seeds` of Table 1's seeds (`table1_seed_specs`): (N, D, label) -> one evaluation per seed."""
+    return recorded_seeds(table1_seed_specs(False, seeds), meta)
 
 
 def seed_sources(metas) -> str:
     """Where the measures of a row's seeds came from, e.g. "3 seeds: 1 from a checkpoint on this machine, 2 from the
-    ledger (trained on cpu, recorded 2026-11-28)"; ``metas``: the seeds' metadata (`table1_seed_metas`), whose
+    ledger (trained on cpu, recorded 2026-11-28)"; ``metas``: the seeds' metadata (`seed_metas`), whose
     ``source`` says "trained now", "ledger", or else that a checkpoint was loaded."""
     metas = list(metas)
     now = sum(m.get("source") == "trained now" for m in metas)

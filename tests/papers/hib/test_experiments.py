@@ -171,7 +171,7 @@ def test_recorded_seeds_read_a_seed_without_a_checkpoint_from_the_ledger_and_say
     _, meta0 = zoo.load_checkpoint(zoo.SHIPPED_DIR / "point-n2-d2-paper-s0.pt")
     assert [ev.mean("knn_corrupt") for ev in seeds[(2, 2, "point")]] == [meta0["metrics"]["knn_corrupt"], 0.69, 0.70]
     assert seeds[(2, 2, "point")][1].n_images == 10_000
-    metas, _ = X.table1_seed_metas()
+    metas, _ = X.seed_metas(X.table1_seed_specs(False))
     date = metas[(2, 2, "point")][1][1]["date"]
     assert X.seed_sources(m for _, m in metas[(2, 2, "point")]) == (
         f"3 seeds: 1 from a checkpoint on this machine, 2 from the ledger (1 trained on cpu, recorded {date}; "
@@ -196,3 +196,41 @@ def test_a_verdict_on_ledger_seeds_says_in_each_row_where_its_seeds_came_from(tm
     row = next(c for c in known_unknowns_verdict({}, seeds=seeds).claims
                if c.row_id == "t1.N2D2.knn_corrupt.seeds")
     assert "3 runs" in row.ours and "3 seeds: 1 from a checkpoint on this machine, 2 from the ledger" in row.ours
+
+
+def test_table5_seeds_are_its_models_at_seeds_0_to_2_listed_for_notebook_05_full_mode_only():
+    seeded = X.table5_seed_specs()
+    own = {(n, d, s.beta): s for (n, d), group in X.table5_specs().items() for s in group}
+    assert set(seeded) == set(own) == {(2, 2, 0.0), (2, 2, 1e-4), (3, 3, 0.0), (3, 3, 1e-4)}
+    for key, specs in seeded.items():
+        assert [s.seed for s in specs] == [0, 1, 2] and specs[0] == own[key]
+        assert all(s.name == own[key].name.replace("-s0", f"-s{s.seed}") for s in specs)
+    # beta = 1e-4 at N = 2, D = 2 is Table 1's MoG-1 there: one model, its seeds shared with notebook 04
+    assert [s.name for s in seeded[(2, 2, 1e-4)]] == [s.name for s in X.table1_seed_specs(False)[(2, 2, "MoG-1")]]
+    names = [s.name for s in X.notebook_specs("05", False)]
+    assert {s.name for specs in seeded.values() for s in specs} <= set(names) and len(names) == len(set(names))
+    assert not {s.name for specs in seeded.values() for s in specs} & {s.name for s in X.notebook_specs("05", True)}
+
+
+def test_a_table5_verdict_on_seeds_decides_its_gaps_over_the_seeds(tmp_path, monkeypatch):
+    """Three seeds per model (a stand-in loader): every Table 5 gap is decided on the seeds, counted once, and its
+    interval is the t interval of the seed means' difference (3 runs an arm)."""
+    from hedgekit.papers.hib.claims import kl_margin_verdict
+
+    monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path))
+    ap = {0.0: [0.90, 0.91, 0.92], 1e-4: [0.93, 0.94, 0.95]}
+
+    def meta(spec):
+        return {"metrics": {"ap_clean": ap[spec.beta][spec.seed], "ap_corrupt": 0.8, "knn_clean": 0.8,
+                            "knn_corrupt": 0.7, "tau_ap_clean": 0.5, "tau_ap_corrupt": 0.5, "tau_knn_clean": 0.5,
+                            "tau_knn_corrupt": 0.5}, "eval_images": 10_000}
+
+    seeds, missing = X.recorded_seeds(X.table5_seed_specs(), meta=meta)
+    assert missing == [] and {k: len(v) for k, v in seeds.items()} == {k: 3 for k in X.table5_seed_specs()}
+    claims = kl_margin_verdict({}, {}, seeds=seeds).claims
+    t5 = [c for c in claims if c.row_id.startswith("t5.")]
+    assert t5 and all(c.row_id.endswith(".seeds") for c in t5)
+    row = next(c for c in t5 if c.row_id == "t5.N2D2.ap_clean.seeds")
+    assert "+0.030" in row.ours and "3 runs" in row.ours
+    half = 4.3027 * (2 * 0.01 ** 2 / 3) ** 0.5  # t(0.975, 2 df) x the SE of a difference of two 3-seed means, SD 0.01
+    assert row.interval == pytest.approx((0.03 - half, 0.03 + half), abs=1e-4)
