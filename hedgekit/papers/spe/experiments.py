@@ -32,7 +32,7 @@ from hedgekit.methods.pn import PN
 from hedgekit.zoo import PRESETS, Spec, shipped_or_fast
 
 __all__ = ["TABLE2_STEP_FACTORS", "TABLE2_EPS_INIT", "table2_steps", "table2_settings", "table2_specs", "fig4_specs",
-           "HEADLINE_SEEDS", "table2_seed_specs",
+           "HEADLINE_SEEDS", "table2_seed_specs", "lshapes_seed_specs", "recorded_lshapes_seeds",
            "notebook_specs", "FIG4_SAMPLES", "FAST_FIG4_SAMPLES", "FIG4_REPLICATIONS", "corrupt_support_geometry"]
 
 FIG4_SAMPLES = (1, 3, 9, 27, 81)  # s of Figure 4
@@ -90,6 +90,31 @@ def table2_seed_specs(fast: bool, seeds: int = HEADLINE_SEEDS) -> dict[str, list
     return {label: [row[label] for row in rows] for label in ("PN", "SPE")}
 
 
+def lshapes_seed_specs(seeds: int = HEADLINE_SEEDS) -> list[Spec]:
+    """Notebook 06's 2D SPE on L-shapes trained with seeds 0..``seeds`` - 1 (FULL mode; seed 0 is the notebook's
+    own model): the seeds over which sec. 4.1's held-out accuracy and its gap to Bayes are decided. Listed for
+    notebook 06 so that ``reproduce --train-missing --only 06`` trains them."""
+    return [Spec(kind="spe", data="lshapes", dim=2, preset="paper", seed=s) for s in range(seeds)]
+
+
+def recorded_lshapes_seeds(meta) -> tuple[list[float], list[str], str]:
+    """The held-out accuracy (%, sec. 4.1's 2 support per class) of each seed of `lshapes_seed_specs` as measured
+    when it was trained (its checkpoint's quick check, else the ledger's record of it; ``meta``: spec -> that
+    metadata or None, e.g. a notebook's `hedgekit.repro.session.Session.cached_meta`, which trains nothing):
+    ``(accuracies in seed order, names of the seeds that have none, where they came from)``
+    (`hedgekit.papers.hib.experiments.seed_sources`)."""
+    from hedgekit.papers.hib.experiments import seed_sources
+
+    found, missing = [], []
+    for spec in lshapes_seed_specs():
+        m = meta(spec)
+        if m is None or "heldout_acc" not in m.get("metrics", {}):
+            missing.append(spec.name)
+        else:
+            found.append(m)
+    return [100 * m["metrics"]["heldout_acc"] for m in found], missing, seed_sources(found)
+
+
 def fig4_specs(fast: bool, seed: int = 0) -> list[Spec]:
     """Figure 4 analogue: 2-digit MNIST, D = 2, naive and intersection sampler, s in {1, 3, 9, 27, 81}.
 
@@ -105,12 +130,13 @@ def fig4_specs(fast: bool, seed: int = 0) -> list[Spec]:
 
 
 def notebook_specs(notebook: str, fast: bool, seed: int = 0) -> list:
-    """Every model an SPE notebook loads: 06 its L-shape SPE; 07 the four models of each Table 2 setting
-    (`table2_specs`), then the Figure 4 runs, then the seeds of `table2_seed_specs`. Other notebooks: []. Used by
-    ``python -m hedgekit reproduce --list-models``."""
+    """Every model an SPE notebook loads: 06 its L-shape SPE (and in FULL mode its seeds, `lshapes_seed_specs`); 07
+    the four models of each Table 2 setting (`table2_specs`), then the Figure 4 runs, then the seeds of
+    `table2_seed_specs`. Other notebooks: []. Used by ``python -m hedgekit reproduce --list-models``."""
     preset = "fast" if fast else "paper"
     if notebook.startswith("06"):
-        return [Spec(kind="spe", data="lshapes", dim=2, preset=preset, seed=seed)]
+        own = Spec(kind="spe", data="lshapes", dim=2, preset=preset, seed=seed)
+        return [own] + ([] if fast else [s for s in lshapes_seed_specs() if s.name != own.name])
     if not notebook.startswith("07"):
         return []
     specs = [spec for four in table2_specs(fast, seed).values() for spec in four.values()] + fig4_specs(fast, seed)

@@ -12,6 +12,7 @@ import pytest
 import hedgekit.papers.spe.protocol as Z
 from hedgekit.errors import InputError
 from hedgekit.papers.spe import claims as P
+from hedgekit.papers.spe import experiments as X
 from hedgekit.papers.spe import numbers as N
 from hedgekit.papers.verdict import (COUNTED, EVALUATION, LEVEL, NARROW, SANITY, SEEDS, SIZE, factor_band,
                                      training_context)
@@ -94,6 +95,34 @@ def test_the_gap_to_bayes_is_a_level_of_one_trained_model_within_the_rounding_of
     c = _by(P.lshapes_verdict(_ls(acc={2: (acc, 0.003)})))["bayes-gap"]
     assert c.outcome == "inconclusive" and c.why.startswith(ONE_MODEL) and where in c.why
     assert c.interval == pytest.approx((100 * (0.8708 - acc) - 0.6, 100 * (0.8708 - acc) + 0.6))
+
+
+def test_with_trained_seeds_the_two_sizes_are_decided_over_them_and_the_one_models_rows_step_aside():
+    seeds = [85.5, 86.0, 86.5]  # mean 86.0, SD 0.5: t(0.975, 2) x 0.5 / sqrt(3) = 1.242
+    by = _by(P.lshapes_verdict(_ls(seeds=seeds, seed_source="3 seeds: 1 from a checkpoint on this machine, 2 from "
+                                                            "the ledger (trained on cpu, recorded 2026-11-29)")))
+    assert "heldout" not in by and "bayes-gap" not in by  # counted once: on the seeds
+    level, gap = by["heldout.seeds"], by["bayes-gap.seeds"]
+    half = 4.3027 * 0.5 / np.sqrt(3)
+    assert level.interval == pytest.approx((86.0 - half, 86.0 + half), abs=1e-3) and level.outcome == "matched"
+    assert "3 runs" in level.ours and "2 from the ledger" in level.ours
+    assert gap.interval == pytest.approx((87.08 - 86.0 - half, 87.08 - 86.0 + half), abs=1e-3)
+    assert gap.outcome == "inconclusive"  # [-0.16, +2.32] straddles the band's edges [0, 2]
+    one = _by(P.lshapes_verdict(_ls(seeds=[86.0])))  # one seed has no spread: the one model's rows decide
+    assert "heldout" in one and "heldout.seeds" not in one and "bayes-gap" in one
+
+
+def test_the_lshapes_seeds_are_read_as_recorded_and_the_missing_ones_named():
+    specs = X.lshapes_seed_specs()
+    assert [s.seed for s in specs] == [0, 1, 2] and specs[0].name == "spe-lshapes-d2-intersection8-paper-s0"
+    assert [s.name for s in X.notebook_specs("06", False)] == [s.name for s in specs]
+    assert [s.name for s in X.notebook_specs("06", True)] == ["spe-lshapes-d2-intersection8-fast-s0"]
+    metas = {0: {"metrics": {"heldout_acc": 0.86}}, 2: {"metrics": {"heldout_acc": 0.87}, "source": "ledger",
+                                                        "device": "cpu", "date": "2026-11-29"}}
+    accs, missing, source = X.recorded_lshapes_seeds(lambda spec: metas.get(spec.seed))
+    assert accs == pytest.approx([86.0, 87.0]) and missing == [specs[1].name]
+    assert source == "2 seeds: 1 from a checkpoint on this machine, 1 from the ledger (trained on cpu, recorded " \
+                     "2026-11-29)"
 
 
 def test_without_the_papers_support_count_the_accuracy_rows_are_left_out():
