@@ -370,6 +370,8 @@ def test_fused_adam_on_the_gpu_path_takes_the_cpu_paths_steps():
 def test_per_step_time_is_the_extra_steps_cost():
     """Set-up (here 5 s) occurs in both runs and cancels; a long run 10 steps longer at 0.25 s a step gives 0.25."""
     assert bench._per_step(lambda n: 5.0 + 0.25 * n, 2, 12) == pytest.approx(0.25)
+    # a long run timed shorter than the short one (a busy machine's noise) reads 0, never a negative time
+    assert bench._per_step(lambda n: 5.0 - 0.25 * n, 2, 3) == 0.0
 
 
 def test_bench_seeds_prints_both_times_and_their_ratio(capsys, monkeypatch, tiny_ndigit):
@@ -388,9 +390,13 @@ def test_bench_seeds_prints_both_times_and_their_ratio(capsys, monkeypatch, tiny
 
 @pytest.mark.slow
 def test_seeds_step_times_stacked_seeds_and_one_fit_on_the_cpu(tiny_ndigit):
+    """Both paths run (one seed by `fit`, two stacked by `fit_seeds`) and give a time per step. One step beyond the
+    short run is within a loaded machine's noise, so the time may read 0 (`_per_step`; a full test run at load 3.6-3.9
+    gave 0.0): the contract checked is a finite time, not below 0."""
     images, labels = tiny_ndigit(2, "train", 400).tensors()
     for n_seeds in (1, 2):
-        assert bench.seeds_step(n_seeds, images, labels, steps=1, k=2) > 0
+        seconds = bench.seeds_step(n_seeds, images, labels, steps=1, k=2)
+        assert np.isfinite(seconds) and seconds >= 0
 
 
 @pytest.mark.gpu
