@@ -62,6 +62,7 @@ import json
 import math
 import numbers
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Mapping
 
@@ -75,7 +76,8 @@ from hedgekit.zoo.url_runs import URLSpec
 __all__ = ["PAPERS", "GPU_TOLERANCE", "RETIRED_CODE_KEYS", "CHECKPOINT_GROUPS", "FIELDS", "LedgerConflict",
            "ledger_dir", "paper_of", "ledger_path", "spec_fields", "spec_of", "code_key", "tolerance_for", "agree",
            "append", "check", "build_record", "record_measures", "checkpoint_measures", "record_checkpoint", "record_table1",
-           "record_cached", "check_checkpoint", "records", "frame", "measures", "seeds_of", "held", "ledger_meta"]
+           "record_cached", "check_checkpoint", "records", "frame", "measures", "seeds_of", "held", "ledger_meta",
+           "seed_sources"]
 
 LEDGER_ENV = "HEDGEKIT_LEDGER"
 PAPERS = ("hib", "spe", "taha", "url")
@@ -372,6 +374,24 @@ def ledger_meta(spec: ModelSpec | URLSpec, folder: str | os.PathLike | None = No
             "device": rec["device"], "date": rec["date"], "train_seconds": rec["train_seconds"],
             "source": "ledger", "path": str(ledger_path(paper_of(spec), folder)), "sha256": rec["checkpoint_sha256"],
             "record": rec}
+
+
+def seed_sources(metas) -> str:
+    """Where the measures of a row's seeds came from, e.g. "3 seeds: 1 from a checkpoint on this machine, 2 from the
+    ledger (trained on cpu, recorded 2026-11-28)"; ``metas``: the seeds' metadata (a checkpoint's, or `ledger_meta`),
+    whose ``source`` says "trained now", "ledger", or else that a checkpoint was loaded."""
+    metas = list(metas)
+    now = sum(m.get("source") == "trained now" for m in metas)
+    recorded = [m for m in metas if m.get("source") == "ledger"]
+    loaded = len(metas) - now - len(recorded)
+    parts = ([f"{now} trained now"] if now else []) \
+        + ([f"{loaded} from {'a checkpoint' if loaded == 1 else 'checkpoints'} on this machine"] if loaded else [])
+    if recorded:
+        groups = Counter((m.get("device", "?"), m.get("date", "?")) for m in recorded)
+        where = "; ".join(f"{'' if len(groups) == 1 else f'{count} '}trained on {device}, recorded {date}"
+                          for (device, date), count in sorted(groups.items()))
+        parts.append(f"{len(recorded)} from the ledger ({where})")
+    return f"{len(metas)} seed{'' if len(metas) == 1 else 's'}: " + (", ".join(parts) if parts else "none")
 
 
 # ------------------------------------------------------------------ internals

@@ -73,7 +73,7 @@ __all__ = ["SWEEP_DIVISOR", "FIG12_BETAS", "FAST_BETAS", "TABLE5_BETAS", "FIG6_M
            "table1_training", "sweep", "table1_settings",
            "table1_specs", "table4_specs", "SEEDED_SETTINGS", "HEADLINE_SEEDS", "table1_seed_specs", "embedding_specs",
            "number_line_specs", "beta_specs", "table5_specs", "margin_specs", "notebook_specs", "all_specs",
-           "recorded_table1", "recorded_meta", "seed_metas", "recorded_seeds", "recorded_table1_seeds", "seed_sources",
+           "recorded_table1", "recorded_meta", "seed_metas", "recorded_seeds", "recorded_table1_seeds",
            "table5_seed_specs"]
 
 FIG12_BETAS = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2)  # HIB App. E, Figure 12
@@ -364,13 +364,13 @@ def recorded_seeds(seed_specs: Mapping[tuple, Sequence[Spec]], meta=None) -> tup
     is on this machine, else the ledger's record of it (`recorded_meta`); a notebook's
     `hedgekit.repro.session.Session.meta` trains a missing seed and lists its checkpoint in the run's header (then
     ``missing`` is empty); `~hedgekit.repro.session.Session.cached_meta` lists the cached ones and the ledger's and
-    trains none. `seed_sources` says where a row's seeds came from."""
+    trains none. `hedgekit.zoo.ledger.seed_sources` says where a row's seeds came from."""
     from hedgekit.papers.hib.protocol import RepeatedEvaluation  # scipy, scikit-learn: 2.2 s of a first cell
 
     metas, missing = seed_metas(seed_specs, meta)
     out = {}
     for key, pairs in metas.items():
-        source = seed_sources(m for _, m in pairs)  # the verdict's rows say where their seeds came from
+        source = ledger.seed_sources(m for _, m in pairs)  # the verdict's rows say where their seeds came from
         out[key] = [replace(RepeatedEvaluation.from_metrics(spec.label, spec.n_digits, spec.dim, m["metrics"],
                                                             int(m.get("eval_images", 0))), source=source)
                     for spec, m in pairs]
@@ -380,21 +380,3 @@ def recorded_seeds(seed_specs: Mapping[tuple, Sequence[Spec]], meta=None) -> tup
 def recorded_table1_seeds(seeds: int = HEADLINE_SEEDS, meta=None) -> tuple[dict, list[str]]:
     """`recorded_seeds` of Table 1's seeds (`table1_seed_specs`): (N, D, label) -> one evaluation per seed."""
     return recorded_seeds(table1_seed_specs(False, seeds), meta)
-
-
-def seed_sources(metas) -> str:
-    """Where the measures of a row's seeds came from, e.g. "3 seeds: 1 from a checkpoint on this machine, 2 from the
-    ledger (trained on cpu, recorded 2026-11-28)"; ``metas``: the seeds' metadata (`seed_metas`), whose
-    ``source`` says "trained now", "ledger", or else that a checkpoint was loaded."""
-    metas = list(metas)
-    now = sum(m.get("source") == "trained now" for m in metas)
-    ledger = [m for m in metas if m.get("source") == "ledger"]
-    loaded = len(metas) - now - len(ledger)
-    parts = ([f"{now} trained now"] if now else []) \
-        + ([f"{loaded} from {'a checkpoint' if loaded == 1 else 'checkpoints'} on this machine"] if loaded else [])
-    if ledger:
-        groups = Counter((m.get("device", "?"), m.get("date", "?")) for m in ledger)
-        where = "; ".join(f"{'' if len(groups) == 1 else f'{count} '}trained on {device}, recorded {date}"
-                          for (device, date), count in sorted(groups.items()))
-        parts.append(f"{len(ledger)} from the ledger ({where})")
-    return f"{len(metas)} seed{'' if len(metas) == 1 else 's'}: " + (", ".join(parts) if parts else "none")

@@ -78,7 +78,7 @@ class RepeatedEvaluation:
     bins: ``ap_clean`` etc. -> (R, n_bins) per-eta-bin performance (Figure 5).
     pairs: split -> dict(p, same, pair_eta) of repetition 0 (Figure 9).
     source: where the numbers came from, when they are one trained seed's among several (e.g. "3 seeds: 1 from a
-        checkpoint on this machine, 2 from the ledger (…)", `hedgekit.papers.hib.experiments.seed_sources`); "".
+        checkpoint on this machine, 2 from the ledger (…)", `hedgekit.zoo.ledger.seed_sources`); "".
     """
 
     label: str

@@ -29,7 +29,7 @@ from hedgekit.errors import InputError
 from hedgekit.evaluation.embedded import EmbeddedSet, embed_set
 from hedgekit.evaluation.episodes import evaluate_episodes
 from hedgekit.methods.pn import PN
-from hedgekit.zoo import PRESETS, Spec, shipped_or_fast
+from hedgekit.zoo import PRESETS, Spec, ledger, shipped_or_fast
 
 __all__ = ["TABLE2_STEP_FACTORS", "TABLE2_EPS_INIT", "table2_steps", "table2_settings", "table2_specs", "fig4_specs",
            "HEADLINE_SEEDS", "table2_seed_specs", "lshapes_seed_specs", "recorded_lshapes_seeds",
@@ -102,9 +102,7 @@ def recorded_lshapes_seeds(meta) -> tuple[list[float], list[str], str]:
     when it was trained (its checkpoint's quick check, else the ledger's record of it; ``meta``: spec -> that
     metadata or None, e.g. a notebook's `hedgekit.repro.session.Session.cached_meta`, which trains nothing):
     ``(accuracies in seed order, names of the seeds that have none, where they came from)``
-    (`hedgekit.papers.hib.experiments.seed_sources`)."""
-    from hedgekit.papers.hib.experiments import seed_sources
-
+    (`hedgekit.zoo.ledger.seed_sources`)."""
     found, missing = [], []
     for spec in lshapes_seed_specs():
         m = meta(spec)
@@ -112,7 +110,7 @@ def recorded_lshapes_seeds(meta) -> tuple[list[float], list[str], str]:
             missing.append(spec.name)
         else:
             found.append(m)
-    return [100 * m["metrics"]["heldout_acc"] for m in found], missing, seed_sources(found)
+    return [100 * m["metrics"]["heldout_acc"] for m in found], missing, ledger.seed_sources(found)
 
 
 def fig4_specs(fast: bool, seed: int = 0) -> list[Spec]:

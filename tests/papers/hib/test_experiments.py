@@ -3,7 +3,7 @@ import pytest
 
 import hedgekit.papers.hib.experiments as X
 from hedgekit import zoo
-from hedgekit.zoo import store
+from hedgekit.zoo import ledger, store
 
 TABLE4_NAMES = ["point-n3-d4-paper-s0", "hib-n3-d4-c1-beta0.0001-k8-paper-s0",
                 "hib-n3-d4-c2-beta0.0001-k8-paper-s0"]
@@ -173,10 +173,10 @@ def test_recorded_seeds_read_a_seed_without_a_checkpoint_from_the_ledger_and_say
     assert seeds[(2, 2, "point")][1].n_images == 10_000
     metas, _ = X.seed_metas(X.table1_seed_specs(False))
     date = metas[(2, 2, "point")][1][1]["date"]
-    assert X.seed_sources(m for _, m in metas[(2, 2, "point")]) == (
+    assert ledger.seed_sources(m for _, m in metas[(2, 2, "point")]) == (
         f"3 seeds: 1 from a checkpoint on this machine, 2 from the ledger (1 trained on cpu, recorded {date}; "
         f"1 trained on cuda:0 (NVIDIA H200), recorded {date})")
-    assert X.seed_sources([{"source": "trained now"}]) == "1 seed: 1 trained now"
+    assert ledger.seed_sources([{"source": "trained now"}]) == "1 seed: 1 trained now"
 
 
 def test_a_verdict_on_ledger_seeds_says_in_each_row_where_its_seeds_came_from(tmp_ledger, tmp_path, monkeypatch):
