@@ -1,7 +1,8 @@
 """The catalog of the kit's notebooks: which notebooks there are, by group (`NOTEBOOKS`, `register`), which a
 ``--only`` selects (`select`), and the checkpoints each loads (`notebook_models`, from each paper's
-``experiments.notebook_specs``). `hedgekit.repro.reproduce` runs them; the session header, the results page and the
-plan read this catalog too."""
+``experiments.notebook_specs``), and the measures a notebook takes from a trained model beyond its trainer's
+(`model_measures`, from a paper's ``experiments.model_measures`` where it has one). `hedgekit.repro.reproduce` runs
+them; the session header, the results page and the plan read this catalog too."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
@@ -11,7 +12,7 @@ from hedgekit.errors import InputError
 if TYPE_CHECKING:
     from hedgekit.zoo import Spec
 
-__all__ = ["NOTEBOOKS", "register", "select", "notebook_models"]
+__all__ = ["NOTEBOOKS", "register", "select", "notebook_models", "model_measures"]
 
 # Group -> notebooks (file names in notebooks/), in running order. SPE (06, 07) registers
 # under "spe": add the file names here or call register("spe", "06_....ipynb", ...).
@@ -66,3 +67,15 @@ def notebook_models(only: Sequence[str] | str | None = None, fast: bool = False)
 
     return [(nb, spec) for nb in select(only)
             for paper in (hib, spe, taha) for spec in paper.experiments.notebook_specs(nb, fast)]
+
+
+def model_measures(spec: Spec) -> dict:
+    """Group -> function of the trained model ``spec`` (returning name -> number): what the notebooks measure on it
+    beyond its trainer's record, collected from each paper's ``experiments.model_measures(spec)`` (a paper without
+    one adds nothing). `hedgekit.repro.measured` records and reads them."""
+    from hedgekit.papers import hib, spe, taha  # a paper's parts: only where needed (tests/test_imports.py)
+
+    out: dict = {}
+    for paper in (hib, spe, taha):
+        out.update(getattr(paper.experiments, "model_measures", lambda _spec: {})(spec))
+    return out

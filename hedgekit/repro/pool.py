@@ -26,6 +26,7 @@ from hedgekit.commands import TERMINATING
 from hedgekit.errors import StorageError
 from hedgekit.hardware import launch_bound
 from hedgekit.paths import data_dir
+from hedgekit.repro.measured import measure_records
 from hedgekit.repro.plan import estimated_seconds
 from hedgekit.zoo import find_checkpoint, ledger
 from hedgekit.zoo.seed_sets import seed_sets, train_seed_set
@@ -237,8 +238,9 @@ def _train_job(specs: Sequence[Spec], device: str = "cpu") -> list[dict]:
     """Train (and cache) one job on ``device``: one spec with `hedgekit.zoo.load_or_train`, or a seed set (several
     seeds of one spec) stacked with `hedgekit.zoo.seed_sets.train_seed_set`; runs in a worker or in this process.
     Returns one record per model: name, seconds (of the job, for a seed set), source, device, ``stacked`` (how many
-    seeds trained together: 1 alone) and ``record``, the ledger record of the measures its checkpoint holds
-    (`hedgekit.zoo.ledger.build_record`; None if it holds none), which the parent process writes (`_Tally.done`)."""
+    seeds trained together: 1 alone) and ``records``, the ledger records of the measures its checkpoint holds
+    (`hedgekit.zoo.ledger.build_record`) and of the groups the notebooks measure on it
+    (`hedgekit.repro.measured.measure_records`), which the parent process writes (`_Tally.done`)."""
     t0 = time.perf_counter()
     if len(specs) > 1:
         trained = train_seed_set(specs, device)
@@ -246,11 +248,13 @@ def _train_job(specs: Sequence[Spec], device: str = "cpu") -> list[dict]:
         trained = [zoo.load_or_train(specs[0], progress=False, device=device)]
     seconds = time.perf_counter() - t0
     out = []
-    for spec, (_m, meta) in zip(specs, trained):
+    for spec, (model, meta) in zip(specs, trained):
         measured = ledger.checkpoint_measures(spec, meta)
-        record = ledger.build_record(spec, *measured, meta, meta["path"]) if measured and meta.get("path") else None
+        records = [ledger.build_record(spec, *measured, meta, meta["path"])] if measured and meta.get("path") else []
+        if meta.get("source") == "trained now":
+            records += measure_records(spec, model, meta)
         out.append({"name": spec.name, "seconds": seconds, "source": meta.get("source", ""),
-                    "device": meta.get("device", device), "stacked": len(specs), "record": record})
+                    "device": meta.get("device", device), "stacked": len(specs), "records": records})
     return out
 
 
@@ -286,7 +290,7 @@ class _Tally:
         """A model ended: counted, and the measures of one trained now written into the ledger
         (`hedgekit.zoo.ledger.append`; a conflict or an unwritable ledger is reported, under ``unrecorded``)."""
         rec = dict(rec)
-        record = rec.pop("record", None)
+        records = rec.pop("records", [])
         self.ended.append(rec["name"])
         trained = rec["source"] == "trained now"  # else cached meanwhile (e.g. by another run)
         self.result["trained" if trained else "cached"].append(rec["name"])
@@ -295,12 +299,12 @@ class _Tally:
         stacked = f", {rec['stacked']} seeds stacked" if rec["stacked"] > 1 else ""
         self.echo(f"[train] {rec['name']}: {rec['seconds']:.0f} s, {rec['source']}{stacked} "
                   f"({len(self.ended)}/{self.missing})")
-        if trained and record is not None:
+        for record in records if trained else ():
             try:
                 ledger.append(record)
             except (ledger.LedgerConflict, StorageError) as exc:
                 self.result["unrecorded"][rec["name"]] = str(exc)
-                self.echo(f"[train] {rec['name']}: NOT RECORDED in the ledger — {exc}")
+                self.echo(f"[train] {rec['name']}: NOT RECORDED in the ledger ({record['group']}) — {exc}")
 
     def job(self, specs, recs: list[dict] | None, exc: BaseException | None) -> None:
         for rec in recs or ():

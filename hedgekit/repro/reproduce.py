@@ -64,6 +64,7 @@ from hedgekit.paths import notebook_dir
 from hedgekit.repro import catalog, times
 from hedgekit.repro.audit import audit
 from hedgekit.repro.catalog import notebook_models, select
+from hedgekit.repro.measured import record_cached_measures
 from hedgekit.repro.orders import LESSON_HEADING, number_cells, refresh_lesson
 from hedgekit.repro.plan import estimated_seconds, plan, plan_lines
 from hedgekit.repro.pool import WORKER_MEMORY, train_missing
@@ -503,7 +504,8 @@ def add_subcommand(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--record-cached", action="store_true",
                    help="write into the ledger the measures of every model the selected notebooks use whose "
                         "checkpoint this machine holds and the ledger does not (trained by 'train', in a notebook "
-                        "or on another machine), then exit")
+                        "or on another machine): its trainer's, and those the notebooks measure on it (e.g. the "
+                        "number line's), then exit")
     p.add_argument("--one-by-one", action="store_true",
                    help="with --train-missing: train every model alone, seeds of one spec included, also where a "
                         "step is launch-bound (to compare the times of the two paths)")
@@ -537,12 +539,15 @@ def _cmd(a) -> int:
         models = None if a.only is None else {spec.name for _, spec in notebook_models(a.only, a.fast)}
         return audit(a.audit, a.audit_seed, device=str(resolve_device(a.device)), models=models)
     if a.record_cached:
-        written, passed = record_cached(spec for _, spec in notebook_models(a.only, a.fast))
+        specs = [spec for _, spec in notebook_models(a.only, a.fast)]
+        written, passed = record_cached(specs)
+        measured, not_measured = record_cached_measures(specs)
+        written, passed = written + measured, passed + not_measured
         for rec in written:
             print(f"[ledger] recorded {rec['model']} ({rec['group']}, trained on {rec['device']})")
         for line in passed:
             print(f"[ledger] not recorded: {line}")
-        print(f"[ledger] {len(written)} record(s) written, {len(passed)} model(s) not recorded")
+        print(f"[ledger] {len(written)} record(s) written, {len(passed)} not recorded")
         return 0
     if a.times_to is not None:
         times.check_marked(a.times_to)  # before anything runs: a long run must not fail at its end

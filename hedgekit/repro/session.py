@@ -41,6 +41,7 @@ from hedgekit.interactive.models import load_model
 from hedgekit.paths import REPO_DIR
 from hedgekit.repro.report import Report, precision_note
 from hedgekit.repro.catalog import notebook_models
+from hedgekit.repro.measured import measure_of
 from hedgekit.zoo import find_checkpoint, ledger, prototype_head
 
 __all__ = ["Session", "CheckpointRecord", "versions_table", "file_hash", "measured_full_mode", "own_full_mode",
@@ -342,6 +343,28 @@ class Session:
             self._record(spec, meta, _short_path(meta["path"]), meta["sha256"][:12])
             self._show()
         return self._ledger[spec.name]
+
+    def measures(self, spec, group: str) -> dict:
+        """The measures ``group`` of the zoo model ``spec`` that a notebook takes from it beyond its trainer's
+        (`hedgekit.repro.measured`; e.g. notebook 03's ``number_line``): name -> number, plus ``source`` and
+        ``device`` (and ``date`` for a ledger record: what `hedgekit.zoo.ledger.seed_sources` reads). Measured on
+        the model where its checkpoint is shipped or cached here, and checked against the ledger's record of the
+        group where it holds one (`hedgekit.zoo.ledger.check`: else `hedgekit.zoo.ledger.LedgerConflict`); else
+        the ledger's record (its model listed in the header from the ledger, `cached_meta`); else measured on the
+        model trained now (`model`). InputError for a group the catalog does not name for ``spec``."""
+        measure = measure_of(spec, group)
+        if spec.name not in self._models and find_checkpoint(spec) is None:
+            held = ledger.held(spec, group)
+            if held is not None:
+                self.cached_meta(spec)
+                values = {k: float("nan") if v is None else v for k, v in held["measures"].items()}
+                return {**values, "source": "ledger", "device": held["device"], "date": held["date"]}
+        model = self.model(spec)
+        meta = self._models[spec.name][1]
+        values = measure(model)
+        if meta.get("path"):
+            ledger.check(ledger.build_record(spec, group, values, meta, meta["path"]))
+        return {**values, "source": meta["source"], "device": meta.get("device", "cpu")}
 
     def head(self, spec):
         """The PN / SPE head of the prototype model ``spec`` (`hedgekit.zoo.prototype_head`), loaded via `model`."""

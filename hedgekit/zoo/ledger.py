@@ -16,7 +16,8 @@ group of measures:
     pair-trained models (HIB's Table 1 metrics, `hedgekit.evaluation.retrieval.table1_metrics`, and
     ``eval_images``), ``quick_check`` for prototype and triplet models (the episode accuracy or mAP their trainer
     measures, `hedgekit.zoo.recipes`). A URL run records ``benchmark``, its leaderboard metrics
-    (`hedgekit.papers.url.benchmark.ledger_record`, written as each run finishes).
+    (`hedgekit.papers.url.benchmark.ledger_record`, written as each run finishes). What a notebook measures on a
+    model beyond that is a group of its own, named by its paper (`hedgekit.repro.measured`, e.g. ``number_line``).
 ``code_key``
     what the model is beyond its name (`code_key`): 12 hex digits of the SHA-256 of the spec's training config
     (`ModelSpec.train_config` without ``precision``, which says how a model trained, not what it is: the store's

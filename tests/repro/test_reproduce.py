@@ -658,7 +658,7 @@ def test_each_model_trained_is_recorded_in_the_ledger_as_it_ends_and_an_interrup
     monkeypatch.setattr(zoo, "load_or_train", fake_load_or_train)
     assert cli.main(["reproduce", "--train-missing", "--fast"]) == 1
     out = capsys.readouterr().out
-    assert "point-n2-d2-fast-s904: NOT RECORDED in the ledger — The ledger" in out
+    assert "point-n2-d2-fast-s904: NOT RECORDED in the ledger (table1) — The ledger" in out
     assert "knn_corrupt 0.5 (ledger) against 0.904 (new)" in out and "1 trained, 0 already cached, 1 NOT RECORDED" in out
 
 
@@ -776,10 +776,10 @@ def test_record_cached_writes_the_held_checkpoints_measures_once_and_says_what_i
     out = capsys.readouterr().out.splitlines()
     assert out == [f"[ledger] recorded {specs[0].name} (table1, trained on cpu)",
                    f"[ledger] not recorded: {specs[1].name}: no checkpoint on this machine",
-                   "[ledger] 1 record(s) written, 1 model(s) not recorded"]
+                   "[ledger] 1 record(s) written, 1 not recorded"]
     assert [r["model"] for r in ledger.records("hib")] == [specs[0].name]
     assert cli.main(["reproduce", "--record-cached", "--only", "04"]) == 0  # held: nothing written again
-    assert capsys.readouterr().out.splitlines()[-1] == "[ledger] 0 record(s) written, 1 model(s) not recorded"
+    assert capsys.readouterr().out.splitlines()[-1] == "[ledger] 0 record(s) written, 1 not recorded"
 
 
 def test_a_workers_death_is_told_by_its_exit_code_or_signal_and_memory_only_when_the_kernel_counted_it(tmp_path,

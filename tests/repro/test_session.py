@@ -166,6 +166,55 @@ def test_a_loaded_checkpoint_that_disagrees_with_the_ledger_is_refused(tmp_ledge
         Session("04_known_unknowns").model(spec)
 
 
+def test_measures_measure_a_model_here_else_read_the_ledger_else_train_and_never_contradict_the_ledger(
+        tmp_ledger, monkeypatch, tmp_path):
+    """`Session.measures` with a stand-in group ("toy": the model's bias read back): a checkpoint here is measured
+    (and must agree with the ledger's record of the group); a seed only the ledger holds gives its record, listed in
+    the header from the ledger, nothing loaded; a seed neither holds trains now."""
+    import torch
+
+    from hedgekit.errors import InputError
+    from hedgekit.repro import measured
+    from hedgekit.zoo import Spec, ledger
+
+    monkeypatch.setattr(measured, "model_measures", lambda spec: {"toy": lambda m: {"bias": float(m.bias.detach())}})
+    here, recorded, neither = (Spec(kind="point", dim=1, preset="paper", seed=s) for s in (1, 2, 3))
+    tmp_ledger(recorded, {"knn_corrupt": 0.7, "eval_images": 10_000})
+    tmp_ledger(recorded, {"bias": 2.0}, group="toy")
+    bias = {"value": 1.0}
+    loads = []
+
+    def fake_load_model(spec, progress=False, **kwargs):
+        loads.append(spec.name)
+        path = tmp_path / f"{spec.name}.pt"
+        path.write_bytes(spec.name.encode())
+        model = torch.nn.Linear(1, 1)
+        torch.nn.init.constant_(model.bias, bias["value"] + spec.seed)
+        return model, {"source": "cache" if spec == here else "trained now", "path": str(path), "device": "cpu",
+                       "train_config": {"steps": 3}, "train_seconds": 1.0}
+
+    monkeypatch.setattr("hedgekit.repro.session.load_model", fake_load_model)
+    monkeypatch.setattr("hedgekit.repro.session.find_checkpoint",
+                        lambda spec: tmp_path / f"{spec.name}.pt" if spec == here else None)
+    s = Session("03_self_organization")
+    s.configure(fast=False, report_dir=str(tmp_path))
+    assert s.measures(here, "toy") == {"bias": 2.0, "source": "cache", "device": "cpu"}
+    got = s.measures(recorded, "toy")
+    assert got["bias"] == 2.0 and got["source"] == "ledger" and got["device"] == "cpu" and loads == [here.name]
+    assert s.measures(neither, "toy") == {"bias": 4.0, "source": "trained now", "device": "cpu"}
+    assert [c.name for c in s.checkpoints] == [here.name, recorded.name, neither.name]
+    assert [c.source for c in s.checkpoints] == ["cache", "ledger", "trained now"]
+    assert ledger.seed_sources([s.measures(here, "toy"), got]).startswith("2 seeds: 1 from a checkpoint on this "
+                                                                          "machine, 1 from the ledger (trained on cpu")
+    with pytest.raises(InputError, match="has no measure group 'adjacency'"):
+        s.measures(here, "adjacency")
+    # the ledger holds the checkpoint's group and a new measurement disagrees: refused
+    tmp_ledger(here, {"bias": 2.0}, group="toy")
+    bias["value"] = 1.5
+    with pytest.raises(ledger.LedgerConflict, match=r"bias 2.0 \(ledger\) against 2.5 \(new\)"):
+        Session("03_self_organization").measures(here, "toy")
+
+
 VERSIONED = ("matplotlib", "pandas", "seaborn", "plotly", "sklearn", "scipy", "papermill")  # in the header
 LATER = VERSIONED + ("nbformat", "IPython")
 FIRST_CELL = """

@@ -66,13 +66,15 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from hedgekit.errors import InputError
 from hedgekit.zoo import PRESETS, Spec, find_checkpoint, ledger, load_checkpoint, shipped_or_fast
 
 __all__ = ["SWEEP_DIVISOR", "FIG12_BETAS", "FAST_BETAS", "TABLE5_BETAS", "FIG6_MARGINS",
            "TABLE1_SETTINGS", "TABLE4_SETTING", "PAPER_K", "LONG_STEPS", "preset", "hib_k",
            "table1_training", "sweep", "table1_settings",
            "table1_specs", "table4_specs", "SEEDED_SETTINGS", "HEADLINE_SEEDS", "table1_seed_specs", "embedding_specs",
-           "number_line_specs", "beta_specs", "table5_specs", "margin_specs", "notebook_specs", "all_specs",
+           "number_line_specs", "NUMBER_LINE_SPLITS", "number_line_centroids", "number_line_measures",
+           "model_measures", "beta_specs", "table5_specs", "margin_specs", "notebook_specs", "all_specs",
            "recorded_table1", "recorded_meta", "seed_metas", "recorded_seeds", "recorded_table1_seeds",
            "table5_seed_specs"]
 
@@ -224,6 +226,49 @@ def number_line_specs(fast: bool, seeds: int = 4) -> dict[str, list[Spec]]:
             "point_d1": [Spec(kind="point", dim=1, preset=p, seed=s) for s in range(n_seeds)],
             "hib_d1": [Spec(kind="hib", dim=1, samples=None if fast else PAPER_K, preset=p, seed=s)
                        for s in range(n_seeds)]}
+
+
+NUMBER_LINE_SPLITS = ("test_seen", "test_unseen")  # App. D's centroids: "derived from the test set embeddings"
+
+
+def number_line_centroids(model, test_sets=None) -> tuple:
+    """``(class ids, 1-D class centroids)`` of the D = 1 model ``model``: the mean of its embeddings' mixture mean
+    per class (App. D; `hedgekit.evaluation.metrics.class_centroids`) over ``test_sets`` (`NdigitSet`s; default every
+    image of 2-digit MNIST's `NUMBER_LINE_SPLITS`). InputError for a model whose embedding is not 1-D."""
+    import numpy as np
+    import torch
+
+    from hedgekit.data import load_ndigit
+    from hedgekit.evaluation import metrics
+
+    if model.config["dim"] != 1:
+        raise InputError(f"the number line needs a D = 1 model; got D = {model.config['dim']}")
+    sets = [load_ndigit(2, split) for split in NUMBER_LINE_SPLITS] if test_sets is None else list(test_sets)
+    x = torch.cat([t.tensors()[0] for t in sets])
+    y = np.concatenate([t.labels for t in sets])
+    return metrics.class_centroids(model.embed(x).mixture_mean().numpy()[:, 0], y)
+
+
+def number_line_measures(model) -> dict:
+    """App. D's measures of the D = 1 model ``model`` on every test image of both splits (`number_line_centroids`,
+    `hedgekit.papers.hib.analysis.number_line_stats`): ``adjacency`` (of 99), ``mean_run`` and ``n_runs``. The
+    ledger keeps them as the group ``number_line`` (`model_measures`), so that notebook 03 decides App. D over
+    seeds whose checkpoints are not on the machine."""
+    from hedgekit.papers.hib.analysis import number_line_stats
+
+    ids, cent = number_line_centroids(model)
+    return number_line_stats(cent, ids)
+
+
+def model_measures(spec: Spec) -> dict:
+    """The measures a notebook takes from the trained model ``spec`` beyond those its trainer records (group ->
+    function of the model returning name -> number), which ``reproduce --train-missing`` records in the ledger as
+    each model ends and ``reproduce --record-cached`` for the checkpoints already here
+    (`hedgekit.repro.measured`): the number line's (`number_line_measures`) for the D = 1 point and HIB models of
+    2-digit MNIST (notebook 03's App. D)."""
+    if spec.kind in ("point", "hib") and spec.dim == 1 and spec.n_digits == 2 and spec.data == "ndigit":
+        return {"number_line": number_line_measures}
+    return {}
 
 
 def beta_specs(fast: bool) -> list[Spec]:

@@ -3,6 +3,7 @@ import pytest
 
 import hedgekit.papers.hib.experiments as X
 from hedgekit import zoo
+from hedgekit.errors import InputError
 from hedgekit.zoo import ledger, store
 
 TABLE4_NAMES = ["point-n3-d4-paper-s0", "hib-n3-d4-c1-beta0.0001-k8-paper-s0",
@@ -234,3 +235,76 @@ def test_a_table5_verdict_on_seeds_decides_its_gaps_over_the_seeds(tmp_path, mon
     assert "+0.030" in row.ours and "3 runs" in row.ours
     half = 4.3027 * (2 * 0.01 ** 2 / 3) ** 0.5  # t(0.975, 2 df) x the SE of a difference of two 3-seed means, SD 0.01
     assert row.interval == pytest.approx((0.03 - half, 0.03 + half), abs=1e-4)
+
+
+class _LineModel:
+    """A stand-in D = 1 model: the embedding's mean is the first pixel of each image times 100."""
+    config = {"dim": 1}
+
+    def embed(self, x):
+        class _Embedded:
+            @staticmethod
+            def mixture_mean():
+                return x[:, :1, 0, 0] * 100  # (B, D = 1)
+        return _Embedded()
+
+
+class _Split:
+    """A stand-in test split: two images per class, whose first pixels average to ``place[class] / 100``."""
+
+    def __init__(self, place):
+        import numpy as np
+        import torch
+
+        self.labels = np.repeat(np.arange(100), 2)
+        first = torch.tensor([place[c] / 100 + d for c in range(100) for d in (-0.001, 0.001)], dtype=torch.float64)
+        self._x = torch.zeros(200, 1, 28, 56, dtype=torch.float64)
+        self._x[:, 0, 0, 0] = first
+
+    def tensors(self):
+        return self._x, None
+
+
+def _naive_number_line(place):
+    """App. D by hand: sort the classes, count neighbours sharing a digit, cut the line into runs where they don't."""
+    order = sorted(range(100), key=lambda c: place[c])
+    shared = [a // 10 == b // 10 or a % 10 == b % 10 for a, b in zip(order, order[1:])]
+    runs, length = [], 1
+    for s in shared + [False]:
+        if s:
+            length += 1
+        else:
+            if length > 1:
+                runs.append(length)
+            length = 1
+    return sum(shared), sum(runs) / len(runs), len(runs)
+
+
+@pytest.mark.parametrize("how", ["tens", "ones", "shuffled"])
+def test_the_number_line_measures_match_app_d_counted_by_hand_on_both_test_splits(how, monkeypatch):
+    """Classes placed in order of their tens digit (then ones): 10 runs of 10 classes, adjacency 90; in order of
+    their ones digit: the same; shuffled: as a naive loop counts. The default sets are both 2-digit test splits."""
+    import random
+
+    import hedgekit.data
+
+    place = {"tens": lambda c: c, "ones": lambda c: (c % 10) * 10 + c // 10}.get(how)
+    place = ({c: place(c) for c in range(100)} if place else
+             dict(zip(range(100), random.Random(0).sample(range(100), 100))))
+    loaded = []
+    monkeypatch.setattr(hedgekit.data, "load_ndigit", lambda n, split: loaded.append((n, split)) or _Split(place))
+    got = X.number_line_measures(_LineModel())
+    assert loaded == [(2, "test_seen"), (2, "test_unseen")]
+    adjacency, mean_run, n_runs = _naive_number_line(place)
+    assert (got["adjacency"], got["n_runs"]) == (adjacency, n_runs) and got["mean_run"] == pytest.approx(mean_run)
+    if how != "shuffled":
+        assert (adjacency, mean_run, n_runs) == (90, 10.0, 10)
+    ids, cent = X.number_line_centroids(_LineModel(), [_Split(place)])
+    assert list(ids) == list(range(100)) and cent == pytest.approx([place[c] for c in range(100)])
+
+
+def test_the_number_line_refuses_a_model_that_is_not_1d():
+    model = _LineModel()
+    model.config = {"dim": 2}
+    with pytest.raises(InputError, match="needs a D = 1 model; got D = 2"):
+        X.number_line_centroids(model, [])
