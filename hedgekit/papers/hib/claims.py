@@ -496,20 +496,24 @@ def embeddings_verdict(stats: Mapping, checkpoints: Sequence = ()) -> Verdict:
 
 
 def organisation_verdict(alignment: Mapping[str, Mapping[int, float]], stats, random_level: float,
-                         checkpoints: Sequence = (), hib_var: float | None = None, curve=None) -> Verdict:
+                         checkpoints: Sequence = (), hib_var: float | None = None, curve=None,
+                         sources: Mapping[str, str] | None = None) -> Verdict:
     """Notebook 03: Figure 10 (axis alignment) and Appendix D (adjacency, run length) over the seeds.
 
     alignment: model -> {position: mean alignment}; stats: DataFrame (model, seed, adjacency, mean_run[, steps]) with
     models "HIB" and "point", paired by seed; random_level: the adjacency of a random order; hib_var: mean variance of
     the 2D HIB model on clean test images; curve: optional DataFrame (model, seed, step, adjacency) along training.
     When HIB's best trial falls short of the paper's lowest, a note says after how many steps and how the score moved
-    over the second half of training (`_adjacency_trend`) instead of guessing."""
+    over the second half of training (`_adjacency_trend`) instead of guessing. ``sources`` (optional): model -> where
+    its seeds' numbers came from (`hedgekit.zoo.ledger.seed_sources`), said in a note."""
     v = Verdict("03 self-organisation", checkpoints)
     v.decide(CLAIMS, {"alignment": alignment or None, "hib_var": hib_var, "number_line": stats})
     both = _number_line({"number_line": stats})
     if both is not None:
         lo, best = numbers.HIB_NUMBER_LINE["hib_adjacency"][0], int(both[0]["adjacency"].max())
         v.note(f"App. D: random order gives an adjacency of {random_level:.0f}.")
+        if sources:
+            v.note("App. D's seeds: " + "; ".join(f"{model} {text}" for model, text in sources.items()) + ".")
         if best < lo:
             v.note(f"App. D: our best HIB trial ({best}) is {lo - best} short of the paper's lowest ({lo})"
                    + _steps_text(both[0]) + ("" if curve is None else _adjacency_trend(curve, "HIB", lo)) + ".")
