@@ -3,7 +3,8 @@
 A checkpoint records what its trainer measured (the ledger's ``table1`` or ``quick_check`` group). Some claims read
 more from a model: notebook 03's App. D counts the adjacency of its number line (the ledger's ``number_line``
 group). A paper names such groups for its specs (``experiments.model_measures``, gathered by
-`hedgekit.repro.catalog.model_measures`: group -> function of the trained model), and then:
+`hedgekit.repro.catalog.model_measures`: group -> function of the trained model and its checkpoint's metadata),
+and then:
 
 * ``reproduce --train-missing`` measures each group on every model it trains and records it as the model ends
   (`measure_records`, called in the worker; the parent writes the records);
@@ -46,7 +47,8 @@ def measure_records(spec, model, meta: dict) -> list[dict]:
     if not groups or not meta.get("path"):
         return []
     model = model.cpu()
-    return [ledger.build_record(spec, group, measure(model), meta, meta["path"]) for group, measure in groups.items()]
+    return [ledger.build_record(spec, group, measure(model, meta), meta, meta["path"])
+            for group, measure in groups.items()]
 
 
 def record_cached_measures(specs: Iterable, folder=None) -> tuple[list[dict], list[str]]:

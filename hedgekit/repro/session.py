@@ -361,7 +361,7 @@ class Session:
                 return {**values, "source": "ledger", "device": held["device"], "date": held["date"]}
         model = self.model(spec)
         meta = self._models[spec.name][1]
-        values = measure(model)
+        values = measure(model, meta)
         if meta.get("path"):
             ledger.check(ledger.build_record(spec, group, values, meta, meta["path"]))
         return {**values, "source": meta["source"], "device": meta.get("device", "cpu")}

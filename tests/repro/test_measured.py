@@ -25,7 +25,7 @@ class _Model:
 def toy_group(monkeypatch, tmp_path):
     """Every D = 1 spec has the group "toy" (``{"seed": model.seed, "half": seed / 2}``); the cache is tmp_path."""
     monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path / "data"))
-    groups = {"toy": lambda model: {"seed": model.seed, "half": model.seed / 2}}
+    groups = {"toy": lambda model, meta: {"seed": model.seed, "half": model.seed / 2}}
     monkeypatch.setattr(measured, "model_measures", lambda spec: groups if spec.dim == 1 else {})
     return groups
 
@@ -38,14 +38,26 @@ def _checkpoint(tmp_path, spec, metrics=None):
             "metrics": metrics or {"knn_corrupt": 0.5}, "eval_images": 100}
 
 
-def test_the_catalog_names_the_number_line_for_notebook_03s_d1_models_only():
-    from hedgekit.papers import hib
+def test_the_catalog_names_notebook_03s_number_line_and_notebook_07s_table_2_cells_for_their_seed_models(monkeypatch):
+    """Each paper's groups for its own specs, each group calling its measure (stand-ins here, with the model and
+    the head its checkpoint's metadata records); every other spec has none."""
+    from hedgekit.papers import hib, spe
 
-    specs = hib.experiments.number_line_specs(False)
-    for spec in specs["point_d1"] + specs["hib_d1"]:
-        assert catalog.model_measures(spec) == {"number_line": hib.experiments.number_line_measures}
-    for spec in specs["d2"] + [Spec(kind="spe", n_digits=2, dim=2, preset="paper")]:
-        assert catalog.model_measures(spec) == {}
+    monkeypatch.setattr(hib.experiments, "number_line_measures", lambda model: {"line of": model})
+    monkeypatch.setattr(spe.protocol, "table2_cells", lambda model, head: {"cells of": (model, type(head).__name__)})
+    lines = hib.experiments.number_line_specs(False)
+    for spec in lines["point_d1"] + lines["hib_d1"]:
+        groups = catalog.model_measures(spec)
+        assert list(groups) == ["number_line"] and groups["number_line"]("m", {}) == {"line of": "m"}
+    seeded = spe.experiments.table2_seed_specs(False)
+    pn_meta, spe_meta = {"head": {"kind": "pn"}}, {"head": {"kind": "spe", "dim": 2, "train_sampler": "intersection",
+                                                            "train_samples": 1, "gamma": 0.5}}
+    for label, meta in (("PN", pn_meta), ("SPE", spe_meta)):
+        for spec in seeded[label]:
+            groups = catalog.model_measures(spec)
+            assert list(groups) == ["table2_cells"] and groups["table2_cells"]("m", meta) == {"cells of": ("m", label)}
+    others = lines["d2"] + [spe.experiments.table2_specs(False)[(2, 3)]["SPE"], Spec(kind="hib", preset="paper")]
+    assert all(catalog.model_measures(spec) == {} for spec in others)
 
 
 def test_a_group_the_spec_has_not_is_refused_naming_those_it_has(toy_group):

@@ -24,16 +24,18 @@ FAST mode evaluates Table 2 on the shipped `paper` models of N = 2, D = 2 (`tabl
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
 from hedgekit.evaluation.embedded import EmbeddedSet, embed_set
 from hedgekit.evaluation.episodes import evaluate_episodes
 from hedgekit.methods.pn import PN
-from hedgekit.zoo import PRESETS, Spec, ledger, shipped_or_fast
+from hedgekit.zoo import PRESETS, Spec, ledger, prototype_head, shipped_or_fast
 
 __all__ = ["TABLE2_STEP_FACTORS", "TABLE2_EPS_INIT", "table2_steps", "table2_settings", "table2_specs", "fig4_specs",
            "HEADLINE_SEEDS", "table2_seed_specs", "lshapes_seed_specs", "recorded_lshapes_seeds",
-           "notebook_specs", "FIG4_SAMPLES", "FAST_FIG4_SAMPLES", "FIG4_REPLICATIONS", "corrupt_support_geometry"]
+           "model_measures", "notebook_specs", "FIG4_SAMPLES", "FAST_FIG4_SAMPLES", "FIG4_REPLICATIONS", "corrupt_support_geometry"]
 
 FIG4_SAMPLES = (1, 3, 9, 27, 81)  # s of Figure 4
 FAST_FIG4_SAMPLES = (1, 9)
@@ -125,6 +127,24 @@ def fig4_specs(fast: bool, seed: int = 0) -> list[Spec]:
     return [Spec(kind="spe", sampler=sampler, samples=s, recipe="fig4", preset=p, seed=r)
             for r in seeds for sampler in ("naive", "intersection")
             for s in (FAST_FIG4_SAMPLES if fast else FIG4_SAMPLES)]
+
+
+def model_measures(spec: Spec) -> dict:
+    """The measures notebook 07 takes from the trained model ``spec`` beyond its trainer's quick check (group ->
+    function of the model and its checkpoint's metadata; `hedgekit.repro.measured` records and reads them):
+    ``table2_cells`` (`hedgekit.papers.spe.protocol.table2_cells`) for the PN and SPE models of Table 2's seeded
+    cell, N = 2, D = 2 (`table2_seed_specs`, at any seed), over which its claims are decided."""
+    seeded = {replace(s, seed=0).name for group in table2_seed_specs(False).values() for s in group}
+    if replace(spec, seed=0).name not in seeded:
+        return {}
+    return {"table2_cells": _table2_cells}
+
+
+def _table2_cells(model, meta) -> dict:
+    """`hedgekit.papers.spe.protocol.table2_cells` of a trained PN / SPE model with the head its checkpoint records."""
+    from hedgekit.papers.spe import protocol  # scipy and scikit-learn: not in a notebook's first cell
+
+    return protocol.table2_cells(model, prototype_head(meta))
 
 
 def notebook_specs(notebook: str, fast: bool, seed: int = 0) -> list:

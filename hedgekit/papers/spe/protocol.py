@@ -197,6 +197,32 @@ def evaluate_table2(entries: Mapping[str, tuple], sets: Mapping[str, object], n_
     return rows
 
 
+TABLE2_EPISODES = 1000  # episodes per Table 2 cell (App. A.3)
+
+
+def table2_cells(model, head, n_digits: int = 2) -> dict:
+    """Table 2's cells of one PN or SPE model under the full protocol: every image of both N-digit test splits
+    (`ndigit_test_sets`), `TABLE2_EPISODES` episodes per cell with episode seed 0 (`evaluate_table2`; ``head`` None:
+    the PN rule). Returns ``"{split}: {condition}"`` -> accuracy (%), ``"{split}: {condition} (se)"`` -> its
+    standard error over episodes (%), and ``episodes``: the ledger's ``table2_cells`` group, from which notebook 07
+    decides Table 2 over seeds whose checkpoints are not on the machine (`table2_cell_rows` reads it back)."""
+    rows = evaluate_table2({"model": (model, head)}, ndigit_test_sets(n_digits), TABLE2_EPISODES, n_digits,
+                           model.config["dim"], seed=0)
+    out = {}
+    for r in rows:
+        out[f"{r['split']}: {r['condition']}"] = r["acc"]
+        out[f"{r['split']}: {r['condition']} (se)"] = r["se"]
+    return {**out, "episodes": rows[0]["episodes"]}
+
+
+def table2_cell_rows(method: str, cells: Mapping, n: int = 2, d: int = 2) -> list[dict]:
+    """`evaluate_table2`'s rows of ``method`` at (``n``, ``d``) from its `table2_cells` (a measurement or the ledger's
+    record): method, N, D, split, condition, acc, se, episodes."""
+    return [dict(method=method, N=n, D=d, split=key.split(": ")[0], condition=key.split(": ", 1)[1], acc=acc,
+                 se=cells[f"{key} (se)"], episodes=int(cells["episodes"]))
+            for key, acc in cells.items() if key != "episodes" and not key.endswith(" (se)")]
+
+
 def fig4_accuracy(model, head, test, n_episodes: int = 1000, n_classes: int = 20, k_support: int = 1,
                   seed: int = 0) -> tuple[float, float]:
     """Figure 4's test: accuracy (%) and standard error of k-shot n-class episodes (naive, 200 samples)."""

@@ -81,6 +81,26 @@ def test_episode_grid_and_evaluate_table2_on_coded_twins():
     assert {r["split"] for r in rows} == {"seen"} and len(rows) == 6
 
 
+def test_table2_cells_are_evaluate_table2s_rows_under_the_full_protocol_and_read_back_exactly(monkeypatch):
+    """The ledger's ``table2_cells`` group of one model: both whole test splits, `TABLE2_EPISODES` episodes of seed
+    0 per cell, each cell's accuracy and standard error by name; `table2_cell_rows` gives back the very rows."""
+    labels = np.repeat(np.arange(4), 60)
+    codes = np.array([[0, 0], [10, 0], [25, 0], [45, 0], [70, 0]], dtype=float)
+    sets = {"seen": coded_set(labels, corrupt_shift=1), "unseen": coded_set(labels[::-1], corrupt_shift=1)}
+    asked = []
+    monkeypatch.setattr(Z, "ndigit_test_sets", lambda n, per_class=None, seed=0: asked.append((n, per_class)) or sets)
+    monkeypatch.setattr(Z, "TABLE2_EPISODES", 5)
+    model = CodeModel(codes, 0.5)
+    model.config = {"height": 2, "dim": 2}
+    cells = Z.table2_cells(model, SPE(8, 2))
+    assert asked == [(2, None)] and cells["episodes"] == 5
+    assert cells["seen: clean S / clean Q"] == 100.0 and cells["seen: corrupt S / clean Q (se)"] == 0.0
+    rows = Z.evaluate_table2({"SPE": (model, SPE(8, 2))}, sets, n_episodes=5, n=2, d=2, seed=0)
+    assert Z.table2_cell_rows("SPE", cells) == rows and len(rows) == 6
+    pn = Z.table2_cells(model, None)  # the PN rule where the model has no head
+    assert Z.table2_cell_rows("PN", pn) == Z.evaluate_table2({"PN": (model, None)}, sets, 5, 2, 2)
+
+
 def test_per_class_subset_and_test_sets(monkeypatch):
     ds = tiny_ndigit("test_seen", 200)
     sub = Z.per_class_subset(ds, 7, seed=3)
