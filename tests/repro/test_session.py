@@ -177,7 +177,8 @@ def test_measures_measure_a_model_here_else_read_the_ledger_else_train_and_never
     from hedgekit.repro import measured
     from hedgekit.zoo import Spec, ledger
 
-    monkeypatch.setattr(measured, "model_measures", lambda spec: {"toy": lambda m, meta: {"bias": float(m.bias.detach())}})
+    monkeypatch.setattr(measured, "model_measures",
+                        lambda spec: {"toy": lambda m, meta: {"bias": float(m.bias.detach())}})
     here, recorded, neither = (Spec(kind="point", dim=1, preset="paper", seed=s) for s in (1, 2, 3))
     tmp_ledger(recorded, {"knn_corrupt": 0.7, "eval_images": 10_000})
     tmp_ledger(recorded, {"bias": 2.0}, group="toy")

@@ -262,10 +262,10 @@ def number_line_measures(model) -> dict:
 
 def model_measures(spec: Spec) -> dict:
     """The measures a notebook takes from the trained model ``spec`` beyond those its trainer records (group ->
-    function of the model and its checkpoint's metadata, returning name -> number), which ``reproduce --train-missing`` records in the ledger as
-    each model ends and ``reproduce --record-cached`` for the checkpoints already here
-    (`hedgekit.repro.measured`): the number line's (`number_line_measures`) for the D = 1 point and HIB models of
-    2-digit MNIST (notebook 03's App. D)."""
+    function of the model and its checkpoint's metadata, returning name -> number), which ``reproduce
+    --train-missing`` records in the ledger as each model ends and ``reproduce --record-cached`` for the
+    checkpoints already here (`hedgekit.repro.measured`): the number line's (`number_line_measures`) for the D = 1
+    point and HIB models of 2-digit MNIST (notebook 03's App. D)."""
     if spec.kind in ("point", "hib") and spec.dim == 1 and spec.n_digits == 2 and spec.data == "ndigit":
         return {"number_line": lambda model, _meta: number_line_measures(model)}
     return {}

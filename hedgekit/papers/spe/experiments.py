@@ -35,7 +35,8 @@ from hedgekit.zoo import PRESETS, Spec, ledger, prototype_head, shipped_or_fast
 
 __all__ = ["TABLE2_STEP_FACTORS", "TABLE2_EPS_INIT", "table2_steps", "table2_settings", "table2_specs", "fig4_specs",
            "HEADLINE_SEEDS", "table2_seed_specs", "lshapes_seed_specs", "recorded_lshapes_seeds",
-           "model_measures", "notebook_specs", "FIG4_SAMPLES", "FAST_FIG4_SAMPLES", "FIG4_REPLICATIONS", "corrupt_support_geometry"]
+           "model_measures", "notebook_specs", "FIG4_SAMPLES", "FAST_FIG4_SAMPLES", "FIG4_REPLICATIONS",
+           "corrupt_support_geometry"]
 
 FIG4_SAMPLES = (1, 3, 9, 27, 81)  # s of Figure 4
 FAST_FIG4_SAMPLES = (1, 9)

@@ -273,8 +273,8 @@ def test_app_d_on_the_committed_seeds_is_decided_on_paired_intervals_and_says_no
     assert hib.outcome == "inconclusive" and "higher" not in hib.why and "[+40.8, +87.7]" in hib.why
     assert by["d.adjacency.gap"].outcome == "inconclusive"
     assert v.notes == ["App. D: random order gives an adjacency of 18."]  # our best trial (83) reaches 76
-    told = organisation_verdict({}, _app_d_stats(), 18.0, sources={"HIB": "4 seeds: 4 trained now",
-                                                                   "point": "4 seeds: 1 trained now, 3 from the ledger"})
+    sources = {"HIB": "4 seeds: 4 trained now", "point": "4 seeds: 1 trained now, 3 from the ledger"}
+    told = organisation_verdict({}, _app_d_stats(), 18.0, sources=sources)
     assert told.notes[1] == ("App. D's seeds: HIB 4 seeds: 4 trained now; point 4 seeds: 1 trained now, 3 from the "
                              "ledger.")
 
