@@ -1,8 +1,9 @@
 """``reproduce --plan``: the missing seed models of the selected notebooks, in the order that buys seeds soonest.
 
 A spec's seeds are its models that differ in the seed alone (``point-n2-d2-paper-s0``, ``-s1``, ...). A seed counts
-as held when its checkpoint is on this machine (`hedgekit.zoo.find_checkpoint`) or the ledger holds its measures
-(`hedgekit.zoo.ledger.seeds_of`, under the current code key); the seeds planned are those the notebooks list
+as held when its checkpoint is on this machine (`hedgekit.zoo.find_checkpoint`) or the ledger holds every group of
+measures the notebooks read from it: its trainer's and those a notebook measures on it (`recorded_seeds`); the seeds
+planned are those the notebooks list
 (`hedgekit.repro.catalog.notebook_models`), so the plan adds no seed a claim does not use.
 
 The ordering rule: a missing seed of a spec that holds h seeds is the (h + i)-th seed of its spec when it is the
@@ -27,9 +28,10 @@ from typing import Callable, Sequence
 
 from hedgekit.interactive import models
 
+from hedgekit.repro.catalog import model_measures
 from hedgekit.zoo import find_checkpoint, ledger
 
-__all__ = ["TIERS", "PlanRow", "estimated_seconds", "plan", "plan_lines"]
+__all__ = ["TIERS", "PlanRow", "estimated_seconds", "recorded_seeds", "plan", "plan_lines"]
 
 TIERS = (("3", 3), ("5", 5), ("more", None))  # (label, the seeds a spec has up to it; None: any number)
 
@@ -71,6 +73,14 @@ class PlanRow:
     cumulative: float
 
 
+def recorded_seeds(spec) -> set[int]:
+    """The seeds of ``spec`` (at any seed) whose every group the ledger holds under the current code key
+    (`hedgekit.zoo.ledger.seeds_of`): its checkpoint's group (`hedgekit.zoo.ledger.CHECKPOINT_GROUPS`; any group
+    for a spec without one) and each group `hedgekit.repro.catalog.model_measures` names for it."""
+    groups = [ledger.CHECKPOINT_GROUPS.get(getattr(spec, "family", ""))] + list(model_measures(spec))
+    return set.intersection(*(set(ledger.seeds_of(spec, group)) for group in groups))
+
+
 def plan(pairs: Sequence[tuple[str, object]], found: Callable[[object], bool] | None = None,
          device: str = "cpu") -> list[PlanRow]:
     """The missing models of ``pairs`` ((notebook, spec), `hedgekit.repro.catalog.notebook_models`) in the order of
@@ -83,7 +93,7 @@ def plan(pairs: Sequence[tuple[str, object]], found: Callable[[object], bool] | 
     rows = []
     for key, named in seeds.items():
         specs = sorted(named.values(), key=lambda s: s.seed)
-        have = set(ledger.seeds_of(specs[0])) | {s.seed for s in specs if found(s)}
+        have = recorded_seeds(specs[0]) | {s.seed for s in specs if found(s)}
         for i, spec in enumerate([s for s in specs if s.seed not in have], 1):
             tier = next(n for n, (label, up_to) in enumerate(TIERS) if up_to is None or len(have) + i <= up_to)
             rows.append((tier, estimated_seconds(spec, device) / 60, key, spec.seed, spec))

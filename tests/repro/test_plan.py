@@ -141,3 +141,17 @@ def test_a_spec_never_trained_takes_its_figure_times_the_ledger_s_ratio_for_its_
     assert PL.estimated_seconds(C) == 50  # another kind: its figure
     assert PL.estimated_seconds(Spec(kind="point", preset="paper")) == 1000  # another preset: its figure
 
+
+
+def test_a_seed_is_recorded_only_when_the_ledger_holds_every_group_the_notebooks_read_from_it(tmp_ledger,
+                                                                                            monkeypatch):
+    """A stand-in notebook group ("toy") for D = 3 models: B's seed 1 has its trainer's record and the toy one,
+    seed 2 only its trainer's; a D = 2 model needs its trainer's group alone."""
+    monkeypatch.setattr(PL, "model_measures", lambda spec: {"toy": None} if spec.dim == 3 else {})
+    tmp_ledger(B[1], {"knn_clean": 0.5})
+    tmp_ledger(B[1], {"x": 1.0}, group="toy")
+    tmp_ledger(B[2], {"knn_clean": 0.5})
+    tmp_ledger(A[4], {"knn_clean": 0.5})
+    assert PL.recorded_seeds(B[0]) == {1} and PL.recorded_seeds(A[0]) == {4}
+    rows = PL.plan([("01", s) for s in B], found=lambda spec: False)
+    assert [r.spec.name for r in rows] == [B[0].name, B[2].name]  # seed 2 lacks its toy group: planned
