@@ -71,9 +71,9 @@ def notebook_models(only: Sequence[str] | str | None = None, fast: bool = False)
 
 def model_measures(spec: Spec) -> dict:
     """Group -> function of the trained model ``spec`` and its checkpoint's metadata (returning name -> number):
-    what the notebooks measure on it
-    beyond its trainer's record, collected from each paper's ``experiments.model_measures(spec)`` (a paper without
-    one adds nothing). `hedgekit.repro.measured` records and reads them."""
+    what the notebooks measure on it beyond its trainer's record, collected from each paper's
+    ``experiments.model_measures(spec)`` (a paper without one adds nothing). `hedgekit.repro.measured` records and
+    reads them."""
     from hedgekit.papers import hib, spe, taha  # a paper's parts: only where needed (tests/test_imports.py)
 
     out: dict = {}

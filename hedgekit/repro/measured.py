@@ -22,8 +22,8 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from hedgekit.errors import InputError
-from hedgekit.repro.catalog import model_measures
 from hedgekit.interactive.models import load_model
+from hedgekit.repro.catalog import model_measures
 from hedgekit.zoo import find_checkpoint, ledger
 
 __all__ = ["measure_of", "measure_records", "record_cached_measures"]

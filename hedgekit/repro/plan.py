@@ -2,9 +2,9 @@
 
 A spec's seeds are its models that differ in the seed alone (``point-n2-d2-paper-s0``, ``-s1``, ...). A seed counts
 as held when its checkpoint is on this machine (`hedgekit.zoo.find_checkpoint`) or the ledger holds every group of
-measures the notebooks read from it: its trainer's and those a notebook measures on it (`recorded_seeds`); the seeds
-planned are those the notebooks list
-(`hedgekit.repro.catalog.notebook_models`), so the plan adds no seed a claim does not use.
+measures the notebooks read from it: its trainer's and those a notebook measures on it (`recorded_seeds`). The
+seeds planned are those the notebooks list (`hedgekit.repro.catalog.notebook_models`), so the plan adds no seed a
+claim does not use.
 
 The ordering rule: a missing seed of a spec that holds h seeds is the (h + i)-th seed of its spec when it is the
 i-th of the spec's missing seeds, by seed. Its tier is the first of `TIERS` it brings the spec up to: "3" (three

@@ -240,7 +240,8 @@ def _train_job(specs: Sequence[Spec], device: str = "cpu") -> list[dict]:
     Returns one record per model: name, seconds (of the job, for a seed set), source, device, ``stacked`` (how many
     seeds trained together: 1 alone) and ``records``, the ledger records of the measures its checkpoint holds
     (`hedgekit.zoo.ledger.build_record`) and of the groups the notebooks measure on it
-    (`hedgekit.repro.measured.measure_records`), which the parent process writes (`_Tally.done`)."""
+    (`hedgekit.repro.measured.measure_records`), which the parent process writes (`_Tally.done`); ``unmeasured``
+    says why the latter are missing when measuring failed (the model stays trained and cached)."""
     t0 = time.perf_counter()
     if len(specs) > 1:
         trained = train_seed_set(specs, device)
@@ -251,10 +252,15 @@ def _train_job(specs: Sequence[Spec], device: str = "cpu") -> list[dict]:
     for spec, (model, meta) in zip(specs, trained):
         measured = ledger.checkpoint_measures(spec, meta)
         records = [ledger.build_record(spec, *measured, meta, meta["path"])] if measured and meta.get("path") else []
+        unmeasured = ""
         if meta.get("source") == "trained now":
-            records += measure_records(spec, model, meta)
+            try:
+                records += measure_records(spec, model, meta)
+            except Exception as exc:  # any failure: reported with the model, which stays trained and cached
+                unmeasured = f"measuring it failed ({type(exc).__name__}: {exc}); `reproduce --record-cached` retries"
         out.append({"name": spec.name, "seconds": seconds, "source": meta.get("source", ""),
-                    "device": meta.get("device", device), "stacked": len(specs), "records": records})
+                    "device": meta.get("device", device), "stacked": len(specs), "records": records,
+                    "unmeasured": unmeasured})
     return out
 
 
@@ -290,7 +296,7 @@ class _Tally:
         """A model ended: counted, and the measures of one trained now written into the ledger
         (`hedgekit.zoo.ledger.append`; a conflict or an unwritable ledger is reported, under ``unrecorded``)."""
         rec = dict(rec)
-        records = rec.pop("records", [])
+        records, unmeasured = rec.pop("records", []), rec.pop("unmeasured", "")
         self.ended.append(rec["name"])
         trained = rec["source"] == "trained now"  # else cached meanwhile (e.g. by another run)
         self.result["trained" if trained else "cached"].append(rec["name"])
@@ -305,6 +311,9 @@ class _Tally:
             except (ledger.LedgerConflict, StorageError) as exc:
                 self.result["unrecorded"][rec["name"]] = str(exc)
                 self.echo(f"[train] {rec['name']}: NOT RECORDED in the ledger ({record['group']}) — {exc}")
+        if trained and unmeasured:
+            self.result["unrecorded"][rec["name"]] = unmeasured
+            self.echo(f"[train] {rec['name']}: its notebook measures NOT RECORDED in the ledger — {unmeasured}")
 
     def job(self, specs, recs: list[dict] | None, exc: BaseException | None) -> None:
         for rec in recs or ():

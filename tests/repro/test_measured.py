@@ -108,6 +108,24 @@ def test_a_group_that_contradicts_the_ledger_is_reported_and_the_others_still_re
     assert ledger.held(spec, "table1") is not None and ledger.held(spec, "toy")["measures"]["seed"] == 4.0
 
 
+def test_a_measure_that_fails_leaves_the_model_trained_cached_and_recorded_and_says_so(toy_group, tmp_ledger,
+                                                                                    monkeypatch, tmp_path):
+    def broken(model, meta):
+        raise RuntimeError("no test images")
+
+    monkeypatch.setattr(measured, "model_measures", lambda spec: {"toy": broken})
+    spec = Spec(kind="point", dim=1, preset="fast", seed=6)
+    monkeypatch.setattr(zoo, "load_or_train", lambda spec, progress=True, device="cpu", **_: (
+        _Model(spec.seed), _checkpoint(tmp_path, spec)))
+    monkeypatch.setattr(P, "find_checkpoint", lambda spec: None)
+    lines = []
+    result = P.train_missing([("03", spec)], echo=lines.append)
+    assert result["trained"] == [spec.name] and not result["failed"]
+    assert "RuntimeError: no test images" in result["unrecorded"][spec.name]
+    assert any("its notebook measures NOT RECORDED" in line and "--record-cached" in line for line in lines)
+    assert ledger.held(spec, "table1") is not None and ledger.held(spec, "toy") is None
+
+
 def test_record_cached_measures_records_each_missing_group_once_and_names_what_it_could_not(toy_group, tmp_ledger,
                                                                                            monkeypatch, tmp_path):
     here, absent = Spec(kind="point", dim=1, preset="paper", seed=1), Spec(kind="point", dim=1, preset="paper", seed=2)

@@ -62,7 +62,6 @@ training. Sweeps and the D = 1 number line keep `fast` models: none of theirs is
 """
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
