@@ -357,8 +357,8 @@ class Session:
             held = ledger.held(spec, group)
             if held is not None:
                 self.cached_meta(spec)
-                values = {k: float("nan") if v is None else v for k, v in held["measures"].items()}
-                return {**values, "source": "ledger", "device": held["device"], "date": held["date"]}
+                return {**ledger.measures(spec.name, group), "source": "ledger", "device": held["device"],
+                        "date": held["date"]}
         model = self.model(spec)
         meta = self._models[spec.name][1]
         values = measure(model, meta)
