@@ -58,14 +58,15 @@ def record_cached_measures(specs: Iterable, folder=None) -> tuple[list[dict], li
     here). A measurement that contradicts a record raises `hedgekit.zoo.ledger.LedgerConflict`."""
     written, passed = [], []
     for spec in {s.name: s for s in specs}.values():
-        todo = [g for g in model_measures(spec) if ledger.held(spec, g, folder) is None]
+        todo = {g: m for g, m in model_measures(spec).items() if ledger.held(spec, g, folder) is None}
         if not todo:
             continue
         if find_checkpoint(spec) is None:
             passed += [f"{spec.name}: {g}: no checkpoint on this machine" for g in todo]
             continue
         model, meta = load_model(spec, progress=False)
-        for record in measure_records(spec, model, meta):
-            if record["group"] in todo:
-                written.append(ledger.append(record, folder))
+        model = model.cpu()
+        for group, measure in todo.items():  # only the groups not held: none is measured twice
+            record = ledger.build_record(spec, group, measure(model, meta), meta, meta["path"])
+            written.append(ledger.append(record, folder))
     return written, passed
