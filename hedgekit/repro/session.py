@@ -344,14 +344,15 @@ class Session:
             self._show()
         return self._ledger[spec.name]
 
-    def measures(self, spec, group: str) -> dict:
+    def measures(self, spec, group: str, train: bool = True) -> dict | None:
         """The measures ``group`` of the zoo model ``spec`` that a notebook takes from it beyond its trainer's
         (`hedgekit.repro.measured`; e.g. notebook 03's ``number_line``): name -> number, plus ``source`` and
         ``device`` (and ``date`` for a ledger record: what `hedgekit.zoo.ledger.seed_sources` reads). Measured on
         the model where its checkpoint is shipped or cached here, and checked against the ledger's record of the
         group where it holds one (`hedgekit.zoo.ledger.check`: else `hedgekit.zoo.ledger.LedgerConflict`); else
         the ledger's record (its model listed in the header from the ledger, `cached_meta`); else measured on the
-        model trained now (`model`). InputError for a group the catalog does not name for ``spec``."""
+        model trained now (`model`), or None where not ``train``. InputError for a group the catalog does not name
+        for ``spec``."""
         measure = measure_of(spec, group)
         if spec.name not in self._models and find_checkpoint(spec) is None:
             held = ledger.held(spec, group)
@@ -359,6 +360,8 @@ class Session:
                 self.cached_meta(spec)
                 return {**ledger.measures(spec.name, group), "source": "ledger", "device": held["device"],
                         "date": held["date"]}
+            if not train:
+                return None
         model = self.model(spec)
         meta = self._models[spec.name][1]
         values = measure(model, meta)

@@ -1,6 +1,8 @@
 """hedgekit.repro.measured: the measures a notebook takes from a trained model, recorded in the ledger by
 ``--train-missing`` as each model ends and by ``--record-cached`` for the checkpoints already here. A stand-in group
 ("toy": the model's seed read back) keeps the tests free of data and training."""
+from types import SimpleNamespace
+
 import pytest
 
 from hedgekit import cli, zoo
@@ -44,19 +46,23 @@ def test_the_catalog_names_notebook_03s_number_line_and_notebook_07s_table_2_cel
     from hedgekit.papers import hib, spe
 
     monkeypatch.setattr(hib.experiments, "number_line_measures", lambda model: {"line of": model})
-    monkeypatch.setattr(spe.protocol, "table2_cells", lambda model, head: {"cells of": (model, type(head).__name__)})
     lines = hib.experiments.number_line_specs(False)
     for spec in lines["point_d1"] + lines["hib_d1"]:
         groups = catalog.model_measures(spec)
         assert list(groups) == ["number_line"] and groups["number_line"]("m", {}) == {"line of": "m"}
-    seeded = spe.experiments.table2_seed_specs(False)
+    monkeypatch.setattr(spe.protocol, "table2_cells", lambda model, head, n: {"cells of": (model.name, n,
+                                                                                           type(head).__name__)})
     pn_meta, spe_meta = {"head": {"kind": "pn"}}, {"head": {"kind": "spe", "dim": 2, "train_sampler": "intersection",
                                                             "train_samples": 1, "gamma": 0.5}}
-    for label, meta in (("PN", pn_meta), ("SPE", spe_meta)):
-        for spec in seeded[label]:
-            groups = catalog.model_measures(spec)
-            assert list(groups) == ["table2_cells"] and groups["table2_cells"]("m", meta) == {"cells of": ("m", label)}
-    others = lines["d2"] + [spe.experiments.table2_specs(False)[(2, 3)]["SPE"], Spec(kind="hib", preset="paper")]
+    for (n, d), seeded in spe.experiments.table2_seeds_by_setting(False).items():
+        for label, meta in (("PN", pn_meta), ("SPE", spe_meta)):
+            for spec in seeded[label]:
+                groups = catalog.model_measures(spec)
+                model = SimpleNamespace(name="m", config={"n_digits": n})
+                assert list(groups) == ["table2_cells"]
+                assert groups["table2_cells"](model, meta) == {"cells of": ("m", n, label)}
+    table2 = spe.experiments.table2_specs(False)[(2, 3)]
+    others = lines["d2"] + [table2["HIB"], table2["point"], Spec(kind="hib", preset="paper")]
     assert all(catalog.model_measures(spec) == {} for spec in others)
 
 

@@ -245,13 +245,13 @@ def test_main_lists(capsys):
     assert cli.main(["reproduce", "--list-models", "--only", "spe"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].split() == ["notebook", "checkpoint", "status"]
-    assert out[-1].startswith("73 distinct checkpoints: ") and "missing" in out[-1]
+    assert out[-1].startswith("85 distinct checkpoints: ") and "missing" in out[-1]
     # 06: its model and, in full mode, that model's seeds 1 and 2 (sec. 4.1 decided over trained seeds)
     assert [line.split()[1] for line in out if line.startswith("06")] == [
         f"spe-lshapes-d2-intersection8-paper-s{s}" for s in range(3)]
     seven = [line.split()[1] for line in out if line.startswith("07")]
-    # (PN, SPE, HIB, point) x 4 settings + Fig. 4 x 5 + seeds 1, 2 of N = 2, D = 2's PN and SPE
-    assert len(seven) == 4 * 4 + 50 + 4 and len(set(seven)) == len(seven)
+    # (PN, SPE, HIB, point) x 4 settings + Fig. 4 x 5 + seeds 1, 2 of each setting's PN and SPE
+    assert len(seven) == 4 * 4 + 50 + 4 * 4 and len(set(seven)) == len(seven)
     assert {"pn-n3-d2-paper12000-s0", "hib-n3-d3-c1-beta0.0001-paper-s0",
             "spe-n2-d2-naive81-fig4-paper-s0"} <= set(seven)
     assert cli.main(["reproduce", "--only", "nope"]) == 2

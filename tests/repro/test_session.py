@@ -170,7 +170,7 @@ def test_measures_measure_a_model_here_else_read_the_ledger_else_train_and_never
         tmp_ledger, monkeypatch, tmp_path):
     """`Session.measures` with a stand-in group ("toy": the model's bias read back): a checkpoint here is measured
     (and must agree with the ledger's record of the group); a seed only the ledger holds gives its record, listed in
-    the header from the ledger, nothing loaded; a seed neither holds trains now."""
+    the header from the ledger, nothing loaded; a seed neither holds trains now, or gives None without ``train``."""
     import torch
 
     from hedgekit.errors import InputError
@@ -202,6 +202,8 @@ def test_measures_measure_a_model_here_else_read_the_ledger_else_train_and_never
     assert s.measures(here, "toy") == {"bias": 2.0, "source": "cache", "device": "cpu"}
     got = s.measures(recorded, "toy")
     assert got["bias"] == 2.0 and got["source"] == "ledger" and got["device"] == "cpu" and loads == [here.name]
+    assert s.measures(recorded, "toy", train=False)["bias"] == 2.0  # held: read, whatever ``train`` says
+    assert s.measures(neither, "toy", train=False) is None and loads == [here.name]  # not held: nothing trains
     assert s.measures(neither, "toy") == {"bias": 4.0, "source": "trained now", "device": "cpu"}
     assert [c.name for c in s.checkpoints] == [here.name, recorded.name, neither.name]
     assert [c.source for c in s.checkpoints] == ["cache", "ledger", "trained now"]

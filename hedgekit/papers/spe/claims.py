@@ -9,8 +9,9 @@ numbers live in `hedgekit.papers.spe.numbers`; every row declares its kind, band
 * `ndigit_table` (notebook 07, Table 2, Figures 4, 6b/c and 7): Table 2's SPE − PN gaps are *sizes* (half to twice
   the paper's gap, `factor_band`) and SPE's own accuracy a *level* (± 3 points). Each comparison is counted once: at
   `SEEDED_SETTING` over the trained seeds (`SEEDS`: the seed-to-seed spread, a t interval for the number of seeds)
-  where seeds are given, else with the one trained model per setting (`EVALUATION`: the episodes' standard errors,
-  never matched); the settings without seeds are pooled as the paper's MEAN column. Figures 4, 6b/c and 7 state a
+  where seeds are given, and the other settings pooled as the paper's MEAN column over them: over the seeds held at
+  every one of them (a seed's value is its mean over the settings) where two or more are, else with the one trained
+  model per setting (`EVALUATION`: the episodes' standard errors, never matched). Figures 4, 6b/c and 7 state a
   direction or a shape with no size we can compare: *sanity* rows.
 
 `lshapes_verdict` and `ndigit_verdict` (what the notebooks call) decide a table on the notebook's numbers and add
@@ -30,8 +31,8 @@ from hedgekit.papers.verdict import (EVALUATION, LEVEL, ONE_SEED, SANITY, SEEDS,
                                      unpaired_effect)
 
 __all__ = ["PAPER_ROW_OF", "table2_side_by_side", "SPEVerdict", "spe_training_context", "lshapes_verdict",
-           "ndigit_verdict", "seed_accuracies", "seed_table", "SEEDED_SETTING", "LSHAPES", "ndigit_table",
-           "FIGURE_ROWS"]
+           "ndigit_verdict", "seed_accuracies", "seed_stats", "seed_table", "SEEDED_SETTING", "LSHAPES",
+           "ndigit_table", "FIGURE_ROWS"]
 
 SEEDED_SETTING = (2, 2)  # (N, D) of the Table 2 cells whose claims are decided over trained seeds
 
@@ -272,6 +273,11 @@ def _where(settings: Sequence[tuple[int, int]]) -> str:
     return ", ".join(f"N{n}D{d}" for n, d in settings)
 
 
+def _pooled_note(settings: Sequence[tuple[int, int]]) -> str:
+    """The noise of a claim pooled over ``settings`` across trained seeds."""
+    return f"seed-to-seed spread of the mean over {_where(settings)}"
+
+
 def _ours(rows: Sequence[Mapping], method: str, split: str, cond: str, settings) -> tuple[float, float] | None:
     """Our mean accuracy and its standard error for ``method`` on ``split`` / ``cond`` over the rows of
     ``settings`` (`ndigit_verdict`'s ``stats["table"]``); None unless every one of the settings was run."""
@@ -293,16 +299,18 @@ def _pooled(m: Mapping, split: str, cond: str, settings, gap: bool, method: str 
     return Effect(s - p, math.hypot(s_se, p_se), 0, "unpaired" if gap else "episodes", EPISODES)
 
 
-def _seeded(m: Mapping, split: str, cond: str, gap: bool, method: str = "SPE"):
-    """SPE − PN (``gap``, `unpaired_effect`) or ``method``'s accuracy per seed at `SEEDED_SETTING` over the trained
-    seeds (``stats["seeds"]``, `seed_accuracies`); None where none were given. One seed gives no interval."""
-    accs = (m.get("seeds") or {}).get((split, cond), {})
+def _seeded(m: Mapping, split: str, cond: str, gap: bool, method: str = "SPE", key: str = "seeds",
+            noise: str = SEEDS_NOTE):
+    """SPE − PN (``gap``, `unpaired_effect`) or ``method``'s accuracy per trained seed: at `SEEDED_SETTING`
+    (``stats["seeds"]``) or, with ``key`` "pooled_seeds", each seed's mean over the pooled settings (both
+    `seed_accuracies`); None where none were given. One seed gives no interval."""
+    accs = (m.get(key) or {}).get((split, cond), {})
     if not gap:
         return list(accs[method]) if accs.get(method) else None
     spe, pn = accs.get("SPE", []), accs.get("PN", [])
     if not spe or not pn:
         return None
-    return unpaired_effect(spe, pn, noise=SEEDS_NOTE)
+    return unpaired_effect(spe, pn, noise=noise)
 
 
 # % accuracy with no skill: an episode ranks every class of its split (App. A.3), 20 or more, so chance is <= 5%
@@ -323,20 +331,21 @@ def _tie_check(m: Mapping, measure) -> Check | None:
     return Check(bool(lo <= 0 <= hi), e.text(1))
 
 
-def _table2_rows(split: str, cond: str, settings: tuple, seeded: bool) -> list[Row]:
-    """Table 2's rows for ``split`` / ``cond``: SPE − PN (a size) and SPE's accuracy (a level), at `SEEDED_SETTING`
-    over trained seeds where ``seeded``, and pooled over the other ``settings`` (all of them where not ``seeded``)
-    with one trained model each (evaluation noise): each comparison once."""
+def _table2_rows(split: str, cond: str, settings: tuple, seeded: bool, pooled_seeded: bool = False) -> list[Row]:
+    """Table 2's rows for ``split`` / ``cond``: SPE − PN (a size) and SPE's and PN's accuracy (levels), at
+    `SEEDED_SETTING` over trained seeds where ``seeded``, and pooled over the other ``settings`` (all of them where
+    not ``seeded``): over the seeds held at each of them where ``pooled_seeded``, else with one trained model each
+    (evaluation noise). Each comparison once."""
     pooled = tuple(s for s in settings if not (seeded and s == SEEDED_SETTING))
-    groups = (((SEEDED_SETTING,), SEEDS),) if seeded else ()
-    groups += ((pooled, EVALUATION),) if pooled else ()
+    groups = (((SEEDED_SETTING,), SEEDS, "seeds"),) if seeded else ()
+    groups += ((pooled, SEEDS if pooled_seeded else EVALUATION, "pooled"),) if pooled else ()
     rows, cell = [], f"{split} classes, {cond}"
-    for over, noise in groups:
+    for over, noise, tag in groups:
         ps, pp = (paper_mean(cond, m, split, over) for m in ("SPE", "PN"))
-        tag, place = (("seeds", f"Table 2 ({_where(over)}, over trained seeds)") if noise == SEEDS else
-                      ("pooled", f"Table 2 ({_where(over)})"))
-        measure = (partial(_seeded, split=split, cond=cond) if noise == SEEDS else
-                   partial(_pooled, split=split, cond=cond, settings=over))
+        place = f"Table 2 ({_where(over)}{', over trained seeds' if noise == SEEDS else ''})"
+        measure = (partial(_seeded, split=split, cond=cond) if tag == "seeds" else
+                   partial(_seeded, split=split, cond=cond, key="pooled_seeds", noise=_pooled_note(over))
+                   if noise == SEEDS else partial(_pooled, split=split, cond=cond, settings=over))
         gap_text = f"SPE {ps:.1f} vs PN {pp:.1f} ({ps - pp:+.1f})"
         rows += [Row(f"gap {tag} {split} {cond}", f"SPE − PN, {cell}", place, SIZE, partial(measure, gap=True),
                      paper=round(ps - pp, 6), band=factor_band, reason=GAP_REASON, noise=noise,
@@ -455,12 +464,12 @@ FIGURE_ROWS = (
 
 
 @lru_cache(maxsize=16)
-def ndigit_table(settings: tuple, seeded: frozenset = frozenset()) -> tuple[Row, ...]:
-    """Notebook 07's claims table for the Table 2 ``settings`` run ((N, D) pairs) and the ``seeded`` (split,
-    condition) cells that have trained seeds at `SEEDED_SETTING`: Table 2's sizes, then its levels
-    (`_table2_rows`), then `FIGURE_ROWS`."""
+def ndigit_table(settings: tuple, seeded: frozenset = frozenset(), pooled: frozenset = frozenset()) -> tuple[Row, ...]:
+    """Notebook 07's claims table for the Table 2 ``settings`` run ((N, D) pairs), the ``seeded`` (split, condition)
+    cells that have trained seeds at `SEEDED_SETTING` and the ``pooled`` ones that have two or more at every other
+    setting: Table 2's sizes, then its levels (`_table2_rows`), then `FIGURE_ROWS`."""
     rows = [r for cond in CONDITION_NAMES.values() for split in ("seen", "unseen")
-            for r in _table2_rows(split, cond, tuple(settings), (split, cond) in seeded)]
+            for r in _table2_rows(split, cond, tuple(settings), (split, cond) in seeded, (split, cond) in pooled)]
     return check_table([r for k in (SIZE, LEVEL, SANITY) for r in rows if r.kind == k] + list(FIGURE_ROWS),
                        table="SPE N-digit")
 
@@ -471,13 +480,20 @@ def ndigit_verdict(stats: Mapping, checkpoints: Sequence = ()) -> SPEVerdict:
     stats keys: ``table`` list of rows (method, split, condition, N, D, acc, se) for our models;
     ``settings`` (N, D) pairs run; ``fig7`` dict(eta2 (D, 2), placement dict, alignment);
     ``fig4`` {sampler: dict(s, acc, se[, runs])} as `hedgekit.papers.spe.protocol.fig4_curves` returns it;
-    optionally ``seeds``: (split, condition) -> {"SPE": [acc per seed], "PN": [...]} at `SEEDED_SETTING`
-    (`seed_accuracies`). Where a cell has seeds of both, its Table 2 claims at `SEEDED_SETTING` are decided over
-    them and the other settings are pooled apart, so that each comparison is counted once; else all are pooled.
+    optionally ``seeds``: (split, condition) -> {"SPE": [acc per seed], "PN": [...]} at `SEEDED_SETTING`, and
+    ``pooled_seeds``: the same with each seed's mean over the other settings (both `seed_accuracies`; `seed_stats`
+    gives both), and ``seed_source``: where the seeds came from (`hedgekit.zoo.ledger.seed_sources`). Where a cell
+    has seeds of both methods, its Table 2 claims at `SEEDED_SETTING` are decided over them and the other settings
+    are pooled apart, so that each comparison is counted once; else all are pooled. The pooled claims are decided
+    over ``pooled_seeds`` where both methods have two or more, else on the one trained model per setting.
     """
     settings = tuple(tuple(s) for s in stats["settings"])
     seeded = frozenset(k for k, accs in (stats.get("seeds") or {}).items() if accs.get("SPE") and accs.get("PN"))
-    v = SPEVerdict("07 SPE on N-digit MNIST", checkpoints).decide(ndigit_table(settings, seeded), stats)
+    pooled = frozenset(k for k, accs in (stats.get("pooled_seeds") or {}).items()
+                       if len(accs.get("SPE", ())) > 1 and len(accs.get("PN", ())) > 1)
+    v = SPEVerdict("07 SPE on N-digit MNIST", checkpoints).decide(ndigit_table(settings, seeded, pooled), stats)
+    if stats.get("seed_source"):
+        v.note(f"Table 2's trained seeds beyond the table's own models: {stats['seed_source']}.")
     v.note("Figure 4 was measured on Omniglot, which is not available offline; the analogue trains on 2-digit MNIST "
            "with few-shot episodes (20 classes, 1 support each) and tests 1-shot 20-class episodes of unseen classes.")
     v.note("HIB and contrastive numbers of the paper are Oh et al.'s (5-NN, ~140 images per class); ours are "
@@ -485,26 +501,40 @@ def ndigit_verdict(stats: Mapping, checkpoints: Sequence = ()) -> SPEVerdict:
     return v
 
 
-def seed_accuracies(rows_by_seed: Sequence[Sequence[Mapping]]) -> dict:
-    """``stats["seeds"]`` of `ndigit_verdict` from `hedgekit.papers.spe.protocol.evaluate_table2`'s rows, one list
-    of rows per trained seed (each list: the PN and SPE models of that seed at `SEEDED_SETTING`): (split,
-    condition) -> method -> accuracy (%) per seed, in seed order. Rows of other settings are ignored."""
-    out: dict = {}
+def seed_accuracies(rows_by_seed: Sequence[Sequence[Mapping]],
+                    settings: Sequence[tuple[int, int]] = (SEEDED_SETTING,)) -> dict:
+    """``stats["seeds"]`` (or ``stats["pooled_seeds"]``) of `ndigit_verdict` from
+    `hedgekit.papers.spe.protocol.evaluate_table2`'s rows, one list of rows per trained seed (the PN and SPE models
+    of that seed): (split, condition) -> method -> accuracy (%) per seed, in seed order, where a seed's accuracy is
+    its mean over ``settings`` (the paper's MEAN column over them; default: `SEEDED_SETTING` alone). A seed counts for
+    a method only where it has a row at every one of ``settings``; rows of other settings are ignored."""
+    want, out = {tuple(s) for s in settings}, {}
     for rows in rows_by_seed:
+        cells: dict = {}
         for r in rows:
-            if (r["N"], r["D"]) == SEEDED_SETTING and r["method"] in ("SPE", "PN"):
-                out.setdefault((r["split"], r["condition"]), {}).setdefault(r["method"], []).append(r["acc"])
+            if (r["N"], r["D"]) in want and r["method"] in ("SPE", "PN"):
+                cells.setdefault((r["split"], r["condition"], r["method"]), {})[(r["N"], r["D"])] = r["acc"]
+        for (split, cond, method), accs in cells.items():
+            if len(accs) == len(want):
+                out.setdefault((split, cond), {}).setdefault(method, []).append(sum(accs.values()) / len(accs))
     return out
 
 
-def seed_table(seeds: Mapping):
-    """The trained seeds of `seed_accuracies` as a table beside the paper: a DataFrame indexed by (split,
-    condition), with each method's mean over its seeds and seed-to-seed standard deviation (points, ddof = 1),
-    the seeds' SPE − PN gap with its standard error (`hedgekit.papers.verdict.unpaired_effect`: the noise that
-    decides the seeded claims of `ndigit_verdict`) and the paper's gap at `SEEDED_SETTING`."""
+def seed_stats(rows_by_seed: Sequence[Sequence[Mapping]], settings: Sequence[tuple[int, int]]) -> dict:
+    """``seeds`` (at `SEEDED_SETTING`) and ``pooled_seeds`` (each seed's mean over the other ``settings`` run) of
+    `ndigit_verdict` from one list of Table 2 rows per trained seed (`seed_accuracies`)."""
+    pooled = [tuple(s) for s in settings if tuple(s) != SEEDED_SETTING]
+    return {"seeds": seed_accuracies(rows_by_seed),
+            "pooled_seeds": seed_accuracies(rows_by_seed, pooled) if pooled else {}}
+
+
+def seed_table(seeds: Mapping, settings: Sequence[tuple[int, int]] = (SEEDED_SETTING,)):
+    """The trained seeds of `seed_accuracies` over ``settings`` as a table beside the paper: a DataFrame indexed by
+    (split, condition), with each method's mean over its seeds and seed-to-seed standard deviation (points, ddof =
+    1), the seeds' SPE − PN gap with its standard error (`hedgekit.papers.verdict.unpaired_effect`: the noise that
+    decides the seeded claims of `ndigit_verdict`) and the paper's gap (its mean over ``settings``)."""
     import pandas as pd
 
-    n, d = SEEDED_SETTING
     out, index = [], []
     for (split, cond), accs in sorted(seeds.items()):
         row = {}
@@ -513,7 +543,7 @@ def seed_table(seeds: Mapping):
             row.update({f"{method} mean": m, f"{method} ±": s if k > 1 else math.nan, f"{method} seeds": k})
         e = unpaired_effect(accs.get("SPE", []), accs.get("PN", []))
         row.update({"SPE − PN": e.mean, "gap se": e.se,
-                    "paper gap": paper_table2(cond, "SPE", split, n, d) - paper_table2(cond, "PN", split, n, d)})
+                    "paper gap": paper_mean(cond, "SPE", split, settings) - paper_mean(cond, "PN", split, settings)})
         out.append(row)
         index.append((split, cond))
     return pd.DataFrame(out, index=pd.MultiIndex.from_tuples(index, names=["split", "condition"]))

@@ -25,6 +25,7 @@ FAST mode evaluates Table 2 on the shipped `paper` models of N = 2, D = 2 (`tabl
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Mapping, Sequence
 
 from hedgekit.embedding import Embedding
 from hedgekit.errors import InputError
@@ -34,9 +35,9 @@ from hedgekit.methods.pn import PN
 from hedgekit.zoo import PRESETS, Spec, ledger, prototype_head, shipped_or_fast
 
 __all__ = ["TABLE2_STEP_FACTORS", "TABLE2_EPS_INIT", "table2_steps", "table2_settings", "table2_specs", "fig4_specs",
-           "HEADLINE_SEEDS", "table2_seed_specs", "lshapes_seed_specs", "recorded_lshapes_seeds",
-           "model_measures", "notebook_specs", "FIG4_SAMPLES", "FAST_FIG4_SAMPLES", "FIG4_REPLICATIONS",
-           "corrupt_support_geometry"]
+           "HEADLINE_SEEDS", "table2_seeds_by_setting", "table2_seed_specs", "table2_seed_rows", "lshapes_seed_specs",
+           "recorded_lshapes_seeds", "model_measures", "notebook_specs", "FIG4_SAMPLES", "FAST_FIG4_SAMPLES",
+           "FIG4_REPLICATIONS", "corrupt_support_geometry"]
 
 FIG4_SAMPLES = (1, 3, 9, 27, 81)  # s of Figure 4
 FAST_FIG4_SAMPLES = (1, 9)
@@ -79,18 +80,56 @@ def table2_specs(fast: bool, seed: int = 0) -> dict[tuple[int, int], dict[str, S
                                    "eps" if (n, d) in TABLE2_EPS_INIT else "unit") for n, d in table2_settings(fast)}
 
 
-HEADLINE_SEEDS = 3  # independently trained seeds of PN and SPE in Table 2's N = 2, D = 2 row
+HEADLINE_SEEDS = 3  # independently trained seeds of PN and SPE at each Table 2 setting
+
+
+def table2_seeds_by_setting(fast: bool, seeds: int = HEADLINE_SEEDS) -> dict[tuple[int, int], dict[str, list[Spec]]]:
+    """(N, D) -> "PN" / "SPE" -> Table 2's model at that setting (`table2_specs`) trained with seeds 0..``seeds`` -
+    1: the seeds over which Table 2's claims are decided (the seed-to-seed spread is the noise), at N = 2, D = 2 on
+    their own and at the other settings through their mean (`hedgekit.papers.spe.claims.seed_accuracies`). FULL mode
+    only (FAST: {}); seed 0 is the table's own model. Listed for notebook 07 so that ``reproduce --train-missing``
+    trains them ahead of its full run."""
+    if fast:
+        return {}
+    rows = [table2_specs(False, s) for s in range(seeds)]
+    return {nd: {label: [row[nd][label] for row in rows] for label in ("PN", "SPE")} for nd in rows[0]}
 
 
 def table2_seed_specs(fast: bool, seeds: int = HEADLINE_SEEDS) -> dict[str, list[Spec]]:
-    """"PN" / "SPE" -> Table 2's N = 2, D = 2 model (`table2_specs`) trained with seeds 0..``seeds`` - 1: the
-    seeds over which Table 2's "SPE beats PN" claim is to be decided (the seed-to-seed spread is the noise). FULL
-    mode only (FAST: {}); seed 0 is the table's own model. Listed for notebook 07 so that ``reproduce
-    --train-missing`` trains them ahead of its full run."""
-    if fast:
-        return {}
-    rows = [table2_specs(False, s)[(2, 2)] for s in range(seeds)]
-    return {label: [row[label] for row in rows] for label in ("PN", "SPE")}
+    """"PN" / "SPE" -> the seeds of Table 2's N = 2, D = 2 model (`table2_seeds_by_setting`), over which its "SPE
+    beats PN" claims there are decided; notebook 07 trains them where missing. FULL mode only (FAST: {})."""
+    return table2_seeds_by_setting(fast, seeds).get((2, 2), {})
+
+
+def table2_seed_rows(own: Mapping[tuple[int, int], Mapping[str, Spec]], table_rows: Sequence[Mapping], measures,
+                     seeds: int = HEADLINE_SEEDS) -> tuple[list[list[dict]], list[str], str]:
+    """Table 2's PN and SPE rows per trained seed of `table2_seeds_by_setting`, in seed order, as
+    `hedgekit.papers.spe.claims.seed_accuracies` takes them.
+
+    ``own``: the table's own models (`table2_specs`), whose rows are ``table_rows`` (`protocol.evaluate_table2`
+    under the full protocol); every other seed's rows are its ``table2_cells`` (`protocol.table2_cell_rows`) from
+    ``measures(spec, train)``, e.g. a notebook's `hedgekit.repro.session.Session.measures` of that group: its
+    checkpoint here, else the ledger's record, else trained now where ``train``, else None. Seeds at N = 2, D = 2
+    (minutes each on a CPU) train where missing; the other settings' (up to half an hour each) are only read where
+    held. Returns (rows per seed, the names of the seeds' models not held, where the others' came from
+    (`hedgekit.zoo.ledger.seed_sources`))."""
+    from hedgekit.papers.spe import protocol  # scipy and scikit-learn: not in a notebook's first cell
+
+    own_names = {spec.name: nd for nd, models in own.items() for spec in models.values()}
+    by_seed, missing, found = [[] for _ in range(seeds)], [], []
+    for (n, d), models in table2_seeds_by_setting(False, seeds).items():
+        for label, specs in models.items():
+            for s, spec in enumerate(specs):
+                if spec.name in own_names:
+                    by_seed[s] += [r for r in table_rows if (r["N"], r["D"]) == (n, d) and r["method"] == label]
+                    continue
+                cells = measures(spec, (n, d) == (2, 2))
+                if cells is None:
+                    missing.append(spec.name)
+                    continue
+                found.append(cells)
+                by_seed[s] += protocol.table2_cell_rows(label, cells, n, d)
+    return by_seed, missing, ledger.seed_sources(found)
 
 
 def lshapes_seed_specs(seeds: int = HEADLINE_SEEDS) -> list[Spec]:
@@ -134,8 +173,9 @@ def model_measures(spec: Spec) -> dict:
     """The measures notebook 07 takes from the trained model ``spec`` beyond its trainer's quick check (group ->
     function of the model and its checkpoint's metadata; `hedgekit.repro.measured` records and reads them):
     ``table2_cells`` (`hedgekit.papers.spe.protocol.table2_cells`) for the PN and SPE models of Table 2's seeded
-    cell, N = 2, D = 2 (`table2_seed_specs`, at any seed), over which its claims are decided."""
-    seeded = {replace(s, seed=0).name for group in table2_seed_specs(False).values() for s in group}
+    cells (`table2_seeds_by_setting`, at any setting and seed), over which its claims are decided."""
+    seeded = {replace(s, seed=0).name for models in table2_seeds_by_setting(False).values()
+              for group in models.values() for s in group}
     if replace(spec, seed=0).name not in seeded:
         return {}
     return {"table2_cells": _table2_cells}
@@ -145,7 +185,7 @@ def _table2_cells(model, meta) -> dict:
     """`hedgekit.papers.spe.protocol.table2_cells` of a trained PN / SPE model with the head its checkpoint records."""
     from hedgekit.papers.spe import protocol  # scipy and scikit-learn: not in a notebook's first cell
 
-    return protocol.table2_cells(model, prototype_head(meta))
+    return protocol.table2_cells(model, prototype_head(meta), model.config["n_digits"])
 
 
 def notebook_specs(notebook: str, fast: bool, seed: int = 0) -> list:
@@ -159,7 +199,8 @@ def notebook_specs(notebook: str, fast: bool, seed: int = 0) -> list:
     if not notebook.startswith("07"):
         return []
     specs = [spec for four in table2_specs(fast, seed).values() for spec in four.values()] + fig4_specs(fast, seed)
-    seeded = [spec for group in table2_seed_specs(fast).values() for spec in group]
+    seeded = [spec for models in table2_seeds_by_setting(fast).values() for group in models.values()
+              for spec in group]
     return specs + [s for s in seeded if s.name not in {t.name for t in specs}]
 
 

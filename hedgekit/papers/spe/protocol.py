@@ -217,10 +217,11 @@ def table2_cells(model, head, n_digits: int = 2) -> dict:
 
 def table2_cell_rows(method: str, cells: Mapping, n: int = 2, d: int = 2) -> list[dict]:
     """`evaluate_table2`'s rows of ``method`` at (``n``, ``d``) from its `table2_cells` (a measurement or the ledger's
-    record): method, N, D, split, condition, acc, se, episodes."""
+    record, whose other keys, such as `hedgekit.repro.session.Session.measures`' ``source``, are left out): method,
+    N, D, split, condition, acc, se, episodes."""
     return [dict(method=method, N=n, D=d, split=key.split(": ")[0], condition=key.split(": ", 1)[1], acc=acc,
                  se=cells[f"{key} (se)"], episodes=int(cells["episodes"]))
-            for key, acc in cells.items() if key != "episodes" and not key.endswith(" (se)")]
+            for key, acc in cells.items() if ": " in key and not key.endswith(" (se)")]
 
 
 def fig4_accuracy(model, head, test, n_episodes: int = 1000, n_classes: int = 20, k_support: int = 1,

@@ -28,7 +28,8 @@ def _by(v):
 # ---------------------------------------------------------------------------- the tables themselves
 ALL = ((2, 2), (2, 3), (3, 2), (3, 3))
 TABLES = [P.LSHAPES, P.ndigit_table(((2, 2),)), P.ndigit_table(ALL),
-          P.ndigit_table(ALL, frozenset((s, c) for s in ("seen", "unseen") for c in CONDS))]
+          P.ndigit_table(ALL, frozenset((s, c) for s in ("seen", "unseen") for c in CONDS)),
+          P.ndigit_table(ALL, *2 * (frozenset((s, c) for s in ("seen", "unseen") for c in CONDS),))]
 
 
 @pytest.mark.parametrize("table", TABLES)
@@ -265,6 +266,53 @@ def test_each_table2_comparison_is_counted_once_seeded_at_n2d2_and_the_other_set
     assert unseeded.claim.startswith("Table 2 (N2D2, N3D3): ")
     only = P.ndigit_verdict(dict(table=_rows(paper), settings=((2, 2),), seeds=_seeds([92.0, 92.5, 93.0], PN3)))
     assert GAP not in _by(only) and SEEDED_GAP in _by(only) and len(only.counted) == 18
+
+
+def test_seed_accuracies_over_several_settings_average_each_seed_and_drop_a_seed_that_misses_one():
+    """The paper's MEAN column per seed: a seed's mean over the settings, kept only where it has all of them."""
+    def row(m, n, d, acc):
+        return dict(method=m, N=n, D=d, split="seen", condition="clean S / clean Q", acc=acc, se=0.1)
+
+    rows = [[row("SPE", 2, 3, 90.0), row("SPE", 3, 3, 80.0), row("PN", 2, 3, 70.0), row("PN", 3, 3, 60.0),
+             row("SPE", 2, 2, 99.0)],
+            [row("SPE", 2, 3, 92.0), row("SPE", 3, 3, 84.0), row("PN", 2, 3, 71.0)],  # its PN lacks N3D3
+            [row("SPE", 3, 3, 81.0)]]  # its SPE lacks N2D3
+    cell = ("seen", "clean S / clean Q")
+    assert P.seed_accuracies(rows, ((2, 3), (3, 3))) == {cell: {"SPE": [85.0, 88.0], "PN": [65.0]}}
+    stats = P.seed_stats(rows, ((2, 2), (2, 3), (3, 3)))
+    assert stats["seeds"] == {cell: {"SPE": [99.0]}} and stats["pooled_seeds"][cell]["SPE"] == [85.0, 88.0]
+    assert P.seed_stats(rows, ((2, 2),)) == {"seeds": {cell: {"SPE": [99.0]}}, "pooled_seeds": {}}
+
+
+POOLED = ((2, 3), (3, 2), (3, 3))
+
+
+def _pooled_seeds(spe, pn, cell=("seen", "corrupt S / clean Q")):
+    return {cell: {"SPE": list(spe), "PN": list(pn)}}
+
+
+@pytest.mark.parametrize("spe, pn, outcome", [
+    ([88.0, 87.5, 88.5], [75.0, 74.0, 76.0], "matched"),  # +13.0 over 3 seeds, the paper's mean gap +12.6
+    ([75.0, 74.5, 75.5], [75.0, 74.0, 76.0], "not matched"),  # no gap: a null result
+])
+def test_the_pooled_settings_are_decided_over_the_seeds_held_at_every_one_of_them(spe, pn, outcome):
+    """Two or more seeds at every pooled setting turn the pooled rows from one trained model per setting into a
+    t interval over the seeds' means; one seed leaves them on the episodes (never matched)."""
+    settings = ((2, 2),) + POOLED
+    stats = dict(table=_rows(paper, settings=settings), settings=settings, seeds=_seeds([92.0, 92.5, 93.0], PN3),
+                 pooled_seeds=_pooled_seeds(spe, pn), seed_source="3 seeds: 3 from the ledger")
+    v = P.ndigit_verdict(stats)
+    c = _by(v)[GAP]
+    assert c.outcome == outcome and c.noise == SEEDS and c.claim.startswith("Table 2 (N2D3, N3D2, N3D3, over trained")
+    assert "3 runs" in c.ours and "seed-to-seed spread of the mean over N2D3, N3D2, N3D3" in c.ours
+    assert c.paper == "SPE 86.1 vs PN 73.5 (+12.6)"
+    se = math.sqrt(np.var(spe, ddof=1) / 3 + np.var(pn, ddof=1) / 3)
+    mean = np.mean(spe) - np.mean(pn)
+    assert c.interval == pytest.approx((mean - 4.302653 * se, mean + 4.302653 * se))
+    assert _by(v)["gap pooled unseen corrupt S / clean Q"].noise == EVALUATION  # no seeds for that cell
+    assert any("3 seeds: 3 from the ledger" in n for n in v.notes)
+    one = _by(P.ndigit_verdict(dict(stats, pooled_seeds=_pooled_seeds(spe[:1], pn))))[GAP]
+    assert one.noise == EVALUATION and one.why.startswith(ONE_MODEL)
 
 
 def test_a_pooled_row_needs_every_setting_it_pools_and_a_nan_accuracy_reads_as_no_interval():

@@ -1,4 +1,6 @@
 """Tests of hedgekit.papers.spe.experiments: the model grids of notebooks 06-07."""
+import dataclasses
+
 import hedgekit.papers.spe.experiments as X
 from hedgekit import zoo
 from hedgekit.zoo import store
@@ -27,7 +29,7 @@ def test_fig4_replicates_every_point_five_times_in_full_mode_and_once_in_fast_mo
     fast = X.fig4_specs(True, seed=2)
     assert len(fast) == 2 * len(X.FAST_FIG4_SAMPLES) and {s.seed for s in fast} == {2}
     assert all(s.preset == "fast" for s in fast) and all(s.preset == "paper" for s in full)
-    seeds = 2 * 2  # then seeds 1 and 2 of Table 2's N = 2, D = 2 PN and SPE (`table2_seed_specs`)
+    seeds = 2 * 2 * 4  # then seeds 1 and 2 of Table 2's PN and SPE at its four settings (`table2_seeds_by_setting`)
     assert X.notebook_specs("07", False)[-len(full) - seeds:-seeds] == X.fig4_specs(False)
 
 
@@ -88,6 +90,45 @@ def test_headline_seeds_retrain_table2s_n2_d2_pn_and_spe_with_seeds_0_to_2_in_fu
     assert X.table2_seed_specs(True) == {}
     names = [s.name for s in X.notebook_specs("07", False)]
     assert {s.name for group in seeded.values() for s in group} <= set(names) and len(names) == len(set(names))
+
+
+def test_every_table2_setting_has_seeds_0_to_2_of_its_pn_and_spe_and_notebook_07_lists_them():
+    by = X.table2_seeds_by_setting(False)
+    assert list(by) == list(X.table2_specs(False)) and X.table2_seeds_by_setting(True) == {}
+    for nd, models in by.items():
+        own = X.table2_specs(False)[nd]
+        for label in ("PN", "SPE"):
+            assert [s.seed for s in models[label]] == [0, 1, 2] and models[label][0] == own[label]
+            assert all(s == dataclasses.replace(own[label], seed=s.seed) for s in models[label])  # same recipe
+    assert X.table2_seed_specs(False) == by[(2, 2)]
+    names = {s.name for models in by.values() for group in models.values() for s in group}
+    assert names <= {s.name for s in X.notebook_specs("07", False)}
+
+
+def test_table2_seed_rows_take_the_tables_own_rows_for_seed_0_and_train_only_n2d2s_missing_seeds():
+    """Seed 0 is the table's own pair (its rows as evaluated, nothing measured again); another seed's cells come
+    from ``measures``, which may train at N = 2, D = 2 only; a seed not held at another setting is named."""
+    own = X.table2_specs(False)
+    table_rows = [dict(method=m, N=n, D=d, split="seen", condition="clean S / clean Q", acc=80.0 + n + d, se=0.5)
+                  for (n, d) in own for m in ("PN", "SPE", "HIB (PN rule)")]
+    asked = []
+
+    def measures(spec, train):
+        asked.append((spec.name, train))
+        if (spec.n_digits, spec.dim) == (3, 3) and spec.seed == 2:
+            return None  # neither here nor in the ledger
+        return {"seen: clean S / clean Q": 50.0 + spec.seed, "seen: clean S / clean Q (se)": 0.4, "episodes": 1000,
+                "source": "ledger", "device": "cpu", "date": "2026-11-29"}
+
+    by_seed, missing, source = X.table2_seed_rows(own, table_rows, measures)
+    assert len(by_seed) == 3 and sorted(by_seed[0], key=str) == sorted(
+        [r for r in table_rows if r["method"] in ("PN", "SPE")], key=str)
+    assert all(train == name.startswith(("pn-n2-d2", "spe-n2-d2")) for name, train in asked) and len(asked) == 16
+    assert missing == ["pn-n3-d3-paper12000-s2", "spe-n3-d3-intersection1-veps-paper12000-s2"]
+    assert len(by_seed[1]) == 8 and len(by_seed[2]) == 6  # 4 settings x 2 methods, less N3D3's at seed 2
+    assert {(r["N"], r["D"], r["acc"], r["se"], r["episodes"]) for r in by_seed[1]} == {
+        (n, d, 51.0, 0.4, 1000) for n, d in own}
+    assert source == "14 seeds: 14 from the ledger (trained on cpu, recorded 2026-11-29)"
 
 
 def _contracted_splits(scale=0.6, seed=0):

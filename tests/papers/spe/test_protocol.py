@@ -97,6 +97,8 @@ def test_table2_cells_are_evaluate_table2s_rows_under_the_full_protocol_and_read
     assert cells["seen: clean S / clean Q"] == 100.0 and cells["seen: corrupt S / clean Q (se)"] == 0.0
     rows = Z.evaluate_table2({"SPE": (model, SPE(8, 2))}, sets, n_episodes=5, n=2, d=2, seed=0)
     assert Z.table2_cell_rows("SPE", cells) == rows and len(rows) == 6
+    read = {**cells, "source": "ledger", "device": "cpu", "date": "2026-11-29"}  # as `Session.measures` gives it
+    assert Z.table2_cell_rows("SPE", read) == rows
     pn = Z.table2_cells(model, None)  # the PN rule where the model has no head
     assert Z.table2_cell_rows("PN", pn) == Z.evaluate_table2({"PN": (model, None)}, sets, 5, 2, 2)
 
