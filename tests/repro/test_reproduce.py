@@ -239,9 +239,9 @@ def test_main_lists(capsys):
     assert "hib-n2-d2-c2-beta0.0001-paper-s0             shipped" in out and "-n3-d4-" not in out
     assert cli.main(["reproduce", "--list-models", "--only", "04"]) == 0  # full mode: Table 4's models, to train first
     out = [line.split()[1] for line in capsys.readouterr().out.splitlines()[1:-1]]
-    assert len(out) == 15 + 12 and out[12:15] == ["point-n3-d4-paper-s0", "hib-n3-d4-c1-beta0.0001-k8-paper-s0",
+    assert len(out) == 15 + 30 and out[12:15] == ["point-n3-d4-paper-s0", "hib-n3-d4-c1-beta0.0001-k8-paper-s0",
                                                   "hib-n3-d4-c2-beta0.0001-k8-paper-s0"]
-    assert out[-1] == "hib-n3-d3-c1-beta0.0001-k8-paper18000-s2"  # then the headline seeds
+    assert out[-1] == "hib-n3-d4-c2-beta0.0001-k8-paper-s2"  # then the seeds of every model, Table 4's last
     assert cli.main(["reproduce", "--list-models", "--only", "spe"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].split() == ["notebook", "checkpoint", "status"]
@@ -265,8 +265,8 @@ def test_all_specs_are_consistent():
     shipped = set(shipped_names())  # FAST mode loads a figure's shipped `paper` models (`zoo.shipped_or_fast`)
     assert all(s.preset == "fast" or s.name in shipped for s in fast) and all(s.preset == "paper" for s in full)
     assert len({s.name for s in full}) == len(full) and len(full) > len(fast)
-    assert len(X.notebook_specs("04", False)) == 12 + 3 + 12 and X.notebook_specs("01", False) == []  # + Table 4,
-    # + 2 more seeds of point and MoG-1 at the three headline settings
+    assert len(X.notebook_specs("04", False)) == 12 + 3 + 30 and X.notebook_specs("01", False) == []  # + Table 4,
+    # + 2 more seeds of point, MoG-1 and MoG-2 at the four settings of Table 1 and Table 4's
     assert [s.seed for s in X.number_line_specs(False)["hib_d1"]] == [0, 1, 2, 3]
 
 
