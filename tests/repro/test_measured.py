@@ -41,7 +41,7 @@ def _checkpoint(tmp_path, spec, metrics=None):
 
 
 def test_the_catalog_names_notebook_03s_number_line_and_notebook_07s_table_2_cells_for_their_seed_models(monkeypatch):
-    """Each paper's groups for its own specs, each group calling its measure (stand-ins here, with the model and
+    """Each paper's groups for its own specs (notebook 04's plurality KNN too), each group calling its measure (stand-ins here, with the model and
     the head its checkpoint's metadata records); every other spec has none."""
     from hedgekit.papers import hib, spe
 
@@ -61,8 +61,15 @@ def test_the_catalog_names_notebook_03s_number_line_and_notebook_07s_table_2_cel
                 model = SimpleNamespace(name="m", config={"n_digits": n})
                 assert list(groups) == ["table2_cells"]
                 assert groups["table2_cells"](model, meta) == {"cells of": ("m", n, label)}
+    monkeypatch.setattr(hib.experiments, "plurality_measures", lambda model: {"votes of": model})
+    for (n, d, label), specs in hib.experiments.table1_seed_specs(False).items():
+        for spec in specs:  # App. G's plurality KNN of Table 1's point and MoG-1 models, at every seed
+            groups = catalog.model_measures(spec)
+            wanted = (n, d) in hib.experiments.TABLE1_SETTINGS and label in ("point", "MoG-1")
+            assert list(groups) == (["plurality"] if wanted else [])
+            assert not wanted or groups["plurality"]("m", {}) == {"votes of": "m"}
     table2 = spe.experiments.table2_specs(False)[(2, 3)]
-    others = lines["d2"] + [table2["HIB"], table2["point"], Spec(kind="hib", preset="paper")]
+    others = [table2["HIB"], Spec(kind="hib", components=2, preset="paper"), Spec(kind="point", dim=2, preset="fast")]
     assert all(catalog.model_measures(spec) == {} for spec in others)
 
 

@@ -770,7 +770,8 @@ def test_record_cached_writes_the_held_checkpoints_measures_once_and_says_what_i
                                                                                         capsys):
     from hedgekit.zoo import Spec, ledger
 
-    specs = [Spec(kind="point", preset="paper"), Spec(kind="hib", preset="paper", seed=9)]  # shipped; absent
+    specs = [Spec(kind="hib", components=2, preset="paper"), Spec(kind="hib", components=2, preset="paper", seed=9)]
+    # shipped; absent (a MoG-2: no group beyond its trainer's)
     monkeypatch.setattr(R, "notebook_models", lambda only, fast: [("04_x.ipynb", s) for s in specs])
     assert cli.main(["reproduce", "--record-cached", "--only", "04"]) == 0
     out = capsys.readouterr().out.splitlines()

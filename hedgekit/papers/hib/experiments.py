@@ -73,7 +73,7 @@ __all__ = ["SWEEP_DIVISOR", "FIG12_BETAS", "FAST_BETAS", "TABLE5_BETAS", "FIG6_M
            "table1_training", "sweep", "table1_settings",
            "table1_specs", "table4_specs", "SEEDED_SETTINGS", "HEADLINE_SEEDS", "table1_seed_specs", "embedding_specs",
            "number_line_specs", "NUMBER_LINE_SPLITS", "number_line_centroids", "number_line_measures",
-           "model_measures", "beta_specs", "table5_specs", "margin_specs", "notebook_specs", "all_specs",
+           "plurality_measures", "model_measures", "beta_specs", "table5_specs", "margin_specs", "notebook_specs", "all_specs",
            "recorded_table1", "recorded_meta", "seed_metas", "recorded_seeds", "recorded_table1_seeds",
            "table5_seed_specs"]
 
@@ -259,14 +259,33 @@ def number_line_measures(model) -> dict:
     return number_line_stats(cent, ids)
 
 
+def plurality_measures(model) -> dict:
+    """App. G's numbers of the trained model ``model`` on every image of its seen-class test split, from one
+    evaluation of `hedgekit.papers.hib.protocol.evaluate_repeated` (seed 0, as notebook 04's own evaluation):
+    plurality-vote KNN accuracy for each (gallery, probe) of Table 6, ``knnp_<gallery>_<probe>``, and the Kendall τ
+    of η against it, Table 7's ``tau_knnp_<gallery>_<probe>`` (NaN for a point model). The ledger keeps them as
+    the group ``plurality`` (`model_measures`), over which notebook 04 decides Tables 6 and 7 across seeds."""
+    from hedgekit.data import load_ndigit
+    from hedgekit.papers.hib.protocol import evaluate_repeated  # scipy, scikit-learn: not in a first cell
+
+    ev = evaluate_repeated(model, load_ndigit(model.config["n_digits"], "test_seen"), "seed", repeats=1, seed=0)
+    return {key: ev.mean(key) for key in ev.values if key.startswith(("knnp_", "tau_knnp_"))}
+
+
 def model_measures(spec: Spec) -> dict:
     """The measures a notebook takes from the trained model ``spec`` beyond those its trainer records (group ->
     function of the model and its checkpoint's metadata, returning name -> number), which ``reproduce
     --train-missing`` records in the ledger as each model ends and ``reproduce --record-cached`` for the
     checkpoints already here (`hedgekit.repro.measured`): the number line's (`number_line_measures`) for the D = 1
-    point and HIB models of 2-digit MNIST (notebook 03's App. D)."""
+    point and HIB models of 2-digit MNIST (notebook 03's App. D), and App. G's plurality KNN
+    (`plurality_measures`) for Table 1's point and MoG-1 models at every seed of `table1_seed_specs` (notebook 04's
+    Tables 6 and 7)."""
     if spec.kind in ("point", "hib") and spec.dim == 1 and spec.n_digits == 2 and spec.data == "ndigit":
         return {"number_line": lambda model, _meta: number_line_measures(model)}
+    plural = {specs[0].name for (n, d, label), specs in table1_seed_specs(False).items()
+              if (n, d) in TABLE1_SETTINGS and label in ("point", "MoG-1")}
+    if spec.kind in ("point", "hib") and replace(spec, seed=0).name in plural:
+        return {"plurality": lambda model, _meta: plurality_measures(model)}
     return {}
 
 
@@ -397,7 +416,7 @@ def seed_metas(seed_specs: Mapping[tuple, Sequence[Spec]], meta=None) -> tuple[d
     return out, missing
 
 
-def recorded_seeds(seed_specs: Mapping[tuple, Sequence[Spec]], meta=None) -> tuple[dict, list[str]]:
+def recorded_seeds(seed_specs: Mapping[tuple, Sequence[Spec]], meta=None, measures=None) -> tuple[dict, list[str]]:
     """The seeds of ``seed_specs`` (`seed_metas`) as recorded at training time (no re-evaluation), in the form the
     verdicts take as ``seeds=`` (`hedgekit.papers.hib.claims.known_unknowns_verdict`, ``kl_margin_verdict``).
 
@@ -408,19 +427,28 @@ def recorded_seeds(seed_specs: Mapping[tuple, Sequence[Spec]], meta=None) -> tup
     is on this machine, else the ledger's record of it (`recorded_meta`); a notebook's
     `hedgekit.repro.session.Session.meta` trains a missing seed and lists its checkpoint in the run's header (then
     ``missing`` is empty); `~hedgekit.repro.session.Session.cached_meta` lists the cached ones and the ledger's and
-    trains none. `hedgekit.zoo.ledger.seed_sources` says where a row's seeds came from."""
+    trains none. `hedgekit.zoo.ledger.seed_sources` says where a row's seeds came from.
+
+    Each seed's measures of the groups `model_measures` names for it (e.g. ``plurality``) join its metrics where
+    ``measures(spec, group)`` gives them (name -> number, or None): by default the ledger's record of the group; a
+    notebook's `~hedgekit.repro.session.Session.measures` measures a checkpoint that is here."""
     from hedgekit.papers.hib.protocol import RepeatedEvaluation  # scipy, scikit-learn: 2.2 s of a first cell
 
     metas, missing = seed_metas(seed_specs, meta)
+    read = measures or (lambda spec, group: ledger.measures(spec.name, group))
     out = {}
     for key, pairs in metas.items():
         source = ledger.seed_sources(m for _, m in pairs)  # the verdict's rows say where their seeds came from
-        out[key] = [replace(RepeatedEvaluation.from_metrics(spec.label, spec.n_digits, spec.dim, m["metrics"],
-                                                            int(m.get("eval_images", 0))), source=source)
-                    for spec, m in pairs]
+        out[key] = []
+        for spec, m in pairs:
+            metrics = dict(m["metrics"])
+            for group in model_measures(spec):
+                metrics.update({k: v for k, v in (read(spec, group) or {}).items() if isinstance(v, (int, float))})
+            out[key].append(replace(RepeatedEvaluation.from_metrics(spec.label, spec.n_digits, spec.dim, metrics,
+                                                                    int(m.get("eval_images", 0))), source=source))
     return out, missing
 
 
-def recorded_table1_seeds(seeds: int = HEADLINE_SEEDS, meta=None) -> tuple[dict, list[str]]:
+def recorded_table1_seeds(seeds: int = HEADLINE_SEEDS, meta=None, measures=None) -> tuple[dict, list[str]]:
     """`recorded_seeds` of Table 1's seeds (`table1_seed_specs`): (N, D, label) -> one evaluation per seed."""
-    return recorded_seeds(table1_seed_specs(False, seeds), meta)
+    return recorded_seeds(table1_seed_specs(False, seeds), meta, measures)

@@ -415,9 +415,29 @@ def test_tau_rows_have_an_interval_and_a_collapsed_model_is_not_matched_on_seeds
 def test_app_g_sanity_checks_are_listed_apart_and_table7_is_decided_on_its_gap():
     v = known_unknowns_verdict({(2, 2, "MoG-1"): _res("MoG-1", 2, 2)})
     assert {c.row_id for c in v.checks} == {"g.N2D2.plurality", "g.N2D2.probe"} and v.counts == (0, 0, 3)
-    assert {c.row_id for c in v.counted} == {"t7.N2D2", "table2.N2D2.MoG-1.tau.repeats", "table1.absolute.repeats"}
-    t7 = _by_id(v)["t7.N2D2"]  # 0.9 - max(0.7, 0.4) = +0.20 inside [0.115, 0.46], but one trained model
+    assert {c.row_id for c in v.counted} == {"t7.N2D2.repeats", "table2.N2D2.MoG-1.tau.repeats",
+                                             "table1.absolute.repeats"}
+    t7 = _by_id(v)["t7.N2D2.repeats"]  # 0.9 - max(0.7, 0.4) = +0.20 inside [0.115, 0.46], but one trained model
     assert t7.paper == "0.71, 0.94, 0.46 (+0.23)" and t7.outcome == "inconclusive" and "lies inside" in t7.why
+
+
+def test_tables_6_and_7_are_decided_over_seeds_whose_evaluations_carry_plurality_knn():
+    """Seeds that hold App. G's plurality measures (the ledger's ``plurality`` group joined to their metrics)
+    decide Table 6's gaps and Table 7's τ gap on the seed-to-seed spread; the one model's twins step aside."""
+    res = {(2, 2, label): _res(label, 2, 2) for label in ("point", "MoG-1")}
+    t6 = HN.HIB_TABLE6[(2, 2)]
+    seeds = {(2, 2, "point"): _seeds(2, 2, "point", knnp_clean_corrupt=[0.435, 0.440, 0.430],
+                                     knnp_corrupt_clean=[0.76, 0.765, 0.755]),
+             (2, 2, "MoG-1"): _seeds(2, 2, "MoG-1", knnp_clean_corrupt=[0.50, 0.505, 0.495],
+                                     knnp_corrupt_clean=[0.815, 0.82, 0.81], tau_knnp_clean_clean=[0.7, 0.71, 0.69],
+                                     tau_knnp_clean_corrupt=[0.93, 0.94, 0.92], tau_knnp_corrupt_clean=[0.45] * 3)}
+    by = _by_id(known_unknowns_verdict(res, seeds=seeds))
+    probe = by["t6.N2D2.clean_corrupt.seeds"]  # +0.065 against the paper's 0.499 - 0.435 = +0.064
+    assert probe.noise == SEEDS and probe.outcome == "matched" and "3 runs" in probe.ours
+    assert t6["MoG-1"][("clean", "corrupt")] - t6["point"][("clean", "corrupt")] == pytest.approx(0.064)
+    t7 = by["t7.N2D2.seeds"]  # 0.93 - 0.70 = +0.23 per seed: the paper's +0.23
+    assert t7.noise == SEEDS and t7.outcome == "matched" and t7.interval == pytest.approx((0.23, 0.23), abs=0.03)
+    assert "t7.N2D2.repeats" not in by and "t6.N2D2.clean_corrupt.repeats" not in by
 
 
 # ------------------------------------------------------------------ 01, 02, 05 through the notebooks' functions

@@ -309,3 +309,49 @@ def test_the_number_line_refuses_a_model_that_is_not_1d():
     model.config = {"dim": 2}
     with pytest.raises(InputError, match="needs a D = 1 model; got D = 2"):
         X.number_line_centroids(model, [])
+
+
+def test_plurality_measures_are_app_gs_cells_of_the_whole_seen_test_split_with_their_sides(monkeypatch):
+    """Each (gallery, probe) cell is `retrieval.knn`'s plurality vote with the corrupt side where the cell says
+    (whose own oracles are in tests/evaluation), with a τ per cell; the seen test split is loaded whole."""
+    import torch
+
+    import hedgekit.data
+    from hedgekit.evaluation.embedded import embed_set
+    from hedgekit.evaluation.retrieval import knn
+    from hedgekit.nets import build_model
+
+    from tests.papers.hib.test_protocol import _tiny_set
+
+    torch.manual_seed(0)
+    model = build_model("hib", 2, 2).eval()
+    ds = _tiny_set(n_per=10)
+    loaded = []
+    monkeypatch.setattr(hedgekit.data, "load_ndigit", lambda n, split: loaded.append((n, split)) or ds)
+    got = X.plurality_measures(model)
+    assert loaded == [(2, "test_seen")]
+    cells = (("clean", "clean"), ("clean", "corrupt"), ("corrupt", "clean"))
+    assert sorted(got) == sorted(f"{p}knnp_{g}_{q}" for p in ("", "tau_") for g, q in cells)
+    es = embed_set(model, ds)
+    accs = {(g, q): knn(es, q == "corrupt", g == "corrupt", vote="plurality")["acc"] for g, q in cells}
+    assert len(set(accs.values())) > 1  # the sides matter on this set
+    for (g, q), acc in accs.items():
+        assert got[f"knnp_{g}_{q}"] == pytest.approx(acc) and -1.0 <= got[f"tau_knnp_{g}_{q}"] <= 1.0
+
+
+def test_recorded_seeds_join_the_ledgers_plurality_group_to_a_seeds_metrics(tmp_ledger, tmp_path, monkeypatch):
+    """A seed whose ``plurality`` group the ledger holds carries Table 6's numbers into the verdict's seeds; a
+    ``measures`` function (a notebook's Session.measures) is asked for each group instead where given."""
+    monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path / "data"))  # no cache: the shipped seed 0 and the ledger
+    s1 = X.table1_seed_specs(False)[(2, 2, "MoG-1")][1]
+    tmp_ledger(s1, {"knn_corrupt": 0.7, "ap_clean": 0.99, "eval_images": 10_000})
+    tmp_ledger(s1, {"knnp_clean_corrupt": 0.51, "tau_knnp_clean_corrupt": 0.9}, group="plurality")
+    seeds, _ = X.recorded_table1_seeds()
+    one = seeds[(2, 2, "MoG-1")][1]
+    assert one.mean("knnp_clean_corrupt") == 0.51 and one.mean("tau_knnp_clean_corrupt") == 0.9
+    assert one.mean("knn_corrupt") == 0.7
+    asked = []
+    seeds, _ = X.recorded_table1_seeds(measures=lambda spec, group: asked.append((spec.name, group)) or
+                                       {"knnp_clean_corrupt": 0.6, "source": "ledger"})
+    assert (s1.name, "plurality") in asked and seeds[(2, 2, "MoG-1")][1].mean("knnp_clean_corrupt") == 0.6
+    assert not any(name.startswith("hib-n2-d2-c2") for name, _ in asked)  # MoG-2 has no such group
