@@ -537,7 +537,8 @@ def _cmd(a) -> int:
 
         register_url_runs(recipe)  # the ledger's URL records rebuild as URL runs, which the URL paper defines
         models = None if a.only is None else {spec.name for _, spec in notebook_models(a.only, a.fast)}
-        return audit(a.audit, a.audit_seed, device=str(resolve_device(a.device)), models=models)
+        return audit(a.audit, a.audit_seed, device=str(resolve_device(a.device)), models=models,
+                     only=",".join(a.only or ()))
     if a.record_cached:
         specs = [spec for _, spec in notebook_models(a.only, a.fast)]
         written, passed = record_cached(specs)

@@ -7,6 +7,7 @@ import math
 import pytest
 
 from hedgekit import cli
+from hedgekit.errors import InputError
 from hedgekit.repro.audit import prediction_interval
 from hedgekit.zoo import Spec
 
@@ -85,3 +86,28 @@ def test_only_draws_among_the_selected_notebooks_models(retrain, capsys):
     assert cli.main(["reproduce", "--audit", "1", "--audit-seed", "3", "--only", "08"]) == 2
     assert "holds no record that retraining can re-measure" in capsys.readouterr().err
     assert cli.main(["reproduce", "--audit", "1", "--audit-seed", "3"]) == 0
+
+
+def test_each_audit_is_kept_in_the_ledgers_audit_log_and_listed_for_docs_results(retrain, tmp_ledger, capsys):
+    from hedgekit.repro.audit import AUDIT_LOG, audit_log, audit_section
+
+    retrain(knn=0.83)
+    assert audit_log() == [] and audit_section([])[-1] == "No audit is recorded yet."
+    assert cli.main(["reproduce", "--audit", "1", "--audit-seed", "7"]) == 0
+    assert f"[audit] recorded in {tmp_ledger.folder / AUDIT_LOG}" in capsys.readouterr().out
+    retrain(knn=5.0)
+    assert cli.main(["reproduce", "--audit", "2", "--audit-seed", "1"]) == 1
+    first, second = audit_log()
+    assert (first["asked"], first["seed"], first["device"], first["judged"], first["outside"]) == (1, 7, "cpu", 2, 0)
+    assert len(first["drawn"]) == 1 and {r["measure"] for r in first["rows"]} == {"knn_corrupt", "eval_images",
+                                                                                  "tau_knn_corrupt"}
+    row = next(r for r in first["rows"] if r["measure"] == "knn_corrupt")
+    assert (row["n"], row["retrained"], row["inside"]) == (2, "0.83", "yes") and first["date"] and first["torch"]
+    assert (second["asked"], second["outside"], len(second["drawn"])) == (2, 2, 2)
+    table = audit_section(audit_log())
+    assert table[-2].startswith(f"| {first['date']} | `reproduce --audit 1 --audit-seed 7` | cpu | {first['drawn'][0]} "
+                                f"| 2 | 0 | 1 |")
+    assert table[-1].endswith("| 4 | 2 | 2 |")
+    (tmp_ledger.folder / AUDIT_LOG).write_text("{not json\n")
+    with pytest.raises(InputError, match="is not JSON Lines"):
+        audit_log()

@@ -40,6 +40,15 @@ def test_docs_results_is_what_the_command_writes(generated):
     assert R.results_path().read_text() == generated, "docs/results.md is stale: run `python -m hedgekit results`"
 
 
+def test_docs_results_ends_with_the_ledgers_audits_as_recorded(generated):
+    from hedgekit.repro.audit import audit_log, audit_section
+
+    section = "\n".join(audit_section(audit_log(R.COMMITTED_LEDGER)))  # the committed ledger's, not the tests'
+    assert "708653494" in section  # the first audit (docs/ledger.md)
+    assert generated.rstrip().endswith(section) and section.startswith("## Audits of the ledger")
+    assert R.render([], audits=["## Audits", "x"]).rstrip().endswith("## Audits\nx")
+
+
 def test_cli_check_and_write(tmp_path, capsys):
     from hedgekit.cli import main
 
