@@ -73,8 +73,8 @@ __all__ = ["SWEEP_DIVISOR", "FIG12_BETAS", "FAST_BETAS", "TABLE5_BETAS", "FIG6_M
            "table1_training", "sweep", "table1_settings",
            "table1_specs", "table4_specs", "SEEDED_SETTINGS", "HEADLINE_SEEDS", "table1_seed_specs", "embedding_specs",
            "number_line_specs", "NUMBER_LINE_SPLITS", "number_line_centroids", "number_line_measures",
-           "plurality_measures", "model_measures", "beta_specs", "table5_specs", "margin_specs", "notebook_specs", "all_specs",
-           "recorded_table1", "recorded_meta", "seed_metas", "recorded_seeds", "recorded_table1_seeds",
+           "plurality_measures", "model_measures", "beta_specs", "table5_specs", "margin_specs", "notebook_specs",
+           "all_specs", "recorded_table1", "recorded_meta", "seed_metas", "recorded_seeds", "recorded_table1_seeds",
            "table5_seed_specs"]
 
 FIG12_BETAS = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2)  # HIB App. E, Figure 12
