@@ -218,22 +218,23 @@ def tiny_ndigit():
 @pytest.fixture
 def tmp_ledger(tmp_path, monkeypatch):
     """A ledger of the test's own (``HEDGEKIT_LEDGER`` = tmp_path/ledger) and ``add(spec, measures, device="cpu",
-    group=None, train_seconds=12.5)``, which records ``measures`` of the model ``spec`` there as its checkpoint's group (``table1`` for
-    point / hib, `hedgekit.zoo.ledger.CHECKPOINT_GROUPS`) unless ``group`` says another, from a stand-in checkpoint
-    file (its bytes name the model and the measures), and returns the record; ``add.folder`` is the ledger's folder."""
+    group=None, train_seconds=12.5, job_seconds=None)``, which records ``measures`` of the model ``spec`` there as
+    its checkpoint's group (``table1`` for point / hib, `hedgekit.zoo.ledger.CHECKPOINT_GROUPS`) unless ``group``
+    says another, from a stand-in checkpoint file (its bytes name the model and the measures), with ``job_seconds``
+    where given, and returns the record; ``add.folder`` is the ledger's folder."""
     from hedgekit.zoo import ledger
 
     folder = tmp_path / "ledger"
     monkeypatch.setenv("HEDGEKIT_LEDGER", str(folder))
 
-    def add(spec, measures, device="cpu", group=None, train_seconds=12.5):
+    def add(spec, measures, device="cpu", group=None, train_seconds=12.5, job_seconds=None):
         checkpoint = tmp_path / "recorded" / f"{spec.name}.pt"  # not in a cache: HEDGEKIT_DATA may be tmp_path
         checkpoint.parent.mkdir(exist_ok=True)
         checkpoint.write_bytes(repr((spec.name, sorted(measures.items()))).encode())
         meta = {"device": device, "train_seconds": train_seconds, "versions": {"torch": "2.13.0+cpu", "hedgekit": "0.1.0"},
                 "data": {"fingerprint": "20f6a746239647d1"}, "train_config": {"precision": "float32"}}
-        return ledger.record_measures(spec, group or ledger.CHECKPOINT_GROUPS[spec.family], measures, meta,
-                                      checkpoint)
+        record = ledger.build_record(spec, group or ledger.CHECKPOINT_GROUPS[spec.family], measures, meta, checkpoint)
+        return ledger.append(record if job_seconds is None else {**record, "job_seconds": job_seconds})
 
     add.folder = folder
     return add

@@ -12,12 +12,14 @@ seeds, what a claim needs to see the retraining spread), then "5", then "more". 
 then "more"; within a tier the cheapest estimated minutes first (`estimated_seconds`), ties by spec name and seed.
 ``reproduce --train-missing --budget MINUTES`` trains in this order (`hedgekit.repro.pool.train_missing`).
 
-The estimate learns from the ledger (`estimated_seconds`): a record keeps its model's wall seconds of training, so
-a spec trained before at another seed is expected to take what it took (the median), and a spec never trained is
-expected to take the method record's figure (`hedgekit.interactive.models.expected_train_seconds`) times how far
-that figure has been from the ledger's times for the same kind of model. The figures alone were measured once, on
-an idle core; the ledger's times were taken where the kit is filled, 2-core machines training beside other work
-(docs/speed.md), which is what a budget has to plan for.
+The estimate learns from the ledger (`estimated_seconds`): a record keeps its model's wall seconds, so a spec
+trained before at another seed is expected to take what it took (the median), and a spec never trained is expected
+to take the method record's figure (`hedgekit.interactive.models.expected_train_seconds`) times how far that figure
+has been from the ledger's times for the same kind of model. The figures alone were measured once, on an idle core;
+the ledger's times were taken where the kit is filled, 2-core machines training beside other work (docs/speed.md),
+which is what a budget has to plan for. A budget spends a job's wall time, training and measuring
+(``job_seconds``); a record from before that field keeps only its training time (``train_seconds``), which is
+scaled by the median job / training ratio of the records of the same kind that hold both (1 while none does).
 """
 from __future__ import annotations
 
@@ -37,20 +39,24 @@ TIERS = (("3", 3), ("5", 5), ("more", None))  # (label, the seeds a spec has up 
 
 
 def estimated_seconds(spec, device: str = "cpu", folder=None) -> float:
-    """Wall seconds that training ``spec`` on ``device`` is expected to take, from the ledger's records on that
-    device (``folder``: `hedgekit.zoo.ledger.ledger_dir` by default) of the file of its paper: the median time of
-    the records of the same spec at any seed; else the static figure (`models.expected_train_seconds`) times the
-    median of time / static figure over the records of the same kind, preset and recipe (failing that, kind and
-    preset); else the static figure. Records of any code key count: what a recipe costs to train does not depend on
-    what it measured."""
+    """Wall seconds that training and measuring ``spec`` on ``device`` is expected to take, from the ledger's records
+    on that device (``folder``: `hedgekit.zoo.ledger.ledger_dir` by default) of the file of its paper, each timed
+    by `_job_seconds`: the median time of the records of the same spec at any seed; else the static figure
+    (`models.expected_train_seconds`) times the median of time / static figure over the records of the same kind,
+    preset and recipe (failing that, kind and preset); else the static figure. Records of any code key count: what
+    a recipe costs to train does not depend on what it measured."""
     static = float(models.expected_train_seconds(spec))
     base = dataclasses.replace(spec, seed=0).name
+    held = [r for r in ledger.records(ledger.paper_of(spec), folder) if r.get("device") == device
+            and isinstance(r.get("train_seconds"), (int, float)) and r["train_seconds"] > 0]
+    overhead: dict[str, list[float]] = {}  # kind -> job / training seconds of the records that hold both
+    for r in held:
+        if isinstance(r.get("job_seconds"), (int, float)):
+            overhead.setdefault(r["spec"].get("kind"), []).append(r["job_seconds"] / r["train_seconds"])
     same, ratios = [], {}
-    for r in ledger.records(ledger.paper_of(spec), folder):
-        seconds = r.get("train_seconds")
-        if r.get("device") != device or not isinstance(seconds, (int, float)) or not seconds > 0:
-            continue
+    for r in held:
         seen = ledger.spec_of(r)
+        seconds = _job_seconds(r, overhead.get(seen.kind))
         if dataclasses.replace(seen, seed=0).name == base:
             same.append(seconds)
         elif seen.kind == spec.kind and seen.preset == spec.preset:
@@ -61,6 +67,14 @@ def estimated_seconds(spec, device: str = "cpu", folder=None) -> float:
         return float(statistics.median(same))
     ratio = ratios.get(spec.recipe_key) or ratios.get(None)
     return static * statistics.median(ratio) if ratio else static
+
+
+def _job_seconds(record, overhead: list[float] | None) -> float:
+    """``record``'s job seconds; for a record without them, its training seconds times the median of ``overhead``
+    (job / training seconds of the records of its kind that hold both; 1 while none does)."""
+    if isinstance(record.get("job_seconds"), (int, float)):
+        return float(record["job_seconds"])
+    return float(record["train_seconds"]) * (statistics.median(overhead) if overhead else 1.0)
 
 
 @dataclass(frozen=True)
@@ -109,5 +123,5 @@ def plan_lines(rows: Sequence[PlanRow]) -> list[str]:
     lines = [f"{'model':<46} {'tier':>4} {'est. min':>9} {'cumulative min':>15}"]
     lines += [f"{r.spec.name:<46} {r.tier:>4} {r.minutes:>9.1f} {r.cumulative:>15.1f}" for r in rows]
     lines.append(f"{len(rows)} missing models, ~{rows[-1].cumulative if rows else 0:.0f} min in all (one torch thread "
-                 "each; estimates from the ledger's training times where it has them)")
+                 "each; estimates from the ledger's times where it has them)")
     return lines

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["WORKER_MEMORY", "job_limit", "train_missing"]
 
-clock = time.monotonic  # the wall clock a budget is spent on (`train_missing`; tests replace it)
+clock = time.monotonic  # the wall clock a budget is spent on (`train_missing`, `_train_job`; tests replace it)
 
 WORKER_MEMORY = 3 * 2**30  # bytes one `train_missing` worker needs at its peak: measured, see `job_limit`
 MEMINFO = "/proc/meminfo"  # MemAvailable: what the kernel can give new processes without swapping
@@ -241,15 +241,18 @@ def _train_job(specs: Sequence[Spec], device: str = "cpu") -> list[dict]:
     seeds trained together: 1 alone) and ``records``, the ledger records of the measures its checkpoint holds
     (`hedgekit.zoo.ledger.build_record`) and of the groups the notebooks measure on it
     (`hedgekit.repro.measured.measure_records`), which the parent process writes (`_Tally.done`); ``unmeasured``
-    says why the latter are missing when measuring failed (the model stays trained and cached)."""
-    t0 = time.perf_counter()
+    says why the latter are missing when measuring failed (the model stays trained and cached). Each record of a
+    model trained now holds ``job_seconds``: its share of the job's training (all of it alone, an even share in a
+    seed set) and its own measuring, in wall seconds."""
+    t0 = clock()
     if len(specs) > 1:
         trained = train_seed_set(specs, device)
     else:
         trained = [zoo.load_or_train(specs[0], progress=False, device=device)]
-    seconds = time.perf_counter() - t0
+    seconds = clock() - t0
     out = []
     for spec, (model, meta) in zip(specs, trained):
+        t1 = clock()
         measured = ledger.checkpoint_measures(spec, meta)
         records = [ledger.build_record(spec, *measured, meta, meta["path"])] if measured and meta.get("path") else []
         unmeasured = ""
@@ -258,6 +261,8 @@ def _train_job(specs: Sequence[Spec], device: str = "cpu") -> list[dict]:
                 records += measure_records(spec, model, meta)
             except Exception as exc:  # any failure: reported with the model, which stays trained and cached
                 unmeasured = f"measuring it failed ({type(exc).__name__}: {exc}); `reproduce --record-cached` retries"
+            job_seconds = round(seconds / len(specs) + clock() - t1, 1)
+            records = [{**r, "job_seconds": job_seconds} for r in records]
         out.append({"name": spec.name, "seconds": seconds, "source": meta.get("source", ""),
                     "device": meta.get("device", device), "stacked": len(specs), "records": records,
                     "unmeasured": unmeasured})

@@ -29,6 +29,11 @@ group of measures:
 ``device``, ``precision``, ``torch``, ``hedgekit``, ``train_seconds``
     where, in which precision and with which versions the model trained, and for how long. A checkpoint that
     records no device predates that field, which the kit added before any of its models trained on a GPU: cpu.
+``job_seconds`` (optional)
+    the wall seconds of the whole job that trained and measured the model in ``reproduce --train-missing``
+    (training, its trainer's evaluation and the notebooks' measures; a stacked seed set's training shared evenly
+    among its seeds): what a budget spends (`hedgekit.repro.plan.estimated_seconds`). Records written before this
+    field, or by ``--record-cached``, have none.
 ``commit``, ``date``
     the commit checked out (``git rev-parse HEAD``; "" outside a git checkout) and the UTC date when the record
     was written: for a model recorded by ``reproduce --train-missing``, the day it finished training.
@@ -74,11 +79,11 @@ from hedgekit.zoo.specs import ModelSpec, Spec
 from hedgekit.zoo.store import find_checkpoint, is_stale, load_checkpoint, recorded_spec
 from hedgekit.zoo.url_runs import URLSpec
 
-__all__ = ["PAPERS", "GPU_TOLERANCE", "RETIRED_CODE_KEYS", "CHECKPOINT_GROUPS", "FIELDS", "LedgerConflict",
-           "ledger_dir", "paper_of", "ledger_path", "spec_fields", "spec_of", "code_key", "tolerance_for", "agree",
-           "append", "check", "build_record", "record_measures", "checkpoint_measures", "record_checkpoint", "record_table1",
-           "record_cached", "check_checkpoint", "records", "frame", "measures", "seeds_of", "held", "ledger_meta",
-           "seed_sources"]
+__all__ = ["PAPERS", "GPU_TOLERANCE", "RETIRED_CODE_KEYS", "CHECKPOINT_GROUPS", "FIELDS", "OPTIONAL_FIELDS",
+           "LedgerConflict", "ledger_dir", "paper_of", "ledger_path", "spec_fields", "spec_of", "code_key",
+           "tolerance_for", "agree", "append", "check", "build_record", "record_measures", "checkpoint_measures",
+           "record_checkpoint", "record_table1", "record_cached", "check_checkpoint", "records", "frame", "measures",
+           "seeds_of", "held", "ledger_meta", "seed_sources"]
 
 LEDGER_ENV = "HEDGEKIT_LEDGER"
 PAPERS = ("hib", "spe", "taha", "url")
@@ -102,6 +107,8 @@ FIELDS: dict[str, tuple[type, ...]] = {
     "data_fingerprint": (str,), "device": (str,), "precision": (str,), "torch": (str,), "hedgekit": (str,),
     "commit": (str,), "date": (str,), "train_seconds": (float, int), "checkpoint_sha256": (str,),
     "tolerance": (float, int)}
+# field -> its JSON types, for the fields a record may leave out
+OPTIONAL_FIELDS: dict[str, tuple[type, ...]] = {"job_seconds": (float, int)}
 
 
 class LedgerConflict(InputError):
@@ -324,11 +331,11 @@ def records(paper: str | None = None, folder: str | os.PathLike | None = None) -
 
 def frame(paper: str | None = None, folder: str | os.PathLike | None = None):
     """`records` as a pandas DataFrame, one row per record, one column per field (``measures`` and ``spec`` hold
-    dicts): what ``pandas.read_json(path, lines=True, dtype=False, convert_dates=False, precise_float=True)`` reads
-    from the files."""
+    dicts; an optional field, `OPTIONAL_FIELDS`, NaN where a record has none): what ``pandas.read_json(path,
+    lines=True, dtype=False, convert_dates=False, precise_float=True)`` reads from the files."""
     import pandas as pd
 
-    return pd.DataFrame(records(paper, folder), columns=sorted(FIELDS))
+    return pd.DataFrame(records(paper, folder), columns=sorted({**FIELDS, **OPTIONAL_FIELDS}))
 
 
 def held(spec: ModelSpec | URLSpec, group: str, folder: str | os.PathLike | None = None) -> dict | None:
@@ -420,18 +427,22 @@ def _floats(values: Mapping) -> dict:
 
 
 def _checked(record: dict, where: str) -> dict:
-    """``record`` if every field of `FIELDS` is there with its type, its measures are numbers or null and its spec
-    rebuilds it (`spec_of`); else InputError naming ``where``."""
+    """``record`` if every field of `FIELDS` is there with its type, no field beyond them and `OPTIONAL_FIELDS`,
+    each of those with its type, its measures are numbers or null and its spec rebuilds it (`spec_of`); else
+    InputError naming ``where``."""
     if not isinstance(record, dict):
         raise InputError(f"{where}: expected a JSON object (one ledger record), got {type(record).__name__}")
     missing = sorted(set(FIELDS) - set(record))
-    extra = sorted(set(record) - set(FIELDS))
+    extra = sorted(set(record) - set(FIELDS) - set(OPTIONAL_FIELDS))
     if missing or extra:
-        raise InputError(f"{where}: a ledger record has exactly the fields {', '.join(sorted(FIELDS))}"
+        raise InputError(f"{where}: a ledger record has the fields {', '.join(sorted(FIELDS))}, and may have "
+                         f"{', '.join(sorted(OPTIONAL_FIELDS))}"
                          + (f"; missing {', '.join(missing)}" if missing else "")
                          + (f"; unknown {', '.join(extra)}" if extra else ""))
-    wrong = [f"{k} ({type(record[k]).__name__}, expected {' or '.join(t.__name__ for t in FIELDS[k])})"
-             for k in sorted(FIELDS) if isinstance(record[k], bool) or not isinstance(record[k], FIELDS[k])]
+    types = {**FIELDS, **OPTIONAL_FIELDS}
+    wrong = [f"{k} ({type(record[k]).__name__}, expected {' or '.join(t.__name__ for t in types[k])})"
+             for k in sorted(set(types) & set(record))
+             if isinstance(record[k], bool) or not isinstance(record[k], types[k])]
     if wrong:
         raise InputError(f"{where}: wrong types: {', '.join(wrong)}")
     try:

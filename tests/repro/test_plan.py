@@ -142,6 +142,25 @@ def test_a_spec_never_trained_takes_its_figure_times_the_ledger_s_ratio_for_its_
     assert PL.estimated_seconds(Spec(kind="point", preset="paper")) == 1000  # another preset: its figure
 
 
+def test_a_budget_plans_for_job_seconds_and_scales_the_training_time_of_records_without_them(tmp_ledger,
+                                                                                            monkeypatch):
+    """A record's job seconds (training and measuring) are what a budget spends; a record that holds only its
+    training seconds is scaled by the median job / training ratio of its kind's records that hold both."""
+    from hedgekit.interactive import models
+
+    monkeypatch.setattr(models, "expected_train_seconds", lambda spec: 600)
+    tmp_ledger(A[1], {"knn_clean": 0.5}, train_seconds=100.0)  # training alone: no ratio known yet
+    assert PL.estimated_seconds(A[0]) == 100.0
+    tmp_ledger(B[1], {"knn_clean": 0.5}, train_seconds=100.0, job_seconds=150.0)  # point: x1.5
+    tmp_ledger(B[2], {"knn_clean": 0.5}, train_seconds=100.0, job_seconds=130.0)  # x1.3
+    tmp_ledger(C, {"knn_clean": 0.5}, train_seconds=100.0, job_seconds=500.0)  # another kind: its own ratio
+    assert PL.estimated_seconds(A[0]) == pytest.approx(140.0)  # 100 x the median 1.4
+    assert PL.estimated_seconds(B[0]) == 140.0  # the spec's own job seconds, median of 150 and 130
+    tmp_ledger(A[2], {"knn_clean": 0.5}, train_seconds=90.0, job_seconds=120.0)
+    scaled = 100.0 * (120.0 / 90.0)  # A1's training x the point records' median ratio, now 1.5, 1.3 and 120 / 90
+    assert PL.estimated_seconds(A[0]) == pytest.approx((scaled + 120.0) / 2)  # the median of A1 and A2
+
+
 
 def test_a_seed_is_recorded_only_when_the_ledger_holds_every_group_the_notebooks_read_from_it(tmp_ledger,
                                                                                             monkeypatch):

@@ -630,14 +630,19 @@ def test_ctrl_c_during_parallel_training_stops_the_workers_and_propagates(monkey
 def test_each_model_trained_is_recorded_in_the_ledger_as_it_ends_and_an_interrupt_keeps_those(fake_zoo, tmp_ledger,
                                                                                               monkeypatch, capsys):
     """A stand-in trainer that writes a checkpoint file and returns the measures a pair-trained checkpoint holds
-    (knn_corrupt = seed / 1000); seed 903 is interrupted (Ctrl-C) after 901 and 902 ended."""
+    (knn_corrupt = seed / 1000) after spending seed - 880 seconds on the stand-in wall clock `P.clock`; seed 903 is
+    interrupted (Ctrl-C) after 901 and 902 ended. Each record keeps its job's wall seconds."""
     from hedgekit import zoo
     from hedgekit.paths import cache_path
     from hedgekit.zoo import Spec, ledger
 
+    now = [0.0]
+    monkeypatch.setattr(P, "clock", lambda: now[0])
+
     def fake_load_or_train(spec, progress=True, device="cpu", **_):
         if spec.seed == 903:
             raise KeyboardInterrupt
+        now[0] += spec.seed - 880
         path = cache_path("checkpoints", f"{spec.name}.pt")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(spec.name.encode())
@@ -652,6 +657,7 @@ def test_each_model_trained_is_recorded_in_the_ledger_as_it_ends_and_an_interrup
     assert [(r["model"], r["measures"]) for r in ledger.records("hib")] == [
         (f"point-n2-d2-fast-s{s}", {"knn_corrupt": s / 1000, "eval_images": 2000.0}) for s in (901, 902)]
     assert ledger.seeds_of(Spec(kind="point", preset="fast")) == [901, 902]
+    assert [(r["job_seconds"], r["train_seconds"]) for r in ledger.records("hib")] == [(21.0, 3.0), (22.0, 3.0)]
     # a model retrained under a recorded name that measures otherwise: trained and cached, not recorded, exit 1
     tmp_ledger(Spec(kind="point", preset="fast", seed=904), {"knn_corrupt": 0.5, "eval_images": 2000})
     fake_zoo({"01_a.ipynb": [904]})

@@ -37,7 +37,8 @@ def test_a_record_round_trips_through_the_file_and_pandas(tmp_ledger):
     assert rec["data_fingerprint"] == "20f6a746239647d1" and len(rec["checkpoint_sha256"]) == 64
     assert ledger.records() == [rec, other] and ledger.records("spe") == [other] and ledger.records("taha") == []
     read = pd.read_json(path, lines=True, dtype=False, convert_dates=False, precise_float=True)
-    pd.testing.assert_frame_equal(read[sorted(ledger.FIELDS)], ledger.frame("hib"))
+    pd.testing.assert_frame_equal(read.reindex(columns=sorted({**ledger.FIELDS, **ledger.OPTIONAL_FIELDS})),
+                                  ledger.frame("hib"))
     assert read.loc[0, "measures"] == rec["measures"]  # floats exactly, null for the undefined tau
     plain = pd.read_json(path, lines=True)  # pandas' defaults read it too, floats to within a few ulps
     assert list(plain["model"]) == [HIB.name] and plain.loc[0, "measures"]["ap_clean"] == pytest.approx(
@@ -136,7 +137,8 @@ def test_malformed_records_and_lines_are_refused_with_file_line_and_what_was_exp
                          (dict(rec, measures={"ap": math.inf}), "measure 'ap' must be a finite number"),
                          (dict(rec, model="hib-other"), "its spec builds 'hib-n2-d2-c1-beta0.0001-fast-s3'"),
                          (dict(rec, spec={**rec["spec"], "kind": "nope"}), "does not build a model spec"),
-                         (dict(rec, colour="red"), "unknown colour")]:
+                         (dict(rec, colour="red"), "unknown colour"),
+                         (dict(rec, job_seconds="long"), r"job_seconds \(str, expected float or int\)")]:
         with pytest.raises(InputError, match=message):
             ledger.append(bad)
     path = tmp_ledger.folder / "hib.jsonl"
@@ -221,6 +223,8 @@ def test_the_committed_ledger_files_are_well_formed(paper):
         assert line == json.dumps(json.loads(line), sort_keys=True, allow_nan=False, ensure_ascii=False)
         for field, types in ledger.FIELDS.items():
             assert isinstance(rec[field], types) and not isinstance(rec[field], bool), (rec["model"], field)
+        assert set(rec) - set(ledger.FIELDS) <= set(ledger.OPTIONAL_FIELDS), rec["model"]
+        assert rec.get("job_seconds", 1) > 0, rec["model"]
         assert all(v is None or isinstance(v, float) for v in rec["measures"].values()), rec["model"]
         spec = ledger.spec_of(rec)
         assert ledger.paper_of(spec) == paper and rec["model"] == spec.name and rec["seed"] == spec.seed
