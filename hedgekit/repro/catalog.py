@@ -2,7 +2,9 @@
 ``--only`` selects (`select`), and the checkpoints each loads (`notebook_models`, from each paper's
 ``experiments.notebook_specs``), and the measures a notebook takes from a trained model beyond its trainer's
 (`model_measures`, from a paper's ``experiments.model_measures`` where it has one). `hedgekit.repro.reproduce` runs
-them; the session header, the results page and the plan read this catalog too."""
+them; the session header, the results page and the plan read this catalog too. Of those checkpoints, the seeds a
+notebook decides on from their ledger records need not be here where the ledger holds them (`ledger_read_models`,
+from each paper's ``experiments.notebook_record_specs``)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
@@ -12,7 +14,7 @@ from hedgekit.errors import InputError
 if TYPE_CHECKING:
     from hedgekit.zoo import Spec
 
-__all__ = ["NOTEBOOKS", "register", "select", "notebook_models", "model_measures"]
+__all__ = ["NOTEBOOKS", "register", "select", "notebook_models", "ledger_read_models", "model_measures"]
 
 # Group -> notebooks (file names in notebooks/), in running order. SPE (06, 07) registers
 # under "spe": add the file names here or call register("spe", "06_....ipynb", ...).
@@ -67,6 +69,22 @@ def notebook_models(only: Sequence[str] | str | None = None, fast: bool = False)
 
     return [(nb, spec) for nb in select(only)
             for paper in (hib, spe, taha) for spec in paper.experiments.notebook_specs(nb, fast)]
+
+
+def ledger_read_models(only: Sequence[str] | str | None = None, fast: bool = False) -> set[str]:
+    """The names of the models of `notebook_models` that every selected notebook listing them reads from the ledger
+    where it holds their records (a paper's ``experiments.notebook_record_specs``), loading no checkpoint: a model
+    another selected notebook loads is not among them."""
+    from hedgekit.papers import hib, spe, taha  # a paper's parts: only where needed (tests/test_imports.py)
+
+    read, loaded = set(), set()
+    for nb in select(only):
+        records = {spec.name for paper in (hib, spe, taha)
+                   for spec in getattr(paper.experiments, "notebook_record_specs", lambda _nb, _fast: [])(nb, fast)}
+        names = {spec.name for paper in (hib, spe, taha) for spec in paper.experiments.notebook_specs(nb, fast)}
+        read |= names & records
+        loaded |= names - records
+    return read - loaded
 
 
 def model_measures(spec: Spec) -> dict:

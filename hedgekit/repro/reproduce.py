@@ -66,7 +66,7 @@ from hedgekit.repro.audit import audit
 from hedgekit.repro.catalog import notebook_models, select
 from hedgekit.repro.measured import record_cached_measures
 from hedgekit.repro.orders import LESSON_HEADING, number_cells, refresh_lesson
-from hedgekit.repro.plan import estimated_seconds, plan, plan_lines
+from hedgekit.repro.plan import estimated_seconds, plan, plan_lines, recorded_seeds
 from hedgekit.repro.pool import WORKER_MEMORY, train_missing
 from hedgekit.repro.report import not_whole, read_manifest
 from hedgekit.repro.summary import FAST_MODE, write_summary
@@ -560,9 +560,15 @@ def _cmd(a) -> int:
             print("\n".join(plan_lines(rows)))
         if a.budget is not None:  # the plan's models, in its order
             todo = [("plan", row.spec) for row in rows]
+    if a.list_models or (a.train_missing and a.budget is None):
+        held = _held_in_ledger(pairs, a.only, a.fast)
     if a.list_models:
-        _list_models(pairs)
+        _list_models(pairs, held)
     if a.train_missing:
+        if a.budget is None and held:  # (the plan's models are missing from the ledger already)
+            todo = [(nb, spec) for nb, spec in pairs if spec.name not in held]
+            print(f"[train] {len(held)} seed models not trained: the notebooks read them from the ledger, which "
+                  "holds them (their checkpoints are not needed)")
         result = train_missing(todo, a.jobs, device=a.device, stack=not a.one_by_one, budget_minutes=a.budget)
         times.record_training(a.out, result)
         print(f"[train] time table: {times.write_times(a.out, a.times_to)}")
@@ -592,19 +598,31 @@ def _refresh_lessons(a) -> int:
     return 0
 
 
-def _list_models(pairs: Sequence[tuple[str, Spec]]) -> None:
-    """``--list-models``: each notebook's checkpoints, shipped, cached or missing, and the time the missing take."""
+def _held_in_ledger(pairs: Sequence[tuple[str, Spec]], only, fast: bool) -> set[str]:
+    """The names of the models of ``pairs`` that the selected notebooks read from the ledger
+    (`hedgekit.repro.catalog.ledger_read_models`) and whose every group it holds (`recorded_seeds`): their
+    checkpoints are not needed."""
+    read = catalog.ledger_read_models(only, fast)
+    return {spec.name for _, spec in pairs if spec.name in read and spec.seed in recorded_seeds(spec)}
+
+
+def _list_models(pairs: Sequence[tuple[str, Spec]], in_ledger: set[str]) -> None:
+    """``--list-models``: each notebook's checkpoints, shipped, cached, in the ledger (``in_ledger``: read from it,
+    `_held_in_ledger`) or missing, and the time the missing take."""
     print(f"{'notebook':<34} {'checkpoint':<44} status")
-    seen: dict[str, bool] = {}
+    seen: dict[str, str] = {}
     missing_seconds = 0
     for nb, spec in pairs:
         path = find_checkpoint(spec)
-        have = path is not None
-        status = "missing" if path is None else "shipped" if path.parent == SHIPPED_DIR else "cached"
+        status = ("shipped" if path.parent == SHIPPED_DIR else "cached") if path is not None else (
+            "in the ledger" if spec.name in in_ledger else "missing")
         print(f"{Path(nb).stem:<34} {spec.name:<44} {status}")
-        if spec.name not in seen and not have:
+        if spec.name not in seen and status == "missing":
             missing_seconds += estimated_seconds(spec)
-        seen[spec.name] = have
-    n_missing = sum(not h for h in seen.values())
-    print(f"{len(seen)} distinct checkpoints: {len(seen) - n_missing} cached or shipped, {n_missing} missing"
+        seen[spec.name] = status
+    n_missing = sum(s == "missing" for s in seen.values())
+    n_ledger = sum(s == "in the ledger" for s in seen.values())
+    print(f"{len(seen)} distinct checkpoints: {len(seen) - n_missing - n_ledger} cached or shipped, "
+          + (f"{n_ledger} in the ledger (the notebooks read their records; no checkpoint needed), " if n_ledger else "")
+          + f"{n_missing} missing"
           + (f" (~{missing_seconds / 60:.0f} min to train on 2 CPU cores, one at a time)" if n_missing else ""))

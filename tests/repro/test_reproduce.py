@@ -270,6 +270,28 @@ def test_all_specs_are_consistent():
     assert [s.seed for s in X.number_line_specs(False)["hib_d1"]] == [0, 1, 2, 3]
 
 
+def test_the_models_a_notebook_reads_from_the_ledger_are_its_seeds_beyond_the_ones_it_loads():
+    """Each paper's ``notebook_record_specs``: in full mode the seeds a notebook decides on from their records, of
+    its `notebook_specs`, never a model whose checkpoint a cell loads (a table's own seed 0, seed 0's number
+    line, Figure 4's runs); in FAST mode only 03's number-line seeds."""
+    from hedgekit.papers.hib import experiments as X
+    from hedgekit.papers.spe import experiments as SX
+
+    for paper, nb in [(X, "03"), (X, "04"), (X, "05"), (SX, "06"), (SX, "07")]:
+        listed = {s.name for s in paper.notebook_specs(nb, False)}
+        read = [s.name for s in paper.notebook_record_specs(nb, False)]
+        assert read and len(set(read)) == len(read) and set(read) <= listed, nb
+    seeds = {nb: {s.seed for s in paper.notebook_record_specs(nb, False)}
+             for paper, nb in [(X, "03"), (X, "04"), (X, "05"), (SX, "06"), (SX, "07")]}
+    assert seeds == {"03": {1, 2, 3}, "04": {1, 2}, "05": {1, 2}, "06": {1, 2}, "07": {1, 2}}
+    assert len(X.notebook_record_specs("04", False)) == 2 * 15  # Table 1's 12 models and Table 4's 3
+    assert len(X.notebook_record_specs("05", False)) == 2 * 4  # Table 5's 4 models
+    nl = X.number_line_specs(True)
+    assert X.notebook_record_specs("03", True) == [nl["point_d1"][1], nl["hib_d1"][1]]
+    assert X.notebook_record_specs("04", True) == SX.notebook_record_specs("07", True) == []
+    assert X.notebook_record_specs("02", False) == SX.notebook_record_specs("08", False) == []
+
+
 def test_sweeps_train_a_quarter_of_the_steps_and_tables_and_the_number_line_the_full_preset():
     from hedgekit.papers.hib import experiments as X
     from hedgekit.zoo import PRESETS
@@ -422,6 +444,39 @@ def test_train_missing_trains_each_missing_spec_once_and_skips_cached(fake_zoo, 
     assert len(calls()) == 2 and "[train] 0 trained, 2 already cached" in capsys.readouterr().out
     assert cli.main(["reproduce", "--train-missing", "--only", "01"]) == 0  # full mode: other names (paper preset)
     assert calls()[2:] == ["point-n2-d2-paper-s901", "point-n2-d2-paper-s902"]
+
+
+def test_seeds_the_notebooks_read_from_the_ledger_are_not_trained_where_it_holds_them(fake_zoo, tmp_ledger,
+                                                                                      monkeypatch, capsys):
+    """01_a reads seeds 902-904 from the ledger where it holds them (a paper's ``notebook_record_specs``); the ledger
+    holds 902 and 903 (every group: their trainer's, no notebook measures them); 02_b loads 903's checkpoint. So 902
+    alone is neither listed missing nor trained."""
+    from hedgekit.papers import hib
+    from hedgekit.repro import plan
+    from hedgekit.zoo import Spec
+
+    monkeypatch.setattr(plan, "model_measures", lambda spec: {})
+
+    calls = fake_zoo({"01_a.ipynb": [901, 902, 903, 904], "02_b.ipynb": [903]})
+    monkeypatch.setattr(hib.experiments, "notebook_record_specs", lambda nb, fast: [
+        Spec(kind="point", preset="paper", seed=s) for s in (902, 903, 904)] if nb == "01_a.ipynb" else [])
+    for seed in (902, 903):
+        tmp_ledger(Spec(kind="point", preset="paper", seed=seed), {"knn_clean": 0.5})
+    assert catalog.ledger_read_models() == {f"point-n2-d2-paper-s{s}" for s in (902, 904)}
+    assert catalog.ledger_read_models("01") == {f"point-n2-d2-paper-s{s}" for s in (902, 903, 904)}
+    assert cli.main(["reproduce", "--list-models"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(None, 2)[1:] for line in out[1:-1]] == [
+        ["point-n2-d2-paper-s901", "missing"], ["point-n2-d2-paper-s902", "in the ledger"],
+        ["point-n2-d2-paper-s903", "missing"], ["point-n2-d2-paper-s904", "missing"],
+        ["point-n2-d2-paper-s903", "missing"]]
+    assert out[-1].startswith("4 distinct checkpoints: 0 cached or shipped, 1 in the ledger (the notebooks read "
+                              "their records; no checkpoint needed), 3 missing")
+    assert cli.main(["reproduce", "--train-missing"]) == 0
+    assert calls() == ["point-n2-d2-paper-s901", "point-n2-d2-paper-s903", "point-n2-d2-paper-s904"]
+    assert "[train] 1 seed models not trained: the notebooks read them from the ledger" in capsys.readouterr().out
+    assert cli.main(["reproduce", "--train-missing", "--only", "01"]) == 0  # 903 is read from the ledger here
+    assert len(calls()) == 3 and "[train] 0 trained, 2 already cached" in capsys.readouterr().out
 
 
 class _InlineWorker:

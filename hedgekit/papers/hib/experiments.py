@@ -75,7 +75,7 @@ __all__ = ["SWEEP_DIVISOR", "FIG12_BETAS", "FAST_BETAS", "TABLE5_BETAS", "FIG6_M
            "number_line_specs", "NUMBER_LINE_SPLITS", "number_line_centroids", "number_line_measures",
            "plurality_measures", "model_measures", "beta_specs", "table5_specs", "margin_specs", "notebook_specs",
            "all_specs", "recorded_table1", "recorded_meta", "seed_metas", "recorded_seeds", "recorded_table1_seeds",
-           "table5_seed_specs"]
+           "table5_seed_specs", "notebook_record_specs"]
 
 FIG12_BETAS = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2)  # HIB App. E, Figure 12
 FAST_BETAS = (0.0, 1e-4, 1e-2)  # same values as the Streamlit app (shared fast checkpoints)
@@ -348,6 +348,28 @@ def notebook_specs(notebook: str, fast: bool) -> list[Spec]:
             seen.add(s.name)
             unique.append(s)
     return unique
+
+
+def notebook_record_specs(notebook: str, fast: bool) -> list[Spec]:
+    """The models of `notebook_specs` that the notebook decides on from their ledger records where the ledger holds
+    them, loading no checkpoint: 03's number-line seeds after seed 0 (seed 0's line is drawn), and in FULL mode
+    04's Table 1 seeds (`table1_seed_specs`) and 05's Table 5 seeds (`table5_seed_specs`) beyond the tables' own
+    models. ``reproduce --train-missing`` and ``--list-models`` count such a model as held when the ledger holds
+    it (`hedgekit.repro.catalog.ledger_read_models`)."""
+    if notebook.startswith("03"):
+        specs = number_line_specs(fast)
+        return specs["point_d1"][1:] + specs["hib_d1"][1:]
+    if fast or not notebook.startswith(("04", "05")):
+        return []
+    if notebook.startswith("04"):
+        seeds = table1_seed_specs(False).values()
+        own = [s for n, d in table1_settings(False) for s in table1_specs(n, d, False)] + table4_specs(False)
+    else:
+        seeds = table5_seed_specs().values()
+        soft, hard = margin_specs()
+        own = beta_specs(False) + [s for group in table5_specs().values() for s in group] + [soft, *hard]
+    loaded = {spec.name for spec in own}
+    return list({s.name: s for group in seeds for s in group if s.name not in loaded}.values())
 
 
 def all_specs(fast: bool) -> list[Spec]:

@@ -36,8 +36,8 @@ from hedgekit.zoo import PRESETS, Spec, ledger, prototype_head, shipped_or_fast
 
 __all__ = ["TABLE2_STEP_FACTORS", "TABLE2_EPS_INIT", "table2_steps", "table2_settings", "table2_specs", "fig4_specs",
            "HEADLINE_SEEDS", "table2_seeds_by_setting", "table2_seed_specs", "table2_seed_rows", "lshapes_seed_specs",
-           "recorded_lshapes_seeds", "model_measures", "notebook_specs", "FIG4_SAMPLES", "FAST_FIG4_SAMPLES",
-           "FIG4_REPLICATIONS", "corrupt_support_geometry"]
+           "recorded_lshapes_seeds", "model_measures", "notebook_specs", "notebook_record_specs", "FIG4_SAMPLES",
+           "FAST_FIG4_SAMPLES", "FIG4_REPLICATIONS", "corrupt_support_geometry"]
 
 FIG4_SAMPLES = (1, 3, 9, 27, 81)  # s of Figure 4
 FAST_FIG4_SAMPLES = (1, 9)
@@ -202,6 +202,23 @@ def notebook_specs(notebook: str, fast: bool, seed: int = 0) -> list:
     seeded = [spec for models in table2_seeds_by_setting(fast).values() for group in models.values()
               for spec in group]
     return specs + [s for s in seeded if s.name not in {t.name for t in specs}]
+
+
+def notebook_record_specs(notebook: str, fast: bool) -> list:
+    """The models of `notebook_specs` that the notebook decides on from their ledger records where the ledger holds
+    them, loading no checkpoint (FULL mode): 06's L-shape seeds after its own model (`recorded_lshapes_seeds`), 07's
+    Table 2 seeds beyond the table's own models (`table2_seed_rows`). ``reproduce --train-missing`` and
+    ``--list-models`` count such a model as held when the ledger holds it
+    (`hedgekit.repro.catalog.ledger_read_models`)."""
+    if fast:
+        return []
+    if notebook.startswith("06"):
+        return lshapes_seed_specs()[1:]
+    if not notebook.startswith("07"):
+        return []
+    own = {spec.name for four in table2_specs(False).values() for spec in four.values()}
+    return [spec for models in table2_seeds_by_setting(False).values() for group in models.values()
+            for spec in group if spec.name not in own]
 
 
 def corrupt_support_geometry(entries, sets, n_episodes: int = 1000, k_support: int = 50, query_per_class: int = 5,
