@@ -567,8 +567,8 @@ def _cmd(a) -> int:
     if a.train_missing:
         if a.budget is None and held:  # (the plan's models are missing from the ledger already)
             todo = [(nb, spec) for nb, spec in pairs if spec.name not in held]
-            print(f"[train] {len(held)} seed models not trained: the notebooks read them from the ledger, which "
-                  "holds them (their checkpoints are not needed)")
+            print(f"[train] {len(held)} seed model{'s' if len(held) != 1 else ''} left out: the notebooks read "
+                  "them from the ledger, which holds them (their checkpoints are not needed)")
         result = train_missing(todo, a.jobs, device=a.device, stack=not a.one_by_one, budget_minutes=a.budget)
         times.record_training(a.out, result)
         print(f"[train] time table: {times.write_times(a.out, a.times_to)}")

@@ -474,7 +474,7 @@ def test_seeds_the_notebooks_read_from_the_ledger_are_not_trained_where_it_holds
                               "their records; no checkpoint needed), 3 missing")
     assert cli.main(["reproduce", "--train-missing"]) == 0
     assert calls() == ["point-n2-d2-paper-s901", "point-n2-d2-paper-s903", "point-n2-d2-paper-s904"]
-    assert "[train] 1 seed models not trained: the notebooks read them from the ledger" in capsys.readouterr().out
+    assert "[train] 1 seed model left out: the notebooks read them from the ledger" in capsys.readouterr().out
     assert cli.main(["reproduce", "--train-missing", "--only", "01"]) == 0  # 903 is read from the ledger here
     assert len(calls()) == 3 and "[train] 0 trained, 2 already cached" in capsys.readouterr().out
 
