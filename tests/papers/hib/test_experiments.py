@@ -69,9 +69,13 @@ def test_table1_trains_18000_steps_for_mog2_at_n2_and_for_all_three_models_at_n3
 
 
 def test_recorded_table1_looks_for_the_long_mog2_checkpoint_at_the_paper_preset(tmp_path, monkeypatch):
-    monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path))  # empty cache; the 18,000-step MoG-2 is not shipped
+    from hedgekit.zoo import store
+
+    monkeypatch.setenv("HEDGEKIT_DATA", str(tmp_path))  # an empty cache, and nothing shipped
+    monkeypatch.setattr(store, "SHIPPED_DIR", tmp_path / "shipped")
     _, missing = X.recorded_table1("paper", settings=((2, 2),))
-    assert missing == ["hib-n2-d2-c2-beta0.0001-k8-paper18000-s0"]
+    assert missing == ["point-n2-d2-paper-s0", "hib-n2-d2-c1-beta0.0001-paper-s0",
+                       "hib-n2-d2-c2-beta0.0001-k8-paper18000-s0"]
     _, missing_fast = X.recorded_table1("fast", settings=((2, 2),))
     assert missing_fast[-1] == "hib-n2-d2-c2-beta0.0001-fast-s0"  # another preset: its own steps and K (8)
 
