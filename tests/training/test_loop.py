@@ -83,26 +83,66 @@ def _run(name: str) -> tuple[list[str], str]:
 RUNS = ["fit-point", "fit-hib", "fit-hib-two_stream", "fit-point-hard", "episodic-pn", "episodic-spe", "triplets-het",
         "upstream-sngp", "upstream-infonce_2v"]
 
-# Recorded from commit 278d30b (the trainers before hedgekit.training.loop) with this file's ``__main__``.
-RECORDED = {  # run: (hash of the final weights, logged losses as float.hex)
-    "fit-point": ("fc2409e0199d5499", ["0x1.00a6700000000p+0", "0x1.9212b40000000p-1", "0x1.ab90a80000000p-1",
-        "0x1.09443a0000000p+0", "0x1.7bf7e80000000p-1"]),
-    "fit-hib": ("9e147e1f72fc97f1", ["0x1.108c1a0000000p+0", "0x1.f4beaa0000000p-1", "0x1.055f4e0000000p+0",
-        "0x1.e045fc0000000p-1", "0x1.e4c0640000000p-1"]),
-    "fit-hib-two_stream": ("02f6ae5e4d803cd3", ["0x1.3cde6a0000000p+0", "0x1.3bc56a0000000p+0", "0x1.43cf760000000p+0",
-        "0x1.df35020000000p-1", "0x1.7480320000000p-1"]),
-    "fit-point-hard": ("f53480746009c683", ["0x1.72be6a0000000p-2", "0x1.8652860000000p-2", "0x1.1715ca0000000p-2",
-        "0x1.b204d00000000p-2", "0x1.e58c880000000p-3"]),
-    "episodic-pn": ("4322603a9b636fdc", ["0x1.1860d40000000p+0", "0x1.0c471e0000000p+0", "0x1.0f79ba0000000p+0",
-        "0x1.e7fa760000000p-1", "0x1.f7ad700000000p-1"]),
-    "episodic-spe": ("aae81a8156e2d94a", ["0x1.1db83e0000000p+0", "0x1.30a9ae0000000p+0", "0x1.22ff2c0000000p+0",
-        "0x1.08b1ea0000000p+0", "0x1.c31f700000000p-1"]),
-    "triplets-het": ("267a3668ee579d5f", ["0x1.3226260000000p+0", "0x1.1d09260000000p+0", "0x1.1bab8a0000000p+0",
-        "0x1.13c9960000000p+0", "0x1.1fdf9e0000000p+0"]),
-    "upstream-sngp": ("e6bf3b87ffd0400a", ["0x1.c8ef120000000p+0", "0x1.d5387a0000000p+0", "0x1.d3bca80000000p+0",
-        "0x1.c613020000000p+0", "0x1.ca1c0e0000000p+0"]),
-    "upstream-infonce_2v": ("63ae7efdbbfae8d6", ["0x1.46e79e0000000p+4", "0x1.7a445e0000000p+4", "0x1.4305ce0000000p+4",
-        "0x1.47f1f20000000p+4", "0x1.479a2e0000000p+4"]),
+# Recorded from commit 278d30b (the trainers before hedgekit.training.loop) with this file's ``__main__``, once on
+# each processor the kit has run on: float32 sums come out in another order on another processor's kernels
+# (CPU training repeats bit for bit on one processor, not across them). The AMD EPYC (family 26, AVX512-BF16, no
+# AMX) first; then an Intel Xeon with AMX, where commit 278d30b's trainers gave the second entry of every run
+# and today's loop gives the same.
+RECORDED = {  # run: ((hash of the final weights, logged losses as float.hex), one per processor)
+    "fit-point": (
+        ("fc2409e0199d5499", ["0x1.00a6700000000p+0", "0x1.9212b40000000p-1", "0x1.ab90a80000000p-1",
+                              "0x1.09443a0000000p+0", "0x1.7bf7e80000000p-1"]),
+        ("e66b7cec6e1dd756", ["0x1.00a6700000000p+0", "0x1.92103c0000000p-1", "0x1.aafad80000000p-1",
+                              "0x1.0c608c0000000p+0", "0x1.7f5bcc0000000p-1"]),
+    ),
+    "fit-hib": (
+        ("9e147e1f72fc97f1", ["0x1.108c1a0000000p+0", "0x1.f4beaa0000000p-1", "0x1.055f4e0000000p+0",
+                              "0x1.e045fc0000000p-1", "0x1.e4c0640000000p-1"]),
+        ("94a19223b5879d19", ["0x1.108c1a0000000p+0", "0x1.f4beaa0000000p-1", "0x1.055f500000000p+0",
+                              "0x1.e045f80000000p-1", "0x1.e4c0680000000p-1"]),
+    ),
+    "fit-hib-two_stream": (
+        ("02f6ae5e4d803cd3", ["0x1.3cde6a0000000p+0", "0x1.3bc56a0000000p+0", "0x1.43cf760000000p+0",
+                              "0x1.df35020000000p-1", "0x1.7480320000000p-1"]),
+        ("3881a81cb0dfeeb7", ["0x1.3cde6a0000000p+0", "0x1.3bc56a0000000p+0", "0x1.43cf7c0000000p+0",
+                              "0x1.df35000000000p-1", "0x1.74802e0000000p-1"]),
+    ),
+    "fit-point-hard": (
+        ("f53480746009c683", ["0x1.72be6a0000000p-2", "0x1.8652860000000p-2", "0x1.1715ca0000000p-2",
+                              "0x1.b204d00000000p-2", "0x1.e58c880000000p-3"]),
+        ("fe1a7d234aa5adc6", ["0x1.72be6a0000000p-2", "0x1.867f9c0000000p-2", "0x1.16fd2e0000000p-2",
+                              "0x1.b06e100000000p-2", "0x1.e6ced80000000p-3"]),
+    ),
+    "episodic-pn": (
+        ("4322603a9b636fdc", ["0x1.1860d40000000p+0", "0x1.0c471e0000000p+0", "0x1.0f79ba0000000p+0",
+                              "0x1.e7fa760000000p-1", "0x1.f7ad700000000p-1"]),
+        ("8ec9727cc7295e28", ["0x1.1860d40000000p+0", "0x1.0c46fc0000000p+0", "0x1.0f7a0e0000000p+0",
+                              "0x1.e7f2220000000p-1", "0x1.f79d460000000p-1"]),
+    ),
+    "episodic-spe": (
+        ("aae81a8156e2d94a", ["0x1.1db83e0000000p+0", "0x1.30a9ae0000000p+0", "0x1.22ff2c0000000p+0",
+                              "0x1.08b1ea0000000p+0", "0x1.c31f700000000p-1"]),
+        ("7b5674911b166c75", ["0x1.1db8400000000p+0", "0x1.30a9ae0000000p+0", "0x1.22ff2c0000000p+0",
+                              "0x1.08b1e80000000p+0", "0x1.c31f700000000p-1"]),
+    ),
+    "triplets-het": (
+        ("267a3668ee579d5f", ["0x1.3226260000000p+0", "0x1.1d09260000000p+0", "0x1.1bab8a0000000p+0",
+                              "0x1.13c9960000000p+0", "0x1.1fdf9e0000000p+0"]),
+        ("90442e73170d8663", ["0x1.3226260000000p+0", "0x1.1d09260000000p+0", "0x1.1baad60000000p+0",
+                              "0x1.137e3a0000000p+0", "0x1.1ca1760000000p+0"]),
+    ),
+    "upstream-sngp": (
+        ("e6bf3b87ffd0400a", ["0x1.c8ef120000000p+0", "0x1.d5387a0000000p+0", "0x1.d3bca80000000p+0",
+                              "0x1.c613020000000p+0", "0x1.ca1c0e0000000p+0"]),
+        ("3ddc73823a60549f", ["0x1.c8ef120000000p+0", "0x1.d5387a0000000p+0", "0x1.d3bca60000000p+0",
+                              "0x1.c613020000000p+0", "0x1.ca1c0e0000000p+0"]),
+    ),
+    "upstream-infonce_2v": (
+        ("63ae7efdbbfae8d6", ["0x1.46e79e0000000p+4", "0x1.7a445e0000000p+4", "0x1.4305ce0000000p+4",
+                              "0x1.47f1f20000000p+4", "0x1.479a2e0000000p+4"]),
+        ("64c5ae20e44fa59e", ["0x1.46e79e0000000p+4", "0x1.7a44600000000p+4", "0x1.4305d00000000p+4",
+                              "0x1.47f1f20000000p+4", "0x1.479a2e0000000p+4"]),
+    ),
 }
 
 
@@ -118,7 +158,9 @@ def one_thread():
 @pytest.mark.parametrize("run", RUNS)
 def test_each_trainer_reproduces_its_losses_and_weights_from_before_the_shared_loop(run, one_thread):
     losses, weights = _run(run)
-    assert (weights, losses) == RECORDED[run]
+    assert (weights, losses) in RECORDED[run], (
+        f"{run}: {(weights, losses)} is none of the recorded values; on a processor not recorded yet, run "
+        "commit 278d30b's trainers with this file's __main__ and add its entry")
 
 
 
