@@ -29,6 +29,11 @@ group of measures:
 ``device``, ``precision``, ``torch``, ``hedgekit``, ``train_seconds``
     where, in which precision and with which versions the model trained, and for how long. A checkpoint that
     records no device predates that field, which the kit added before any of its models trained on a GPU: cpu.
+``processor`` (optional)
+    for a model trained on the CPU, the processor's model name (`hedgekit.hardware.processor_name`, from the
+    checkpoint's metadata): CPU training repeats bit for bit on one processor, not on another, whose kernels sum
+    float32 in another order. Records written before this field have none; where docs/speed.md names the
+    machines of the sessions that wrote them, they were AMD EPYC processors.
 ``job_seconds`` (optional)
     the wall seconds of the whole job that trained and measured the model in ``reproduce --train-missing``
     (training, its trainer's evaluation and the notebooks' measures; a stacked seed set's training shared evenly
@@ -108,7 +113,7 @@ FIELDS: dict[str, tuple[type, ...]] = {
     "commit": (str,), "date": (str,), "train_seconds": (float, int), "checkpoint_sha256": (str,),
     "tolerance": (float, int)}
 # field -> its JSON types, for the fields a record may leave out
-OPTIONAL_FIELDS: dict[str, tuple[type, ...]] = {"job_seconds": (float, int)}
+OPTIONAL_FIELDS: dict[str, tuple[type, ...]] = {"job_seconds": (float, int), "processor": (str,)}
 
 
 class LedgerConflict(InputError):
@@ -230,6 +235,8 @@ def build_record(spec: ModelSpec | URLSpec, group: str, measures: Mapping, meta:
               "commit": _commit(), "date": datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
               "train_seconds": float(meta.get("train_seconds", 0.0)),
               "checkpoint_sha256": _file_sha256(checkpoint_path), "tolerance": tolerance_for(device)}
+    if meta.get("processor"):
+        record["processor"] = str(meta["processor"])
     return _checked(record, f"the record of {spec.name}")
 
 
@@ -316,7 +323,8 @@ def check_checkpoint(spec: ModelSpec | URLSpec, meta: Mapping, folder: str | os.
     device = str(meta.get("device") or "cpu")
     new = {"model": spec.name, "group": group, "measures": {k: _measure(k, v) for k, v in values.items()},
            "device": device, "tolerance": tolerance_for(device),
-           "checkpoint_sha256": _file_sha256(path) if path and Path(path).is_file() else "unknown"}
+           "checkpoint_sha256": _file_sha256(path) if path and Path(path).is_file() else "unknown",
+           **({"processor": str(meta["processor"])} if meta.get("processor") else {})}
     _raise_unless_agree(old, new, ledger_path(paper_of(spec), folder))
 
 
@@ -512,8 +520,8 @@ def _raise_unless_agree(old: Mapping, new: Mapping, path: Path) -> None:
               else f"checkpoints/{old['model']}.pt")  # where the store caches it (`hedgekit.zoo.cache_checkpoint_path`)
     raise LedgerConflict(
         f"The ledger ({path}) holds {old['model']}'s {old['group']} measures, recorded {old['date']} from checkpoint "
-        f"sha256 {old['checkpoint_sha256']} trained on {old['device']}, and a new measurement from checkpoint sha256 "
-        f"{new['checkpoint_sha256']} (trained on {new['device']}) does not agree with them {allowed}: "
+        f"sha256 {old['checkpoint_sha256']} trained on {_where(old)}, and a new measurement from checkpoint sha256 "
+        f"{new['checkpoint_sha256']} (trained on {_where(new)}) does not agree with them {allowed}: "
         f"{'; '.join(differ)}. A record is never overwritten. The same checkpoint always measures the same; a "
         f"model retrained under this name is another draw unless it trained on the same CPU and library build (a GPU, "
         f"another CPU or another build round differently), or it was trained with other code or data. To keep the "
@@ -521,6 +529,11 @@ def _raise_unless_agree(old: Mapping, new: Mapping, path: Path) -> None:
         f"ledger; to keep this machine's models in a ledger of their own, point {LEDGER_ENV} at another folder; if the "
         f"recorded model is the wrong one, remove its line from {path.name} in a commit that says why, then record "
         f"the new one.")
+
+
+def _where(record: Mapping) -> str:
+    """Where ``record``'s model trained: its device, and its processor where it names one."""
+    return record["device"] + (f" ({record['processor']})" if record.get("processor") else "")
 
 
 def _shown(value) -> str:

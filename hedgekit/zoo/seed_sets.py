@@ -21,14 +21,13 @@ import torch
 from hedgekit.checks import check_writable, resolve_device
 from hedgekit.data import load_ndigit, random_occlusion
 from hedgekit.errors import InputError
-from hedgekit.hardware import device_description
 from hedgekit.nets import EmbeddingNet
 from hedgekit.training.fit import seed_everything
 from hedgekit.training.seeds import fit_seeds
 from hedgekit.zoo.recipes import eval_set
 from hedgekit.zoo.specs import ModelSpec
 from hedgekit.zoo.store import (cache_checkpoint_path, checkpoint_bytes, data_record, data_source, save_checkpoint,
-                                versions)
+                                trained_on, versions)
 
 
 def stackable(spec: ModelSpec) -> bool:
@@ -74,7 +73,7 @@ def train_seed_set(specs: Sequence[ModelSpec], device: str = "cpu",
     out = []
     for spec, model, hist, path in zip(specs, models, hists, paths):
         test = eval_set(spec)
-        meta = {"spec": asdict(spec), "name": spec.name, "train_config": asdict(cfg), "device": device_description(dev),
+        meta = {"spec": asdict(spec), "name": spec.name, "train_config": asdict(cfg), **trained_on(dev),
                 "seed": spec.seed, "train_seconds": round(hist.seconds, 1),
                 "total_seconds": round(time.perf_counter() - t0, 1),
                 "metrics": table1_metrics(model.eval(), test, progress=progress), "eval_images": len(test),

@@ -61,6 +61,27 @@ def versions() -> dict:
             "python": sys.version.split()[0], "platform": platform.platform()}
 
 
+def processor_name(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU's model name (``/proc/cpuinfo``'s "model name" line, e.g. "Intel(R) Xeon(R) Processor"; else
+    ``platform.processor()`` or the architecture): CPU training repeats bit for bit on one processor, not across
+    processors, whose kernels sum float32 in another order (docs/ledger.md)."""
+    try:
+        lines = cpuinfo.read_text(errors="replace").splitlines()
+    except OSError:
+        lines = []
+    names = [value.strip() for key, _, value in (line.partition(":") for line in lines) if key.strip() == "model name"]
+    return (names[0] if names else "") or platform.processor() or platform.machine() or "unknown"
+
+
+def trained_on(device: str | torch.device) -> dict:
+    """What a checkpoint's metadata records of where it trained: ``device``
+    (`hedgekit.hardware.device_description`) and, on the CPU, ``processor`` (`processor_name`)."""
+    where = {"device": device_description(device)}
+    if torch.device(device).type == "cpu":
+        where["processor"] = processor_name()
+    return where
+
+
 # ------------------------------------------------------------------ checkpoints
 def save_checkpoint(path: str | Path, model: EmbeddingNet, meta: dict) -> Path:
     """Save weights + config + metadata; written atomically, with a SHA-256 over all three (`_payload_hash`).
@@ -324,13 +345,14 @@ def train_spec(spec: ModelSpec, progress: bool = True, device: str = "cpu", call
     not part of the name; the checkpoint records it in ``meta["train_config"]``. ``"bfloat16"`` on a device that
     only emulates it trains in float32, with a warning (`hedgekit.hardware.resolve_precision`). ``device`` ("auto":
     `hedgekit.checks.resolve_device`) is recorded in ``meta["device"]`` (`hedgekit.hardware.device_description`,
-    e.g. "cpu" or "cuda:0 (NVIDIA H100 80GB HBM3)"); `is_stale` never reads it.
+    e.g. "cpu" or "cuda:0 (NVIDIA H100 80GB HBM3)"), and on the CPU its processor in ``meta["processor"]``
+    (`trained_on`); `is_stale` never reads them.
     """
     t0 = time.perf_counter()
     dev = resolve_device(device)
     model, cfg, hist, extra = TRAINERS[spec.family](spec, resolve_precision(precision, dev), progress, str(dev),
                                                     callback)
-    meta = {"spec": asdict(spec), "name": spec.name, "train_config": asdict(cfg), "device": device_description(dev),
+    meta = {"spec": asdict(spec), "name": spec.name, "train_config": asdict(cfg), **trained_on(dev),
             "seed": spec.seed,
             "train_seconds": round(hist.seconds, 1), "total_seconds": round(time.perf_counter() - t0, 1),
             **extra, "history": hist.rows, "versions": versions(), "data": data_record(spec)}

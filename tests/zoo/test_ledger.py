@@ -87,6 +87,22 @@ def test_a_one_ulp_difference_on_the_cpu_is_a_conflict_that_names_both_values_an
         ledger.append(dict(first, measures={**first["measures"], "tau_ap_clean": 0.5}))
 
 
+def test_a_cpu_record_names_its_processor_and_a_conflict_between_processors_names_both(tmp_ledger, tmp_path):
+    """CPU training repeats bit for bit on one processor only: a record keeps the processor its checkpoint trained
+    on (``meta["processor"]``, `hedgekit.hardware.device_record`), and a conflict says on which each trained."""
+    first = tmp_ledger(HIB, TABLE1)
+    assert "processor" not in first  # a checkpoint that records none (trained before the field) gives none
+    checkpoint = tmp_path / "elsewhere.pt"
+    checkpoint.write_bytes(b"trained on another processor")
+    meta = {"device": "cpu", "processor": "Processor B", "train_seconds": 3.0, "train_config": {}}
+    other = ledger.build_record(HIB, "table1", {**TABLE1, "ap_clean": 0.5, "eval_images": 2000}, meta, checkpoint)
+    assert other["processor"] == "Processor B" and other["tolerance"] == 0.0
+    with pytest.raises(ledger.LedgerConflict, match=r"\(trained on cpu \(Processor B\)\).*another CPU"):
+        ledger.append(other)
+    with pytest.raises(InputError, match=r"processor \(int, expected str\)"):
+        ledger.append(dict(other, processor=7))
+
+
 def test_a_models_measures_are_read_from_its_papers_file_without_importing_another_paper(tmp_ledger):
     """A URL run's spec is known only once the URL paper is imported (`hedgekit.zoo.url_runs`): a process that
     has not imported it reads a HIB model's measures all the same, and reading every paper says what to import."""

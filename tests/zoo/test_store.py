@@ -438,6 +438,7 @@ def test_a_checkpoint_records_its_device_which_never_makes_it_stale(sandbox, mon
     path = zoo.find_checkpoint(spec)
     model, saved = zoo.load_checkpoint(path)
     assert meta["device"] == saved["device"] == device_description(devices[0])
+    assert saved.get("processor") == (store.processor_name() if devices[0] == "cpu" else None)
     for recorded in ("cuda:0 (NVIDIA H100 80GB HBM3)", None):  # another device; a checkpoint without the field
         edited = dict(saved, device=recorded) if recorded else {k: v for k, v in saved.items() if k != "device"}
         save_checkpoint(path, model, edited)
@@ -445,6 +446,25 @@ def test_a_checkpoint_records_its_device_which_never_makes_it_stale(sandbox, mon
         _, loaded = load_or_train(spec, progress=False, device="cpu")
         assert loaded["source"] == "cache" and loaded.get("device") == recorded
     assert len(devices) == 1  # trained once
+
+
+def test_processor_name_is_the_model_name_line_else_what_python_knows(tmp_path, monkeypatch):
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nmodel name\t: Test CPU\nflags\t\t: fpu avx2\n"
+                    "processor\t: 1\nmodel name\t: Test CPU\n")
+    assert store.processor_name(info) == "Test CPU"
+    monkeypatch.setattr(store.platform, "processor", lambda: "")
+    monkeypatch.setattr(store.platform, "machine", lambda: "riscv64")
+    info.write_text("processor\t: 0\nFeatures\t: fp asimd\n")  # no model name line (as on some ARM CPUs)
+    assert store.processor_name(info) == store.processor_name(tmp_path / "absent") == "riscv64"
+    monkeypatch.setattr(store.platform, "machine", lambda: "")
+    assert store.processor_name(tmp_path / "absent") == "unknown"
+
+
+def test_a_checkpoint_trained_on_the_cpu_records_its_processor(monkeypatch):
+    monkeypatch.setattr(store, "processor_name", lambda: "Test CPU")
+    assert store.trained_on("cpu") == {"device": "cpu", "processor": "Test CPU"}
+    assert store.trained_on("meta") == {"device": "meta"}  # another device: no processor
 
 
 def test_a_device_that_is_not_here_is_refused_before_training(sandbox, monkeypatch):
