@@ -2,11 +2,13 @@
 # tests/gpu_kit.sh: the whole full-mode kit on one CUDA GPU, and its time table.
 #
 #   1. `python -m hedgekit reproduce --device cuda --train-missing --jobs N`: every checkpoint the full-mode notebooks
-#      need and do not find, trained in N worker processes that share the GPU (N: KIT_JOBS, default the usable
-#      cores; `hedgekit.repro.pool.job_limit` lowers it to what cores and memory hold), the seeds of one point or
-#      MoG-1 spec stacked into one model (`hedgekit.zoo.seed_sets`), point and HIB models captured as one CUDA graph
-#      per step where they can (`hedgekit.training.captured`). Baseline to beat: 66 checkpoints in 655 s with 15
-#      workers; goal: the whole kit, training and notebooks, in <= 30 minutes;
+#      need and do not find, trained in N worker processes that share the GPU (N: KIT_JOBS, default 4: 15-16
+#      workers gave no more throughput than one, and 14 finished 4 models in 422 s where 4 finished 9 in 331 s,
+#      docs/speed.md; `hedgekit.repro.pool.job_limit` lowers it to what cores and memory hold), the seeds of one
+#      point or MoG-1 spec stacked into one model (`hedgekit.zoo.seed_sets`; add --one-by-one to train each alone:
+#      a stacked HIB step is not captured and lost to one-by-one ones there), point and HIB models captured as one
+#      CUDA graph per step where they can (`hedgekit.training.captured`). Baseline to beat: 66 checkpoints in 655 s
+#      with 15 workers; goal: the whole kit, training and notebooks, in <= 30 minutes;
 #   2. `python -m hedgekit reproduce --device cuda`: every registered notebook in full mode, DEVICE = "cuda".
 # Both write into RESULTS_DIR/kit (train.json, run.json, summary.md, times.md) and, with KIT_TIMES_TO=FILE (e.g.
 # docs/speed.md, relative to the repository), replace FILE's marked time-table section (`hedgekit.repro.times`).
@@ -47,7 +49,7 @@ steps="${KIT_STEPS:-train notebooks}"
 
 if [[ " $steps " == *" train "* ]]; then
     t0=$SECONDS
-    "$PY" -m hedgekit reproduce --train-missing --jobs "${KIT_JOBS:-$(nproc)}" "${kit[@]}" 2>&1 |
+    "$PY" -m hedgekit reproduce --train-missing --jobs "${KIT_JOBS:-4}" "${kit[@]}" 2>&1 |
         tee -a "$RESULTS/kit-train.log" || fail "kit: training FAILED after $((SECONDS - t0)) s (log: \
 $RESULTS/kit-train.log)"
     say "kit: training: $(grep -E '^\[train\] [0-9]+ trained' "$RESULTS/kit-train.log" | tail -n 1) \
