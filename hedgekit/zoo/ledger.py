@@ -30,7 +30,7 @@ group of measures:
     where, in which precision and with which versions the model trained, and for how long. A checkpoint that
     records no device predates that field, which the kit added before any of its models trained on a GPU: cpu.
 ``processor`` (optional)
-    for a model trained on the CPU, the processor's model name (`hedgekit.hardware.processor_name`, from the
+    for a model trained on the CPU, the processor's model name (`hedgekit.zoo.store.processor_name`, from the
     checkpoint's metadata): CPU training repeats bit for bit on one processor, not on another, whose kernels sum
     float32 in another order. Records written before this field have none; where docs/speed.md names the
     machines of the sessions that wrote them, they were AMD EPYC processors.

@@ -89,7 +89,7 @@ def test_a_one_ulp_difference_on_the_cpu_is_a_conflict_that_names_both_values_an
 
 def test_a_cpu_record_names_its_processor_and_a_conflict_between_processors_names_both(tmp_ledger, tmp_path):
     """CPU training repeats bit for bit on one processor only: a record keeps the processor its checkpoint trained
-    on (``meta["processor"]``, `hedgekit.hardware.device_record`), and a conflict says on which each trained."""
+    on (``meta["processor"]``, `hedgekit.zoo.store.trained_on`), and a conflict says on which each trained."""
     first = tmp_ledger(HIB, TABLE1)
     assert "processor" not in first  # a checkpoint that records none (trained before the field) gives none
     checkpoint = tmp_path / "elsewhere.pt"
